@@ -1,0 +1,3 @@
+from czjax.cli import main
+import sys
+sys.exit(main())

@@ -1,0 +1,138 @@
+"""Benchmarks (host side). Speed is measured here, never in tests.
+
+Each setting is compiled once (``compile_s``, reported separately) and then timed over
+``runs`` calls with different keys; the figure reported is the median.
+"""
+
+from __future__ import annotations
+
+import platform
+import statistics
+import sys
+import time
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from czjax import players, rollout
+
+# The PyTorch project's RandomPunisher-vs-RandomPunisher games on the 2-core development CPU
+# (issue 2): the figure czjax's RandomPunisher games are compared with.
+PYTORCH_PUNISHER_GAMES_PER_S = 250.0
+
+
+def time_compiled(fn: Callable, make_args: Callable[[int], tuple], runs: int) -> tuple[float, list[float], object]:
+    """Compile ``fn`` for ``make_args(0)``, then time ``runs`` calls; returns (compile_s, times, last output)."""
+    start = time.perf_counter()
+    compiled = jax.jit(fn).lower(*make_args(0)).compile()
+    compile_s = time.perf_counter() - start
+    jax.block_until_ready(compiled(*make_args(0)))  # warm-up run (allocations), not timed
+    times, out = [], None
+    for i in range(runs):
+        args = make_args(i + 1)
+        start = time.perf_counter()
+        out = jax.block_until_ready(compiled(*args))
+        times.append(time.perf_counter() - start)
+    return compile_s, times, out
+
+
+def machine_description() -> str:
+    devices = jax.devices()
+    return f"{platform.machine()} {devices[0].platform}:{devices[0].device_kind} x{len(devices)}, jax {jax.__version__}"
+
+
+def bench_rollout_czjax(player_name: str, batch: int, runs: int) -> dict:
+    player = players.BUILTIN_PLAYERS[player_name]
+
+    def run(key):
+        return rollout.play_games(key, player, None, player, None, batch)
+
+    compile_s, times, (traj, results) = time_compiled(run, lambda i: (jax.random.key(i),), runs)
+    median = statistics.median(times)
+    moves = int(np.asarray(results.length).sum())
+    return {
+        "impl": "czjax",
+        "player": player_name,
+        "batch": batch,
+        "games_per_s": batch / median,
+        "moves_per_s": moves / median,
+        "median_s": median,
+        "times_s": times,
+        "compile_s": compile_s,
+        "mean_length": moves / batch,
+    }
+
+
+def bench_rollout_pgx(batch: int, runs: int) -> dict | None:
+    """pgx's Connect Four, random vs random, the same whole-game ``lax.scan`` over 42 plies."""
+    try:
+        import pgx
+    except ImportError:
+        return None
+    env = pgx.make("connect_four")
+    step = jax.vmap(env.step)
+
+    def run(key):
+        init_key, play_key = jax.random.split(key)
+        state = jax.vmap(env.init)(jax.random.split(init_key, batch))
+
+        def body(state, key):
+            logits = jnp.where(state.legal_action_mask, 0.0, -jnp.inf)
+            action = jax.random.categorical(key, logits)
+            moved = ~(state.terminated | state.truncated)
+            return step(state, action), moved.sum()
+
+        state, moved = lax.scan(body, state, jax.random.split(play_key, rollout.PLIES))
+        return state.rewards, moved.sum()
+
+    compile_s, times, (_, moves) = time_compiled(run, lambda i: (jax.random.key(i),), runs)
+    median = statistics.median(times)
+    return {
+        "impl": "pgx",
+        "player": "random",
+        "batch": batch,
+        "games_per_s": batch / median,
+        "moves_per_s": int(moves) / median,
+        "median_s": median,
+        "times_s": times,
+        "compile_s": compile_s,
+        "mean_length": int(moves) / batch,
+    }
+
+
+def bench_rollout(batches, player_names, runs: int, peer: bool, log=print) -> list[dict]:
+    rows = []
+    for name in player_names:
+        for batch in batches:
+            row = bench_rollout_czjax(name, batch, runs)
+            rows.append(row)
+            log(format_rollout_row(row))
+            if name == "random" and peer:
+                peer_row = bench_rollout_pgx(batch, runs)
+                if peer_row is None:
+                    log("  (pgx not installed: `pip install czjax[bench]` to measure it side by side)")
+                    peer = False
+                else:
+                    peer_row["czjax_speedup"] = row["games_per_s"] / peer_row["games_per_s"]
+                    rows.append(peer_row)
+                    log(format_rollout_row(peer_row) + f"   czjax/pgx = {peer_row['czjax_speedup']:.1f}x")
+            if name == "random-punisher":
+                row["vs_pytorch"] = row["games_per_s"] / PYTORCH_PUNISHER_GAMES_PER_S
+    return rows
+
+
+ROLLOUT_HEADER = f"{'impl':6s} {'player':16s} {'batch':>7s} {'games/s':>12s} {'moves/s':>13s} {'median s':>9s} {'compile s':>9s}"
+
+
+def format_rollout_row(row: dict) -> str:
+    return (
+        f"{row['impl']:6s} {row['player']:16s} {row['batch']:7d} {row['games_per_s']:12,.0f} "
+        f"{row['moves_per_s']:13,.0f} {row['median_s']:9.4f} {row['compile_s']:9.2f}"
+    )
+
+
+def stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)

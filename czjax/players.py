@@ -1,0 +1,127 @@
+"""Players: pure functions ``(params, boards, key) -> logits (B, 7)``; masking and sampling.
+
+A player may also return ``(logits, values)`` when it has a value head; :func:`player_logits`
+takes either form. Logits are raw (unmasked): the rollout masks illegal columns itself, so a
+player never needs to. Built-in players ignore ``params`` (pass ``None``).
+
+Masking follows DESIGN.md: for sampling, illegal logits become ``-inf``; for losses and entropy
+``-1e9`` is *added*, so probabilities of illegal columns are 0 and ``p * log p`` stays finite.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+
+from czjax import game
+
+Player = Callable[[Any, jax.Array, jax.Array], Any]
+
+LOSS_MASK_VALUE = -1e9
+
+
+def player_logits(output) -> jax.Array:
+    """Logits of a player's output, whether it is ``logits`` or ``(logits, values)``."""
+    return output[0] if isinstance(output, (tuple, list)) else output
+
+
+def mask_for_sampling(legal: jax.Array, logits: jax.Array) -> jax.Array:
+    """Illegal columns become ``-inf``."""
+    return jnp.where(legal, logits, -jnp.inf)
+
+
+def mask_for_loss(legal: jax.Array, logits: jax.Array) -> jax.Array:
+    """``-1e9`` added to illegal columns (finite, so gradients and ``p log p`` stay finite)."""
+    return logits + jnp.where(legal, 0.0, LOSS_MASK_VALUE).astype(logits.dtype)
+
+
+def masked_log_probs(legal: jax.Array, logits: jax.Array) -> jax.Array:
+    """Log-softmax over the legal columns, with the loss masking."""
+    return jax.nn.log_softmax(mask_for_loss(legal, logits), axis=-1)
+
+
+def masked_entropy(legal: jax.Array, logits: jax.Array) -> jax.Array:
+    """Entropy (nats) of the policy restricted to legal columns, ``(...)``; finite with full columns."""
+    log_p = masked_log_probs(legal, logits)
+    return -(jnp.exp(log_p) * log_p).sum(-1)
+
+
+def entropy(boards: jax.Array, logits: jax.Array) -> jax.Array:
+    """Masked entropy for int8 ``boards``."""
+    return masked_entropy(game.legal_mask(boards), logits)
+
+
+# Upper-triangular ones: w @ _PREFIX is the running sum over columns (a cumsum that XLA's CPU
+# backend runs faster than its reduce-window cumsum).
+_PREFIX = jnp.triu(jnp.ones((game.COLS, game.COLS), jnp.float32))
+
+
+def sample_masked(key: jax.Array, legal: jax.Array, logits: jax.Array, temperature=1.0) -> jax.Array:
+    """Sample one legal column per row of ``logits (B, 7)`` at ``temperature``; ``int32 (B,)``.
+
+    ``temperature == 0`` (may be traced) picks the most likely legal column. Sampling inverts
+    the CDF with a single uniform per row instead of drawing 7 Gumbels: same distribution,
+    7x fewer random numbers. A row with no legal column returns 0 (only terminal boards).
+    """
+    logits = logits.astype(jnp.float32)
+    temperature = jnp.asarray(temperature, jnp.float32)
+    masked = mask_for_sampling(legal, logits)
+    greedy = jnp.argmax(masked, axis=-1)
+    scaled = masked / jnp.maximum(temperature, 1e-6)[..., None]
+    top = jnp.max(jnp.where(legal, scaled, -jnp.inf), axis=-1, keepdims=True)
+    weights = jnp.where(legal, jnp.exp(scaled - jnp.where(jnp.isfinite(top), top, 0.0)), 0.0)
+    cdf = weights @ _PREFIX
+    u = jax.random.uniform(key, cdf.shape[:-1] + (1,), jnp.float32) * cdf[..., -1:]
+    sampled = (cdf <= u).sum(-1)
+    # A NaN in a row's logits makes every comparison false: fall back to its greedy column,
+    # itself 0 for an all-NaN row, which the rollout then treats as a forfeit if illegal.
+    sampled = jnp.where(jnp.isnan(cdf[..., -1]), greedy, jnp.minimum(sampled, game.COLS - 1))
+    return jnp.where(temperature > 0, sampled, greedy).astype(jnp.int32)
+
+
+def sample(key: jax.Array, boards: jax.Array, logits: jax.Array, temperature=1.0) -> jax.Array:
+    """Sample a legal column for each board from the player's ``logits (B, 7)``."""
+    return sample_masked(key, game.legal_mask(boards), logits, temperature)
+
+
+# ---------------------------------------------------------------------------------------------
+# Built-in players
+
+
+def random_player(params, boards: jax.Array, key: jax.Array) -> jax.Array:
+    """Uniform over the legal columns (the rollout masks the illegal ones)."""
+    del params, key
+    return jnp.zeros(boards.shape[:-2] + (game.COLS,), jnp.float32)
+
+
+def winning_columns(boards: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(wins, threats)``, each ``bool (..., 7)``: columns where the side to move completes four
+    now, and columns where the opponent would complete four by playing there next."""
+    pos = game.pack(boards)
+    heights = game.column_heights(pos)  # (..., 7)
+    cols = jnp.arange(game.COLS)
+    lo_bit, hi_bit = game._cell_bits(game.ROWS - 1 - heights, cols)  # zero for full columns
+    playable = heights < game.ROWS
+
+    def completes(lo, hi):
+        return playable & game.has_four(lo[..., None] | lo_bit, hi[..., None] | hi_bit)
+
+    return completes(pos.mine_lo, pos.mine_hi), completes(pos.theirs_lo, pos.theirs_hi)
+
+
+def random_punisher(params, boards: jax.Array, key: jax.Array) -> jax.Array:
+    """Win now if possible, else block an opponent's immediate win, else uniform over legal
+    columns. Ties (several wins, several threats) are uniform among them."""
+    del params, key
+    wins, threats = winning_columns(boards)
+    choice = jnp.where(wins.any(-1, keepdims=True), wins, threats)
+    choice = jnp.where(choice.any(-1, keepdims=True), choice, True)
+    return jnp.where(choice, 0.0, LOSS_MASK_VALUE).astype(jnp.float32)
+
+
+BUILTIN_PLAYERS: dict[str, Player] = {
+    "random": random_player,
+    "random-punisher": random_punisher,
+}
