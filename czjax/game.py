@@ -23,8 +23,9 @@ many pieces it has.
 Illegal moves inside ``jit``: :func:`step` and :func:`position_step` never write into a full
 or out-of-range column. The position is returned unchanged (not negated), ``won`` is False and
 ``done`` is True: the game ends with the mover forfeiting it, so a corrupt board can never be
-produced or played on. :func:`czjax.rollout.play_games` scores such a game as a loss for the
-mover. Host-side callers get a ``ValueError`` instead (:func:`apply_moves`, :func:`from_moves`).
+produced or played on. (:func:`czjax.rollout.play_games` never plays one: its sampling is
+masked.) Host-side callers get a ``ValueError`` instead (:func:`step` on concrete arrays,
+:func:`apply_moves`, :func:`from_moves`).
 """
 
 from __future__ import annotations

@@ -63,21 +63,21 @@ def sample_masked(key: jax.Array, legal: jax.Array, logits: jax.Array, temperatu
 
     ``temperature == 0`` (may be traced) picks the most likely legal column. Sampling inverts
     the CDF with a single uniform per row instead of drawing 7 Gumbels: same distribution,
-    7x fewer random numbers. A row with no legal column returns 0 (only terminal boards).
+    7x fewer random numbers. The result is always a legal column when the row has one: a row
+    whose legal logits are all ``-inf`` or NaN is sampled uniformly over its legal columns
+    (and its greedy choice is its first legal column). A row with no legal column returns 0.
     """
-    logits = logits.astype(jnp.float32)
+    logits = jnp.where(jnp.isnan(logits), -jnp.inf, logits.astype(jnp.float32))
     temperature = jnp.asarray(temperature, jnp.float32)
     masked = mask_for_sampling(legal, logits)
-    greedy = jnp.argmax(masked, axis=-1)
-    scaled = masked / jnp.maximum(temperature, 1e-6)[..., None]
-    top = jnp.max(jnp.where(legal, scaled, -jnp.inf), axis=-1, keepdims=True)
-    weights = jnp.where(legal, jnp.exp(scaled - jnp.where(jnp.isfinite(top), top, 0.0)), 0.0)
+    top = jnp.max(masked, axis=-1, keepdims=True)
+    usable = jnp.isfinite(top)  # some legal column has a finite logit
+    greedy = jnp.where(usable[..., 0], jnp.argmax(masked, axis=-1), jnp.argmax(legal, axis=-1))
+    scaled = (masked - jnp.where(usable, top, 0.0)) / jnp.maximum(temperature, 1e-6)[..., None]
+    weights = jnp.where(usable, jnp.exp(scaled), legal.astype(jnp.float32))
     cdf = weights @ _PREFIX
     u = jax.random.uniform(key, cdf.shape[:-1] + (1,), jnp.float32) * cdf[..., -1:]
-    sampled = (cdf <= u).sum(-1)
-    # A NaN in a row's logits makes every comparison false: fall back to its greedy column,
-    # itself 0 for an all-NaN row, which the rollout then treats as a forfeit if illegal.
-    sampled = jnp.where(jnp.isnan(cdf[..., -1]), greedy, jnp.minimum(sampled, game.COLS - 1))
+    sampled = jnp.minimum((cdf <= u).sum(-1), game.COLS - 1)
     return jnp.where(temperature > 0, sampled, greedy).astype(jnp.int32)
 
 

@@ -52,14 +52,12 @@ class GameResults:
     outcome: ``int8`` +1 if player A won, -1 if player B won, 0 for a draw.
     length: ``int32`` number of plies played.
     a_first: ``bool`` player A made the first move.
-    forfeit: ``bool`` the game ended by an illegal move (counted as a loss for its mover).
     final: the position after the last ply (packed, canonical for the side to move next).
     """
 
     outcome: chex.Array
     length: chex.Array
     a_first: chex.Array
-    forfeit: chex.Array
     final: game.Position
 
 
@@ -93,7 +91,7 @@ def play_games(
 
     def ply(carry, key, movers):
         """One ply; ``movers`` is ``(mover in first half, mover in second half)`` as 0/1 for A/B."""
-        pos, done, outcome, length, forfeit = carry
+        pos, done, outcome, length = carry
         boards = game.unpack(pos)  # only computed if a player reads the boards
         legal = game.position_legal_mask(pos)
         keys = jax.random.split(key, 3)
@@ -104,18 +102,17 @@ def play_games(
             logits.append(out.astype(jnp.float32))
             temps.append(jnp.broadcast_to(jnp.asarray(temp, jnp.float32), (half.stop - half.start,)))
         action = sample_masked(keys[2], legal, jnp.concatenate(logits), jnp.concatenate(temps))
+        # sample_masked only returns legal columns, so ``ended`` is a win or a full board.
         next_pos, won, ended = game.position_step(pos, action)
-        illegal = ~jnp.take_along_axis(legal, action[:, None], axis=1)[:, 0]
         mover_is_a = jnp.concatenate([jnp.full((h.stop - h.start,), m == 0) for h, m in zip(halves, movers)])
         mover_sign = jnp.where(mover_is_a, 1, -1).astype(jnp.int8)
-        result = jnp.where(won, mover_sign, jnp.where(illegal, -mover_sign, 0)).astype(jnp.int8)
+        result = jnp.where(won, mover_sign, 0).astype(jnp.int8)
         active = ~done
         new_carry = (
             jax.tree.map(lambda n, o: jnp.where(active, n, o), next_pos, pos),
             done | ended,
             jnp.where(active, result, outcome),
             length + active.astype(jnp.int32),
-            forfeit | (active & illegal),
         )
         record = (pos, jnp.where(active, action, 0).astype(jnp.int8), jnp.where(mover_is_a, 0, 1).astype(jnp.int8), active)
         return new_carry, record
@@ -140,11 +137,10 @@ def play_games(
         jnp.zeros((num_games,), bool),
         jnp.zeros((num_games,), jnp.int8),
         jnp.zeros((num_games,), jnp.int32),
-        jnp.zeros((num_games,), bool),
     )
     keys = jax.random.split(key, (PLIES // 2, 2))
-    (final, _, outcome, length, forfeit), records = lax.scan(two_plies, init, keys)
+    (final, _, outcome, length), records = lax.scan(two_plies, init, keys)
     positions, actions, player, valid = jax.tree.map(lambda x: x.reshape((PLIES,) + x.shape[2:]), records)
     trajectory = Trajectory(positions=positions, actions=actions, player=player, valid=valid)
-    results = GameResults(outcome=outcome, length=length, a_first=a_first, forfeit=forfeit, final=final)
+    results = GameResults(outcome=outcome, length=length, a_first=a_first, final=final)
     return trajectory, results

@@ -1,0 +1,111 @@
+"""play_games: determinism and invariants, every game replayed through the reference."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from czjax import game, players, rollout
+from tests.reference import RefGame
+
+NUM_GAMES = 301  # odd on purpose: A starts the first 151
+
+
+def play(key, a=players.random_punisher, b=players.random_player, n=NUM_GAMES, **kw):
+    traj, results = rollout.play_games(key, a, None, b, None, n, **kw)
+    return jax.tree.map(np.asarray, traj), jax.tree.map(np.asarray, results), np.asarray(traj.boards())
+
+
+@pytest.fixture(scope="module")
+def games():
+    return play(jax.random.key(42))
+
+
+def test_same_key_same_games_other_key_other_games(games):
+    traj, results, boards = games
+    traj2, results2, boards2 = play(jax.random.key(42))
+    np.testing.assert_array_equal(boards, boards2)
+    np.testing.assert_array_equal(traj.actions, traj2.actions)
+    np.testing.assert_array_equal(results.outcome, results2.outcome)
+    traj3, _, _ = play(jax.random.key(43))
+    assert (traj3.actions != traj.actions).any()
+
+
+def test_half_the_games_with_each_player_first(games):
+    traj, results, _ = games
+    assert results.a_first.sum() == 151 and results.a_first[:151].all()
+    np.testing.assert_array_equal(traj.player[0], np.where(results.a_first, 0, 1))
+
+
+def test_trajectory_invariants(games):
+    traj, results, boards = games
+    T, B = traj.actions.shape
+    t = np.arange(T)[:, None]
+    # valid plies are exactly a prefix of each game's length
+    np.testing.assert_array_equal(traj.valid, t < results.length[None, :])
+    # players alternate, every ply
+    assert (traj.player[1:] != traj.player[:-1]).all()
+    # piece counts match plies: the mover has floor(t/2) pieces, the opponent ceil(t/2)
+    mine = (boards == 1).sum((2, 3))
+    theirs = (boards == -1).sum((2, 3))
+    valid = traj.valid
+    np.testing.assert_array_equal(mine[valid], np.broadcast_to(t // 2, (T, B))[valid])
+    np.testing.assert_array_equal(theirs[valid], np.broadcast_to((t + 1) // 2, (T, B))[valid])
+    # the column played was legal
+    legal = boards[:, :, 0, :] == 0
+    assert np.take_along_axis(legal, traj.actions[..., None].astype(int), -1)[..., 0][valid].all()
+    assert (traj.actions[~valid] == 0).all()
+
+
+def test_games_replay_identically_in_the_reference(games):
+    traj, results, boards = games
+    for i in range(NUM_GAMES):
+        ref = RefGame()
+        a_is_player = 1 if results.a_first[i] else 2
+        for t in range(results.length[i]):
+            assert boards[t, i].tolist() == ref.canonical(), (i, t)
+            ref.play(int(traj.actions[t, i]))
+        assert ref.over, i
+        expected = 0 if ref.winner == 0 else (1 if ref.winner == a_is_player else -1)
+        assert results.outcome[i] == expected, i
+        # the recorded final position is the reference's final board
+        assert np.asarray(game.unpack(jax.tree.map(lambda x: x[i], results.final))).tolist() == ref.canonical()
+
+
+def test_punisher_beats_random_and_never_misses_a_win(games):
+    traj, results, boards = games
+    assert results.outcome.mean() > 0.7
+    wins, _ = players.winning_columns(jnp.asarray(boards.reshape(-1, 6, 7)))
+    wins = np.asarray(wins).reshape(boards.shape[:2] + (7,))
+    punisher_to_move = traj.valid & (traj.player == 0) & wins.any(-1)
+    played = np.take_along_axis(wins, traj.actions[..., None].astype(int), -1)[..., 0]
+    assert punisher_to_move.sum() > 50
+    assert played[punisher_to_move].all()
+
+
+def test_players_with_broken_logits_still_play_legal_games():
+    def nan_player(params, boards, key):
+        return jnp.full(boards.shape[:-2] + (7,), jnp.nan)
+
+    traj, results, boards = play(jax.random.key(0), a=nan_player, b=players.random_player, n=64)
+    legal = boards[:, :, 0, :] == 0
+    assert np.take_along_axis(legal, traj.actions[..., None].astype(int), -1)[..., 0][traj.valid].all()
+    assert ((boards != 0).sum((2, 3))[traj.valid] == np.broadcast_to(np.arange(42)[:, None], traj.valid.shape)[traj.valid]).all()
+
+
+def test_temperature_zero_makes_games_deterministic():
+    def first_col_player(params, boards, key):
+        return jnp.broadcast_to(-jnp.arange(7.0), boards.shape[:-2] + (7,))
+
+    traj, results, _ = play(jax.random.key(1), a=first_col_player, b=first_col_player, n=4, temperature_a=0.0, temperature_b=0.0)
+    # both sides always play the leftmost free column (0,0,0,0,0,0,1,...): every game is the same
+    assert (traj.actions == traj.actions[:, :1]).all()
+    ref = RefGame()
+    for t in range(results.length[0]):
+        ref.play(int(traj.actions[t, 0]))
+    assert ref.over and list(ref.moves[:7]) == [0, 0, 0, 0, 0, 0, 1]
+
+
+def test_play_games_rejects_tiny_batches():
+    with pytest.raises(ValueError, match="at least 2"):
+        rollout.play_games(jax.random.key(0), players.random_player, None, players.random_player, None, 1)
