@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 
 def _positive_int(text: str) -> int:
@@ -42,6 +43,80 @@ def cmd_bench_rollout(args) -> int:
     return 0
 
 
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text}")
+    return value
+
+
+# Flags that change what is trained; with --resume they come from the checkpoint instead.
+SETTING_FLAGS = {
+    "model": "model", "games_per_batch": "games_per_batch", "opponent": "opponent", "eval_every": "batches_per_chunk",
+    "eval_games": "eval_games",
+}
+HPARAM_FLAGS = ("learning_rate", "entropy_bonus", "value_weight", "discount", "temperature")
+
+
+def train_settings(args):
+    """(config, hparams, batches) from the preset and the flags, or from the checkpoint on --resume."""
+    import dataclasses
+
+    from czjax import checkpoint, presets
+    from czjax.train import HParams, TrainConfig
+
+    given = [f for f in (*SETTING_FLAGS, *HPARAM_FLAGS, "no_baseline") if getattr(args, f) not in (None, False)]
+    if args.resume:
+        if given:
+            raise ValueError(f"--resume continues with the checkpoint's settings; drop --{given[0].replace('_', '-')}")
+        meta, _ = checkpoint.read_meta(Path(args.out) / "checkpoint.msgpack")
+        config = TrainConfig(**meta["config"])
+        hparams = HParams.create(**{k: v for k, v in meta["hparams"].items()})
+        return config, hparams, args.batches
+    preset = presets.get_preset(args.preset)
+    overrides = {field: getattr(args, flag) for flag, field in SETTING_FLAGS.items() if getattr(args, flag) is not None}
+    if args.no_baseline:
+        overrides["baseline"] = False
+    config = dataclasses.replace(preset.config, **overrides)
+    hp = dict(preset.hparams)
+    hp.update({k: getattr(args, k) for k in HPARAM_FLAGS if getattr(args, k) is not None})
+    batches = args.batches if args.batches is not None else (None if args.time_budget else preset.batches)
+    return config, HParams.create(**hp), batches
+
+
+def cmd_train(args) -> int:
+    from czjax import loop
+
+    if args.out is None:
+        args.out = f"runs/{args.preset}-seed{args.seed}"
+    config, hparams, batches = train_settings(args)
+    print(f"training {config.model} against {config.opponent}, {config.games_per_batch} games per batch, "
+          f"{'until ' + format(batches, ',') + ' batches' if batches else ''}"
+          f"{' or ' if batches and args.time_budget else ''}{'for ' + str(args.time_budget) + ' s' if args.time_budget else ''}; "
+          f"hyperparameters {hparams.to_dict()}; outputs in {args.out}/", flush=True)
+    summary = loop.run(
+        config, hparams, args.out, seed=args.seed, batches=batches, time_budget_s=args.time_budget,
+        resume=args.resume, checkpoint_every=args.checkpoint_every, log=lambda m: print(m, flush=True),
+        title=f"czjax train --preset {args.preset} (seed {args.seed})",
+    )
+    last = summary["last"]
+    print(
+        f"{'stopped' if summary['interrupted'] else 'done'}: {summary['batches']:,} batches, {summary['games']:,} games "
+        f"in {summary['elapsed_s']:.0f} s; last interval: win rate {last.get('win_rate', float('nan')):.2f} against the "
+        f"training opponent, {last.get('eval_win_rate', float('nan')):.2f} against RandomPunisher, entropy "
+        f"{last.get('entropy', float('nan')):.2f}, game length {last.get('game_length', float('nan')):.1f}, "
+        f"{summary['promotions']} checkpoint promotions"
+    )
+    print(f"outputs: {summary['checkpoint']}, {summary['metrics']}, {summary['dashboard']}")
+    if summary["interrupted"]:
+        print(f"continue with: czjax train --resume --out {args.out}")
+        return 130
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="czjax",
@@ -69,6 +144,39 @@ def build_parser() -> argparse.ArgumentParser:
     rollout.add_argument("--no-peer", action="store_true", help="skip the pgx comparison")
     rollout.add_argument("--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)")
     rollout.set_defaults(func=cmd_bench_rollout)
+
+    from czjax.presets import PRESETS
+
+    train = commands.add_parser(
+        "train",
+        help="train a model on device (presets: the blog's examples)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Trains with batches of games and one AdamW step per batch, many batches per compiled chunk. "
+            "Writes checkpoint.msgpack, metrics.jsonl (one row per chunk) and dashboard.png to --out.\n\npresets:\n"
+            + "\n".join(f"  {name:13s} {p.description} ({p.batches:,} batches)" for name, p in PRESETS.items())
+        ),
+    )
+    train.add_argument("--preset", default="default", help="named settings (default: %(default)s); flags override them")
+    train.add_argument("--model", default=None, help="mlp, mlp3, cnn-mk4 or cnn-mk4-value")
+    train.add_argument("--games-per-batch", type=_batch, default=None, help="games per batch (one update each)")
+    train.add_argument("--opponent", default=None, help="self (frozen checkpoint copy, promoted at 52%%), random-punisher or random")
+    train.add_argument("--batches", type=_positive_int, default=None, help="stop after this many batches in all (default: the preset's)")
+    train.add_argument("--time-budget", type=_non_negative_float, default=None, metavar="SECONDS", help="stop after this many seconds")
+    train.add_argument("--eval-every", type=_positive_int, default=None, metavar="BATCHES",
+                       help="batches per compiled chunk: log, evaluate against RandomPunisher, and check the clock this often")
+    train.add_argument("--eval-games", type=_batch, default=None, help="games against RandomPunisher per evaluation (default 100)")
+    train.add_argument("--learning-rate", "--lr", dest="learning_rate", type=_non_negative_float, default=None)
+    train.add_argument("--entropy-bonus", type=_non_negative_float, default=None)
+    train.add_argument("--value-weight", type=_non_negative_float, default=None)
+    train.add_argument("--discount", "--gamma", dest="discount", type=_non_negative_float, default=None)
+    train.add_argument("--temperature", type=_non_negative_float, default=None, help="sampling temperature of the learner")
+    train.add_argument("--no-baseline", action="store_true", help="plain REINFORCE even with a value head")
+    train.add_argument("--out", default=None, help="output folder (default: runs/PRESET-seedSEED)")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    train.add_argument("--checkpoint-every", type=_positive_int, default=10, metavar="CHUNKS", help="checkpoint interval (default: %(default)s)")
+    train.set_defaults(func=cmd_train)
     return parser
 
 
@@ -76,6 +184,9 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except ValueError as err:  # bad settings, unknown names, unusable checkpoints: one line
+        print(f"czjax: error: {err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

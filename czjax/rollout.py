@@ -144,3 +144,18 @@ def play_games(
     trajectory = Trajectory(positions=positions, actions=actions, player=player, valid=valid)
     results = GameResults(outcome=outcome, length=length, a_first=a_first, final=final)
     return trajectory, results
+
+
+def player_plies(traj: Trajectory, num_games: int, player: int = 0) -> Trajectory:
+    """The plies of one player (0 = A, 1 = B) as a static half of the trajectory, ``(21, B)``.
+
+    A moves on even plies in the games it starts (the first ``ceil(B / 2)``) and on odd plies
+    in the others; B the other way round. No gather: two strided slices.
+    """
+    split = first_player_split(num_games)
+    first, second = (slice(0, None, 2), slice(1, None, 2))[:: 1 if player == 0 else -1]
+
+    def take(x):
+        return jnp.concatenate([x[first, :split], x[second, split:]], axis=1)
+
+    return jax.tree.map(take, traj)

@@ -1,0 +1,106 @@
+"""Checkpoints: one msgpack file holding the run's config, hyperparameters and TrainState.
+
+Written atomically (a temporary file in the same folder, then ``os.replace``), so a run killed
+while writing leaves the previous checkpoint intact. Loading checks the format and that the
+checkpoint was written for the same model, and raises :class:`CheckpointError` with a
+one-line message otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import jax
+import numpy as np
+from flax import serialization
+from flax.traverse_util import flatten_dict
+
+FORMAT = "czjax-checkpoint"
+VERSION = 1
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used: missing, damaged, or written for another model."""
+
+
+def _to_state_dict(state) -> dict:
+    """A TrainState (chex dataclass, unknown to flax) as a nested dict of its fields."""
+    return {f.name: serialization.to_state_dict(getattr(state, f.name)) for f in dataclasses.fields(state)}
+
+
+def _from_state_dict(template, state_dict: dict):
+    return template.replace(
+        **{f.name: serialization.from_state_dict(getattr(template, f.name), state_dict[f.name]) for f in dataclasses.fields(template)}
+    )
+
+
+def _state_to_host(state) -> dict:
+    state = state.replace(key=jax.random.key_data(state.key))
+    return jax.tree.map(np.asarray, _to_state_dict(state))
+
+
+def save(path, state, config: dict, hparams: dict, extra: dict | None = None) -> None:
+    """Write ``state`` (a TrainState) with its run description to ``path`` atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "format": FORMAT,
+        "version": VERSION,
+        "meta": json.dumps({"config": config, "hparams": hparams, "extra": extra or {}}),
+        "state": _state_to_host(state),
+    }
+    data = serialization.msgpack_serialize(payload)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_meta(path) -> tuple[dict, dict]:
+    """``(meta, raw_state)`` of a checkpoint file; raises CheckpointError if it is not one."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"no checkpoint at {path}")
+    try:
+        payload = serialization.msgpack_restore(path.read_bytes())
+    except Exception as err:  # msgpack raises several kinds on damaged data
+        raise CheckpointError(f"{path} is damaged or not a czjax checkpoint ({type(err).__name__})") from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise CheckpointError(f"{path} is not a czjax checkpoint")
+    if payload.get("version") != VERSION:
+        raise CheckpointError(f"{path} has checkpoint version {payload.get('version')}, this czjax reads {VERSION}")
+    try:
+        meta = json.loads(payload["meta"])
+        state = payload["state"]
+    except (KeyError, TypeError, ValueError):
+        raise CheckpointError(f"{path} is damaged (missing run description or state)") from None
+    return meta, state
+
+
+def load(path, template, expected_model: str | None = None):
+    """Restore a TrainState shaped like ``template``; returns ``(state, meta)``."""
+    meta, raw = read_meta(path)
+    model = meta.get("config", {}).get("model")
+    if expected_model is not None and model != expected_model:
+        raise CheckpointError(f"{path} was written for model {model!r}, not {expected_model!r}")
+    template = template.replace(key=jax.random.key_data(template.key))
+    expected = flatten_dict(_to_state_dict(template))
+    got = flatten_dict(raw) if isinstance(raw, dict) else {}
+    mismatched = sorted("/".join(k) for k in expected.keys() ^ got.keys())
+    mismatched += sorted("/".join(k) for k in expected.keys() & got.keys() if np.shape(expected[k]) != np.shape(got[k]))
+    if mismatched:
+        raise CheckpointError(f"{path} does not match this run's state (differs at {mismatched[0]})")
+    state = _from_state_dict(template, raw)
+    state = jax.tree.map(lambda t, r: np.asarray(r, dtype=np.asarray(t).dtype), template, state)
+    return state.replace(key=jax.random.wrap_key_data(state.key)), meta

@@ -1,0 +1,172 @@
+"""The host-side training loop: compiled chunks, metrics, dashboard, checkpoints, resume.
+
+A run's folder holds ``checkpoint.msgpack`` (written atomically every few chunks, at the end,
+and when the run is interrupted), ``metrics.jsonl`` (one object per chunk) and
+``dashboard.png`` (refreshed during the run). ``resume=True`` continues from the checkpoint
+with the checkpoint's settings; rows logged after it are dropped first, so a resumed run gives
+the same metrics and parameters as an uninterrupted one with the same seed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Callable
+
+import jax
+import numpy as np
+
+from czjax import checkpoint, plots
+from czjax.train import HParams, TrainConfig, make_trainer
+
+CHECKPOINT = "checkpoint.msgpack"
+METRICS = "metrics.jsonl"
+DASHBOARD = "dashboard.png"
+
+# Compiled chunks by (config, number of batches); hyperparameters are traced scalars.
+_COMPILED: dict = {}
+
+# Keys whose values depend on the machine's speed, not on the run.
+TIMING_KEYS = ("games_per_s", "elapsed_s", "chunk_s")
+
+
+def read_metrics(path) -> list[dict]:
+    path = Path(path)
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def write_metrics(path, rows: list[dict]) -> None:
+    tmp = Path(str(path) + ".tmp")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tmp.replace(path)
+
+
+def format_progress(row: dict, total_batches: int | None) -> str:
+    batches = f"{row['batches']:,}" + (f"/{total_batches:,}" if total_batches else "")
+    return (
+        f"batch {batches} | {row['games']:,} games | {row['games_per_s']:,.0f} games/s | "
+        f"win {row['win_rate']:.2f} | vs punisher {row['eval_win_rate']:.2f} | "
+        f"entropy {row['entropy']:.2f} | length {row['game_length']:.1f} | promotions {row['promotions']}"
+    )
+
+
+def run(
+    config: TrainConfig,
+    hparams: HParams,
+    out_dir,
+    seed: int = 0,
+    batches: int | None = None,
+    time_budget_s: float | None = None,
+    resume: bool = False,
+    checkpoint_every: int = 10,
+    plot_every_s: float = 20.0,
+    log: Callable[[str], None] = print,
+    title: str = "",
+) -> dict:
+    """Train until ``batches`` batches in all (counting those before a resume) or
+    ``time_budget_s`` seconds of this invocation, whichever comes first; returns a summary."""
+    if batches is None and time_budget_s is None:
+        raise ValueError("give a number of batches or a time budget")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ckpt_path, metrics_path, dash_path = out_dir / CHECKPOINT, out_dir / METRICS, out_dir / DASHBOARD
+    trainer = make_trainer(config)
+    state = trainer.init(seed)
+    rows: list[dict] = []
+    elapsed_before = 0.0
+    if resume:
+        state, meta = checkpoint.load(ckpt_path, state, expected_model=config.model)
+        done = int(state.step)
+        rows = [r for r in read_metrics(metrics_path) if r["batches"] <= done]
+        write_metrics(metrics_path, rows)
+        elapsed_before = rows[-1]["elapsed_s"] if rows else 0.0
+        log(f"resuming {ckpt_path} at batch {done:,} ({int(state.games):,} games)")
+    elif metrics_path.exists() or ckpt_path.exists():
+        for p in (metrics_path, ckpt_path):
+            p.unlink(missing_ok=True)
+    (out_dir / "run.json").write_text(json.dumps({"config": config.to_dict(), "hparams": hparams.to_dict(), "seed": seed}, indent=1))
+    meta = {"config": config.to_dict(), "hparams": hparams.to_dict()}
+
+    def save_checkpoint():
+        checkpoint.save(ckpt_path, state, meta["config"], meta["hparams"], {"seed": seed})
+
+    def save_dashboard():
+        if rows:
+            plots.dashboard(rows, dash_path, title=title)
+
+    k = config.batches_per_chunk
+
+    def chunk_fn(num_steps: int):
+        if (config, num_steps) not in _COMPILED:
+            start = time.perf_counter()
+            _COMPILED[config, num_steps] = trainer.run_chunk.lower(state, hparams, num_steps).compile()
+            log(f"compiled a chunk of {num_steps} batches of {config.games_per_batch} games in {time.perf_counter() - start:.1f} s")
+        return _COMPILED[config, num_steps]
+
+    start = time.perf_counter()
+    last_print = last_plot = 0.0
+    chunks = 0
+    interrupted = False
+    try:
+        while True:
+            done = int(state.step)
+            if batches is not None and done >= batches:
+                break
+            if time_budget_s is not None and time.perf_counter() - start >= time_budget_s:
+                break
+            num_steps = k if batches is None else min(k, batches - done)
+            fn = chunk_fn(num_steps)
+            t0 = time.perf_counter()
+            new_state, metrics = fn(state, hparams)
+            metrics = jax.device_get(metrics)
+            state = new_state
+            chunk_s = time.perf_counter() - t0
+            row = {key: (int(v) if key in ("batches", "games", "promotions", "positions") else float(v)) for key, v in metrics.items()}
+            row.update(
+                games_per_s=num_steps * config.games_per_batch / chunk_s,
+                chunk_s=chunk_s,
+                elapsed_s=elapsed_before + time.perf_counter() - start,
+            )
+            rows.append(row)
+            with metrics_path.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+            chunks += 1
+            now = time.perf_counter() - start
+            if now - last_print >= 2.0 or chunks == 1:
+                log(format_progress(row, batches))
+                last_print = now
+            if chunks % checkpoint_every == 0:
+                save_checkpoint()
+            if now - last_plot >= plot_every_s:
+                save_dashboard()
+                last_plot = now
+    except KeyboardInterrupt:
+        interrupted = True
+        log("interrupted: saving the last completed chunk")
+    save_checkpoint()
+    save_dashboard()
+    summary = {
+        "out_dir": str(out_dir),
+        "batches": int(state.step),
+        "games": int(state.games),
+        "promotions": int(state.promotions),
+        "elapsed_s": rows[-1]["elapsed_s"] if rows else 0.0,
+        "interrupted": interrupted,
+        "last": rows[-1] if rows else {},
+        "checkpoint": str(ckpt_path),
+        "metrics": str(metrics_path),
+        "dashboard": str(dash_path),
+    }
+    return summary
+
+
+def deterministic(row: dict) -> dict:
+    """A metrics row without its timing keys (what a resumed run must reproduce)."""
+    return {k: v for k, v in row.items() if k not in TIMING_KEYS}
+
+
+def params_equal(a, b) -> bool:
+    return all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))

@@ -1,0 +1,161 @@
+"""Flax versions of the PyTorch project's models, and a registry by name.
+
+Every model takes int8 boards ``(B, 6, 7)`` (``+1`` = side to move) and returns ``logits (B,
+7)``, plus ``value (B,)`` in ``[-1, 1]`` when it has a value head. Layers, parameter counts,
+normalisation epsilons (1e-5, PyTorch's) and Mk4's channel-major flatten follow the PyTorch
+definitions, so weights can be exchanged with it.
+
+| name | PyTorch class | parameters |
+| --- | --- | --- |
+| ``mlp`` | ``SimpleMLPModel`` | 14,215 |
+| ``mlp3`` | ``Connect4MLP3`` (value = tanh of an 8th output) | 409,608 |
+| ``cnn-mk4`` | ``Connect4CNN_Mk4(value_head=False)`` | 323,527 |
+| ``cnn-mk4-value`` | ``Connect4CNN_Mk4(value_head=True)`` | 356,488 |
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from czjax import game
+
+TORCH_EPS = 1e-5
+
+
+class SimpleMLP(nn.Module):
+    """42 -> 128 -> 64 -> 7 with ReLU."""
+
+    has_value_head = False
+
+    @nn.compact
+    def __call__(self, boards):
+        x = boards.reshape(boards.shape[0], -1).astype(jnp.float32)
+        x = nn.relu(nn.Dense(128)(x))
+        x = nn.relu(nn.Dense(64)(x))
+        return nn.Dense(game.COLS)(x)
+
+
+class MLP3(nn.Module):
+    """Seven bias-free layers of 256 with LayerNorm and ReLU; 8 outputs: 7 logits and a value."""
+
+    has_value_head = True
+
+    @nn.compact
+    def __call__(self, boards):
+        x = boards.reshape(boards.shape[0], -1).astype(jnp.float32)
+        for _ in range(7):
+            x = nn.Dense(256, use_bias=False)(x)
+            x = nn.relu(nn.LayerNorm(epsilon=TORCH_EPS)(x))
+        out = nn.Dense(game.COLS + 1)(x)
+        return out[:, : game.COLS], jnp.tanh(out[:, game.COLS])
+
+
+def one_hot_planes(boards):
+    """int8 boards ``(B, 6, 7)`` -> float ``(B, 6, 7, 3)``: own, opponent, empty."""
+    return jnp.stack([boards == 1, boards == -1, boards == 0], axis=-1).astype(jnp.float32)
+
+
+class ResBlock(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        y = nn.Conv(64, (3, 3), padding=1, use_bias=False)(x)
+        y = nn.relu(nn.GroupNorm(num_groups=16, epsilon=TORCH_EPS)(y))
+        y = nn.Conv(64, (3, 3), padding=1, use_bias=False)(y)
+        y = nn.GroupNorm(num_groups=16, epsilon=TORCH_EPS)(y)
+        return nn.relu(y + x)
+
+
+class CNNMk4(nn.Module):
+    """Residual CNN: 3x3 conv 64 + GroupNorm(16) + ReLU, three residual blocks, a (6, 1) conv
+    reducing each column to 64 features (448, flattened channel-major as PyTorch does), policy
+    MLP 448-128-128-7 with LayerNorm, optional value MLP 448-64-64-1 with tanh."""
+
+    value_head: bool = False
+
+    @property
+    def has_value_head(self) -> bool:
+        return self.value_head
+
+    @nn.compact
+    def __call__(self, boards):
+        x = one_hot_planes(boards)
+        x = nn.Conv(64, (3, 3), padding=1, use_bias=False)(x)
+        x = nn.relu(nn.GroupNorm(num_groups=16, epsilon=TORCH_EPS)(x))
+        for _ in range(3):
+            x = ResBlock()(x)
+        x = nn.Conv(64, (game.ROWS, 1), padding="VALID", use_bias=False)(x)  # (B, 1, 7, 64)
+        features = jnp.transpose(x[:, 0], (0, 2, 1)).reshape(x.shape[0], -1)  # index = channel * 7 + col
+        p = nn.Dense(128, use_bias=False)(features)
+        p = nn.relu(nn.LayerNorm(epsilon=TORCH_EPS)(p))
+        p = nn.Dense(128, use_bias=False)(p)
+        p = nn.relu(nn.LayerNorm(epsilon=TORCH_EPS)(p))
+        logits = nn.Dense(game.COLS)(p)
+        if not self.value_head:
+            return logits
+        v = nn.relu(nn.Dense(64, name="value_0")(features))
+        v = nn.relu(nn.Dense(64, name="value_1")(v))
+        return logits, jnp.tanh(nn.Dense(1, name="value_2")(v)[:, 0])
+
+
+MODELS: dict[str, Callable[[], nn.Module]] = {
+    "mlp": SimpleMLP,
+    "mlp3": MLP3,
+    "cnn-mk4": lambda: CNNMk4(value_head=False),
+    "cnn-mk4-value": lambda: CNNMk4(value_head=True),
+}
+
+
+def get_model(name: str) -> nn.Module:
+    """The model registered as ``name``; a one-line ``ValueError`` for an unknown name."""
+    try:
+        return MODELS[name]()
+    except KeyError:
+        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}") from None
+
+
+def init_params(model: nn.Module, key: jax.Array):
+    return model.init(key, game.new_boards(1))
+
+
+def count_params(params) -> int:
+    return sum(x.size for x in jax.tree.leaves(params))
+
+
+def has_value_head(model: nn.Module) -> bool:
+    return bool(model.has_value_head)
+
+
+def model_player(model: nn.Module):
+    """The model as a player ``(params, boards, key) -> logits`` or ``(logits, value)``.
+
+    Cached per model (flax modules compare by their fields), so the same model gives the same
+    function and jitted callers are not recompiled.
+    """
+    return _model_player(model)
+
+
+_PLAYERS: dict = {}
+
+
+def _model_player(model):
+    if model not in _PLAYERS:
+
+        def player(params, boards, key):
+            del key
+            return model.apply(params, boards)
+
+        player.__name__ = f"{type(model).__name__}_player"
+        _PLAYERS[model] = player
+    return _PLAYERS[model]
+
+
+def apply_model(model: nn.Module, params, boards):
+    """``(logits, value)``; ``value`` is None for a model without a value head."""
+    out = model.apply(params, boards)
+    if isinstance(out, tuple):
+        return out
+    return out, None

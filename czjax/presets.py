@@ -1,0 +1,50 @@
+"""Named training settings: the blog's examples and a quick default."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from czjax.train import TrainConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    description: str
+    config: TrainConfig
+    hparams: dict
+    batches: int  # default length of a run; --batches / --time-budget override it
+
+
+PRESETS: dict[str, Preset] = {
+    "default": Preset(
+        "quick start: SimpleMLP, REINFORCE + entropy bonus against RandomPunisher, 256 games per batch",
+        TrainConfig(model="mlp", games_per_batch=256, opponent="random-punisher", batches_per_chunk=25),
+        dict(learning_rate=1e-3, entropy_bonus=0.05, value_weight=0.0, discount=0.9),
+        batches=1500,
+    ),
+    "ex1-collapse": Preset(
+        "example 1: REINFORCE, no entropy bonus, SimpleMLP, lr 1e-3, self-play against a checkpoint copy (collapses)",
+        TrainConfig(model="mlp", games_per_batch=50, opponent="self", promote_every_games=5000),
+        dict(learning_rate=1e-3, entropy_bonus=0.0, value_weight=0.0, discount=0.9),
+        batches=4000,
+    ),
+    "ex2-entropy": Preset(
+        "example 2: example 1 plus entropy bonus 0.05, checkpoint check every 400 batches (no collapse)",
+        TrainConfig(model="mlp", games_per_batch=50, opponent="self", promote_every_games=20000),
+        dict(learning_rate=1e-3, entropy_bonus=0.05, value_weight=0.0, discount=0.9),
+        batches=4000,
+    ),
+    "ex3-rwb": Preset(
+        "example 3: REINFORCE with baseline, Mk4 CNN with value head, lr 1e-4, entropy 0.05, value weight 0.5, self-play",
+        TrainConfig(model="cnn-mk4-value", games_per_batch=50, opponent="self", promote_every_games=5000),
+        dict(learning_rate=1e-4, entropy_bonus=0.05, value_weight=0.5, discount=0.9),
+        batches=32000,  # the blog's 1.6M games
+    ),
+}
+
+
+def get_preset(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}") from None

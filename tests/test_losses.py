@@ -1,0 +1,105 @@
+"""Returns and losses against hand-worked games and a NumPy reference of the blog's formulas."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from czjax import players, rollout
+from czjax.losses import LossInputs, discounted_returns, policy_gradient_loss
+
+GAMMA = 0.9
+
+
+def test_returns_of_hand_worked_games():
+    # Game 0: 7 plies won by the player who started: its moves are plies 0, 2, 4, 6.
+    # Game 1: 8 plies lost by the player who started (the other side's 4th move wins): plies 0, 2, 4, 6.
+    # Game 2: a 42-ply draw: 21 moves each, all returns 0.
+    valid = np.zeros((21, 3), bool)
+    valid[:4, 0] = True
+    valid[:4, 1] = True
+    valid[:, 2] = True
+    outcome = jnp.array([1, -1, 0])
+    g = np.asarray(discounted_returns(outcome, jnp.asarray(valid), GAMMA))
+    np.testing.assert_allclose(g[:4, 0], [GAMMA**3, GAMMA**2, GAMMA, 1.0], rtol=1e-6)
+    np.testing.assert_allclose(g[:4, 1], [-(GAMMA**3), -(GAMMA**2), -GAMMA, -1.0], rtol=1e-6)
+    assert (g[4:, :2] == 0).all() and (g[:, 2] == 0).all()
+    assert g[3, 0] == 1.0  # the winning move gets exactly gamma**0: |G| = 1 marks terminal positions
+
+
+def test_player_plies_are_the_players_own_moves():
+    traj, results = rollout.play_games(jax.random.key(3), players.random_player, None, players.random_punisher, None, 21)
+    for player in (0, 1):
+        mine = rollout.player_plies(traj, 21, player)
+        assert mine.actions.shape == (21, 21)
+        assert (np.asarray(mine.player)[np.asarray(mine.valid)] == player).all()
+        # every ply of that player is in its half: counts agree
+        assert np.asarray(mine.valid).sum() == (np.asarray(traj.player)[np.asarray(traj.valid)] == player).sum()
+
+
+def numpy_reference(logits, values, legal, actions, returns, valid, beta, alpha):
+    """The blog's update in NumPy (float64): loss and its gradients w.r.t. logits and values."""
+    z = logits.astype(np.float64) + np.where(legal, 0.0, -1e9)
+    z = z - z.max(1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(1, keepdims=True))
+    p = np.exp(logp)
+    ent = -(p * logp).sum(1)
+    m = valid.astype(np.float64)
+    onehot = np.eye(7)[actions]
+    logp_a = (logp * onehot).sum(1)
+    if values is None:
+        adv = returns
+        value_loss, dv = 0.0, None
+    else:
+        adv = returns - values
+        w = np.where(np.abs(returns) == 1.0, 2.0, 1.0)
+        value_loss = (m * w * (values - returns) ** 2).sum()
+        dv = alpha * 2 * m * w * (values - returns)
+    loss = -(m * adv * logp_a).sum() + alpha * value_loss - beta * (m * ent).sum()
+    dz = -(m * adv)[:, None] * (onehot - p) + beta * m[:, None] * p * (logp + ent[:, None])
+    return loss, dz, dv
+
+
+def random_batch(seed, n=300):
+    rng = np.random.default_rng(seed)
+    legal = rng.random((n, 7)) < 0.7
+    legal[np.arange(n), rng.integers(0, 7, n)] = True
+    legal[:20] = [True, False, False, True, False, False, False]  # full columns
+    actions = np.array([rng.choice(np.flatnonzero(row)) for row in legal])
+    k = rng.integers(0, 6, n)
+    returns = (rng.choice([-1, 0, 1], n) * GAMMA**k).astype(np.float32)
+    valid = rng.random(n) < 0.8
+    logits = (rng.normal(size=(n, 7)) * 2).astype(np.float32)
+    values = np.tanh(rng.normal(size=n)).astype(np.float32)
+    return logits, values, legal, actions, returns, valid
+
+
+@pytest.mark.parametrize("with_baseline", [False, True])
+def test_loss_and_gradients_match_numpy(with_baseline):
+    logits, values, legal, actions, returns, valid = random_batch(1)
+    beta, alpha = 0.05, 0.5
+    batch = LossInputs(legal=jnp.asarray(legal), actions=jnp.asarray(actions), returns=jnp.asarray(returns), valid=jnp.asarray(valid))
+
+    def loss_fn(lo, v):
+        return policy_gradient_loss(lo, v if with_baseline else None, batch, beta, alpha)[0]
+
+    loss, (dz, dv) = jax.value_and_grad(loss_fn, argnums=(0, 1))(jnp.asarray(logits), jnp.asarray(values))
+    ref_loss, ref_dz, ref_dv = numpy_reference(logits, values if with_baseline else None, legal, actions, returns, valid, beta, alpha)
+    np.testing.assert_allclose(float(loss), ref_loss, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(dz), ref_dz, rtol=1e-4, atol=1e-5)
+    if with_baseline:
+        np.testing.assert_allclose(np.asarray(dv), ref_dv, rtol=1e-5, atol=1e-6)
+    else:
+        assert not np.asarray(dv).any()  # no value head used: no value gradient
+
+
+def test_loss_metrics_are_per_position_and_finite():
+    logits, values, legal, actions, returns, valid = random_batch(2)
+    batch = LossInputs(legal=jnp.asarray(legal), actions=jnp.asarray(actions), returns=jnp.asarray(returns), valid=jnp.asarray(valid))
+    loss, m = policy_gradient_loss(jnp.asarray(logits), jnp.asarray(values), batch, 0.05, 0.5)
+    n = valid.sum()
+    assert int(m["positions"]) == n
+    np.testing.assert_allclose(float(m["returns_std"]), returns[valid].std(), rtol=1e-5)
+    np.testing.assert_allclose(float(m["advantage_std"]), (returns - values)[valid].std(), rtol=1e-5)
+    assert np.isfinite([float(v) for v in m.values()]).all()
+    np.testing.assert_allclose(float(m["loss"]) * n, float(loss), rtol=1e-5)

@@ -1,0 +1,196 @@
+"""Models, the compiled training iteration, checkpoints, resume, and `czjax train`."""
+
+import json
+import shutil
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from czjax import checkpoint, cli, loop, models, players, rollout
+from czjax.train import HParams, TrainConfig, make_trainer
+
+# One small config shared by every test here, so the chunk compiles once.
+CONFIG = TrainConfig(
+    model="mlp", games_per_batch=8, opponent="self", promote_every_games=16, promote_window_games=16, eval_games=4, batches_per_chunk=2
+)
+HP = HParams.create(learning_rate=1e-3, entropy_bonus=0.05, value_weight=0.0, discount=0.9)
+
+
+@pytest.mark.parametrize(
+    "name, count, value_head",
+    [("mlp", 14_215, False), ("mlp3", 409_608, True), ("cnn-mk4", 323_527, False), ("cnn-mk4-value", 356_488, True)],
+)
+def test_models_have_the_pytorch_parameter_counts(name, count, value_head):
+    model = models.get_model(name)
+    params = models.init_params(model, jax.random.key(0))
+    assert models.count_params(params) == count
+    logits, value = models.apply_model(model, params, jnp.asarray(np.stack([np.zeros((6, 7), np.int8)] * 3)))
+    assert logits.shape == (3, 7)
+    assert (value is not None) == value_head
+    if value_head:
+        assert value.shape == (3,) and (np.abs(np.asarray(value)) <= 1).all()
+
+
+def test_unknown_model_is_a_one_line_error():
+    with pytest.raises(ValueError, match="unknown model 'resnet'"):
+        models.get_model("resnet")
+
+
+def test_a_model_plays_as_a_player():
+    model = models.get_model("mlp")
+    params = models.init_params(model, jax.random.key(0))
+    traj, results = rollout.play_games(jax.random.key(1), models.model_player(model), params, players.random_player, None, 16)
+    assert (np.asarray(results.length) >= 7).all()
+    assert models.model_player(model) is models.model_player(models.get_model("mlp"))
+
+
+@pytest.fixture(scope="module")
+def trainer():
+    return make_trainer(CONFIG)
+
+
+def test_train_step_updates_params_and_counters(trainer):
+    state = trainer.init(0)
+    new, metrics = jax.jit(trainer.train_step)(state, HP, jax.random.key(5))
+    assert int(new.step) == 1 and int(new.games) == CONFIG.games_per_batch
+    assert not loop.params_equal(new.params, state.params)
+    assert loop.params_equal(new.opponent_params, state.params)  # no promotion on the first batch
+    assert all(np.isfinite(float(v)) for v in metrics.values())
+    assert float(metrics["value_loss"]) == 0.0  # mlp has no value head: plain REINFORCE
+
+
+def test_value_head_model_trains_with_baseline_and_without():
+    for baseline in (True, False):
+        cfg = TrainConfig(model="mlp3", games_per_batch=4, opponent="random-punisher", eval_games=2, batches_per_chunk=1, baseline=baseline)
+        tr = make_trainer(cfg)
+        _, metrics = tr.train_step(tr.init(0), HP, jax.random.key(0))
+        assert (float(metrics["value_loss"]) > 0) == baseline
+
+
+def test_promotion_on_scripted_win_rates(trainer):
+    """Promotion happens at a check batch iff the window's win rate exceeds 52%."""
+    state = trainer.init(0)
+    w = CONFIG.window_batches
+    assert CONFIG.promote_every == 2 and w == 2
+    step = jax.jit(trainer.train_step)
+    for earlier_wins, expect in ((8, True), (0, False)):
+        # the previous batch of the window had `earlier_wins` of 8; this batch is the check batch (step 2)
+        s = state.replace(step=jnp.int32(1), window_wins=jnp.array([earlier_wins, 0], jnp.int32), window_games=jnp.array([8, 0], jnp.int32))
+        new, metrics = step(s, HP, jax.random.key(2))
+        batch_wins = round(float(metrics["win_rate"]) * 8)
+        assert ((earlier_wins + batch_wins) / 16 > 0.52) == expect
+        assert int(new.promotions) == int(expect)
+        assert loop.params_equal(new.opponent_params, new.params) == expect
+        if expect:
+            assert int(new.window_games.sum()) == 0  # a new checkpoint starts a new window
+    # not a check batch: no promotion even at 100%
+    s = state.replace(step=jnp.int32(0), window_wins=jnp.array([8, 8], jnp.int32), window_games=jnp.array([8, 8], jnp.int32))
+    new, _ = step(s, HP, jax.random.key(2))
+    assert int(new.promotions) == 0
+
+
+def run(tmp_path, name, **kw):
+    return loop.run(CONFIG, HP, tmp_path / name, seed=3, log=lambda m: None, **kw)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    out = tmp_path_factory.mktemp("full")
+    run(out, "run", batches=8, checkpoint_every=1)
+    return out / "run"
+
+
+def final_params(out):
+    state, _ = checkpoint.load(out / loop.CHECKPOINT, make_trainer(CONFIG).init(0), CONFIG.model)
+    return state
+
+
+def test_resume_after_kill_equals_an_uninterrupted_run(tmp_path, uninterrupted):
+    full_rows = loop.read_metrics(uninterrupted / loop.METRICS)
+    assert [r["batches"] for r in full_rows] == [2, 4, 6, 8]
+    run(tmp_path, "run", batches=4)
+    # a run killed after its last checkpoint has logged rows the checkpoint does not have
+    with (tmp_path / "run" / loop.METRICS).open("a") as f:
+        f.write(json.dumps(full_rows[2]) + "\n")
+    run(tmp_path, "run", batches=8, resume=True)
+    rows = loop.read_metrics(tmp_path / "run" / loop.METRICS)
+    assert [loop.deterministic(r) for r in rows] == [loop.deterministic(r) for r in full_rows]
+    a, b = final_params(tmp_path / "run"), final_params(uninterrupted)
+    for field in ("params", "opt_state", "opponent_params", "step", "games", "window_wins", "window_games", "promotions"):
+        assert loop.params_equal(getattr(a, field), getattr(b, field)), field
+    np.testing.assert_array_equal(jax.random.key_data(a.key), jax.random.key_data(b.key))
+
+
+def test_interrupt_saves_the_last_chunk_and_resumes_identically(tmp_path, uninterrupted):
+    def interrupt_after_first_chunk(message):
+        if message.startswith("batch 2"):
+            raise KeyboardInterrupt
+
+    summary = loop.run(CONFIG, HP, tmp_path / "run", seed=3, batches=8, log=interrupt_after_first_chunk)
+    assert summary["interrupted"] and summary["batches"] == 2
+    run(tmp_path, "run", batches=8, resume=True)
+    assert loop.params_equal(final_params(tmp_path / "run").params, final_params(uninterrupted).params)
+
+
+def test_damaged_and_mismatched_checkpoints_give_one_line_errors(tmp_path, uninterrupted):
+    template = make_trainer(CONFIG).init(0)
+    damaged = tmp_path / "damaged.msgpack"
+    data = (uninterrupted / loop.CHECKPOINT).read_bytes()
+    damaged.write_bytes(data[: len(data) // 2])
+    with pytest.raises(checkpoint.CheckpointError, match="damaged"):
+        checkpoint.load(damaged, template, CONFIG.model)
+    (tmp_path / "text.msgpack").write_text("hello")
+    with pytest.raises(checkpoint.CheckpointError):
+        checkpoint.load(tmp_path / "text.msgpack", template, CONFIG.model)
+    with pytest.raises(checkpoint.CheckpointError, match="written for model 'mlp', not 'mlp3'"):
+        checkpoint.load(uninterrupted / loop.CHECKPOINT, template, "mlp3")
+    other = make_trainer(TrainConfig(model="mlp3", games_per_batch=4, eval_games=2)).init(0)
+    with pytest.raises(checkpoint.CheckpointError, match="does not match"):
+        checkpoint.load(uninterrupted / loop.CHECKPOINT, other)
+    with pytest.raises(checkpoint.CheckpointError, match="no checkpoint"):
+        checkpoint.load(tmp_path / "missing.msgpack", template)
+
+
+def cli_train(tmp_path, *extra):
+    return cli.main(
+        ["train", "--preset", "ex2-entropy", "--games-per-batch", "8", "--eval-every", "2", "--eval-games", "4",
+         "--learning-rate", "1e-3", "--entropy-bonus", "0.05", "--value-weight", "0", "--seed", "3", "--out", str(tmp_path), *extra]
+    )
+
+
+def test_cli_train_runs_resumes_and_reports(tmp_path, capsys):
+    assert cli_train(tmp_path, "--batches", "2") == 0
+    out = capsys.readouterr().out
+    assert "outputs:" in out and "dashboard.png" in out and (tmp_path / "dashboard.png").stat().st_size > 1000
+    assert cli.main(["train", "--resume", "--out", str(tmp_path), "--batches", "4"]) == 0
+    rows = loop.read_metrics(tmp_path / loop.METRICS)
+    assert [r["batches"] for r in rows] == [2, 4]
+    assert {"win_rate", "eval_win_rate", "entropy", "policy_loss", "value_loss", "returns_std", "advantage_std",
+            "game_length", "games", "promotions", "games_per_s"} <= set(rows[-1])
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--preset", "ex9"], "unknown preset 'ex9'"),
+        (["--model", "resnet"], "unknown model 'resnet'"),
+        (["--opponent", "god"], "unknown opponent 'god'"),
+    ],
+)
+def test_cli_train_bad_settings_are_one_line_errors(tmp_path, capsys, args, message):
+    assert cli.main(["train", "--out", str(tmp_path), "--batches", "1", *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_cli_train_rejects_bad_numbers_and_checkpoints(tmp_path, capsys):
+    for bad in (["--games-per-batch", "0"], ["--games-per-batch", "-5"], ["--batches", "0"], ["--learning-rate", "nan"]):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["train", *bad])
+        assert exc.value.code == 2
+    (tmp_path / loop.CHECKPOINT).write_bytes(b"\x00garbage")
+    assert cli.main(["train", "--resume", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "czjax: error:" in err and "checkpoint" in err
