@@ -136,3 +136,48 @@ def format_rollout_row(row: dict) -> str:
 
 def stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
+
+
+# The PyTorch project's training-iteration throughput on the 2-core development CPU (issue 3),
+# shown beside czjax's figures: games per second of a whole iteration (games and update).
+PYTORCH_TRAIN_GAMES_PER_S = {("mlp", 50): 950.0, ("mlp", 4096): 14000.0, ("cnn-mk4", 50): 145.0}
+
+
+def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5) -> dict:
+    """One compiled chunk of ``steps`` training iterations (self-play against a frozen copy, as
+    in the blog's examples, and one AdamW update each), timed per iteration."""
+    from czjax.train import HParams, TrainConfig, make_trainer
+
+    config = TrainConfig(model=model, games_per_batch=games_per_batch, opponent="self", eval_games=2, batches_per_chunk=steps)
+    trainer = make_trainer(config)
+    hparams = HParams.create()
+    state = trainer.init(0)
+    compile_s, times, (_, metrics) = time_compiled(lambda st: trainer.run_chunk(st, hparams, steps), lambda i: (state.replace(key=jax.random.key(i)),), runs)
+    per_iteration = statistics.median(times) / steps
+    positions = float(metrics["positions"]) / steps  # the learner's real positions per batch
+    row = {
+        "model": model,
+        "games_per_batch": games_per_batch,
+        "games_per_s": games_per_batch / per_iteration,
+        "positions_per_s": positions / per_iteration,
+        "iteration_s": per_iteration,
+        "compile_s": compile_s,
+        "times_s": times,
+        "steps_per_run": steps,
+    }
+    reference = PYTORCH_TRAIN_GAMES_PER_S.get((model.replace("-value", ""), games_per_batch))
+    if reference:
+        row["pytorch_games_per_s"] = reference
+        row["vs_pytorch"] = row["games_per_s"] / reference
+    return row
+
+
+TRAIN_HEADER = f"{'model':14s} {'games/batch':>11s} {'games/s':>10s} {'positions/s':>12s} {'s/iteration':>11s} {'compile s':>9s}  vs PyTorch"
+
+
+def format_train_row(row: dict) -> str:
+    ref = f"{row['vs_pytorch']:.1f}x of {row['pytorch_games_per_s']:,.0f}" if "vs_pytorch" in row else ""
+    return (
+        f"{row['model']:14s} {row['games_per_batch']:11d} {row['games_per_s']:10,.0f} {row['positions_per_s']:12,.0f} "
+        f"{row['iteration_s']:11.4f} {row['compile_s']:9.1f}  {ref}"
+    )

@@ -43,6 +43,23 @@ def cmd_bench_rollout(args) -> int:
     return 0
 
 
+def cmd_bench_train(args) -> int:
+    from czjax import bench
+
+    log = bench.stderr if args.json else print
+    log(f"czjax bench train on {bench.machine_description()}; median of {args.runs} timed runs of {args.steps} iterations, compile time separate")
+    log(bench.TRAIN_HEADER)
+    rows = []
+    for model in args.model:
+        for games in args.games_per_batch:
+            row = bench.bench_train(model, games, args.runs, args.steps)
+            rows.append(row)
+            log(bench.format_train_row(row))
+    if args.json:
+        print(json.dumps({"machine": bench.machine_description(), "rows": rows}, indent=1))
+    return 0
+
+
 def _non_negative_float(text: str) -> float:
     try:
         value = float(text)
@@ -124,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    bench = commands.add_parser("bench", help="measure throughput (see `czjax bench rollout --help`)")
+    bench = commands.add_parser("bench", help="measure throughput: `czjax bench rollout`, `czjax bench train`")
     bench_commands = bench.add_subparsers(dest="bench_command", metavar="WHAT", required=True)
     rollout = bench_commands.add_parser(
         "rollout",
@@ -144,6 +161,21 @@ def build_parser() -> argparse.ArgumentParser:
     rollout.add_argument("--no-peer", action="store_true", help="skip the pgx comparison")
     rollout.add_argument("--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)")
     rollout.set_defaults(func=cmd_bench_rollout)
+    train_bench = bench_commands.add_parser(
+        "train",
+        help="games and positions per second of the whole training iteration",
+        description=(
+            "Times the compiled training iteration (a batch of self-play games against a frozen copy and one AdamW "
+            "step) per model and batch size: median of several runs of a few iterations each, compile time separate. "
+            "positions/s counts the learner's real positions (the ones it trains on)."
+        ),
+    )
+    train_bench.add_argument("--model", nargs="+", default=["mlp", "cnn-mk4"], help="models (default: %(default)s)")
+    train_bench.add_argument("--games-per-batch", type=_batch, nargs="+", default=[50, 4096], help="(default: %(default)s)")
+    train_bench.add_argument("--runs", type=_positive_int, default=3, help="timed runs per setting (default: %(default)s)")
+    train_bench.add_argument("--steps", type=_positive_int, default=5, help="iterations per timed run (default: %(default)s)")
+    train_bench.add_argument("--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)")
+    train_bench.set_defaults(func=cmd_bench_train)
 
     from czjax.presets import PRESETS
 

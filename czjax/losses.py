@@ -45,15 +45,13 @@ class LossInputs:
     valid: chex.Array
 
 
-def masked_mean_std(x: jax.Array, valid: jax.Array) -> tuple[jax.Array, jax.Array]:
-    n = jnp.maximum(valid.sum(), 1)
-    mean = jnp.where(valid, x, 0.0).sum() / n
-    var = jnp.where(valid, (x - mean) ** 2, 0.0).sum() / n
-    return mean, jnp.sqrt(var)
+def policy_gradient_sums(logits, values, batch: LossInputs, entropy_bonus, value_weight):
+    """REINFORCE (``values is None``) or REINFORCE with baseline: ``(loss, sums)``.
 
-
-def policy_gradient_loss(logits, values, batch: LossInputs, entropy_bonus, value_weight):
-    """REINFORCE (``values is None``) or REINFORCE with baseline; returns ``(loss, metrics)``."""
+    ``sums`` holds additive statistics (so chunks of a batch can be combined exactly):
+    the loss terms, the number of positions, and first and second moments of returns and
+    advantages.
+    """
     mask = batch.valid.astype(jnp.float32)
     log_p = masked_log_probs(batch.legal, logits)
     entropy = -(jnp.exp(log_p) * log_p).sum(-1)
@@ -69,16 +67,40 @@ def policy_gradient_loss(logits, values, batch: LossInputs, entropy_bonus, value
     policy_loss = -(mask * advantage * log_p_taken).sum()
     entropy_sum = (mask * entropy).sum()
     loss = policy_loss + value_weight * value_loss - entropy_bonus * entropy_sum
-    n = jnp.maximum(mask.sum(), 1.0)
-    _, returns_std = masked_mean_std(returns, batch.valid)
-    _, advantage_std = masked_mean_std(advantage, batch.valid)
-    metrics = {
-        "loss": loss / n,
-        "policy_loss": policy_loss / n,
-        "value_loss": value_loss / n,
-        "entropy": entropy_sum / n,
-        "returns_std": returns_std,
-        "advantage_std": advantage_std,
+    sums = {
+        "loss": loss,
+        "policy_loss": policy_loss,
+        "value_loss": value_loss,
+        "entropy": entropy_sum,
         "positions": mask.sum(),
+        "returns": (mask * returns).sum(),
+        "returns_sq": (mask * returns**2).sum(),
+        "advantage": jax.lax.stop_gradient((mask * advantage).sum()),
+        "advantage_sq": jax.lax.stop_gradient((mask * advantage**2).sum()),
     }
-    return loss, metrics
+    return loss, sums
+
+
+def metrics_from_sums(sums: dict) -> dict:
+    """Per-position metrics (they do not change with the batch size) from additive sums."""
+    n = jnp.maximum(sums["positions"], 1.0)
+
+    def std(key):
+        mean = sums[key] / n
+        return jnp.sqrt(jnp.maximum(sums[key + "_sq"] / n - mean**2, 0.0))
+
+    return {
+        "loss": sums["loss"] / n,
+        "policy_loss": sums["policy_loss"] / n,
+        "value_loss": sums["value_loss"] / n,
+        "entropy": sums["entropy"] / n,
+        "returns_std": std("returns"),
+        "advantage_std": std("advantage"),
+        "positions": sums["positions"],
+    }
+
+
+def policy_gradient_loss(logits, values, batch: LossInputs, entropy_bonus, value_weight):
+    """``(loss, per-position metrics)``; see :func:`policy_gradient_sums`."""
+    loss, sums = policy_gradient_sums(logits, values, batch, entropy_bonus, value_weight)
+    return loss, metrics_from_sums(sums)

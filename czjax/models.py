@@ -59,12 +59,31 @@ def one_hot_planes(boards):
     return jnp.stack([boards == 1, boards == -1, boards == 0], axis=-1).astype(jnp.float32)
 
 
+class Conv3x3(nn.Module):
+    """A bias-free 3x3 'same' convolution computed as im2col + one matmul.
+
+    The kernel has ``nn.Conv``'s layout and initialiser, ``(3, 3, in, out)``; only the
+    computation differs. On XLA's CPU backend its gradient is about 1.6x faster than
+    ``lax.conv``'s for the (B, 6, 7, 64) activations here, and the forward pass is as fast.
+    """
+
+    features: int
+
+    @nn.compact
+    def __call__(self, x):
+        kernel = self.param("kernel", nn.initializers.lecun_normal(), (3, 3, x.shape[-1], self.features))
+        padded = jnp.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+        rows, cols = x.shape[1], x.shape[2]
+        patches = jnp.concatenate([padded[:, i : i + rows, j : j + cols, :] for i in range(3) for j in range(3)], axis=-1)
+        return patches @ kernel.reshape(-1, self.features)
+
+
 class ResBlock(nn.Module):
     @nn.compact
     def __call__(self, x):
-        y = nn.Conv(64, (3, 3), padding=1, use_bias=False)(x)
+        y = Conv3x3(64)(x)
         y = nn.relu(nn.GroupNorm(num_groups=16, epsilon=TORCH_EPS)(y))
-        y = nn.Conv(64, (3, 3), padding=1, use_bias=False)(y)
+        y = Conv3x3(64)(y)
         y = nn.GroupNorm(num_groups=16, epsilon=TORCH_EPS)(y)
         return nn.relu(y + x)
 
@@ -83,7 +102,7 @@ class CNNMk4(nn.Module):
     @nn.compact
     def __call__(self, boards):
         x = one_hot_planes(boards)
-        x = nn.Conv(64, (3, 3), padding=1, use_bias=False)(x)
+        x = Conv3x3(64)(x)
         x = nn.relu(nn.GroupNorm(num_groups=16, epsilon=TORCH_EPS)(x))
         for _ in range(3):
             x = ResBlock()(x)

@@ -28,7 +28,7 @@ import optax
 from jax import lax
 
 from czjax import game, models, players, rollout
-from czjax.losses import LossInputs, discounted_returns, policy_gradient_loss
+from czjax.losses import LossInputs, discounted_returns, metrics_from_sums, policy_gradient_sums
 
 OPPONENTS = ("self", "random-punisher", "random")
 
@@ -118,6 +118,49 @@ class Trainer(NamedTuple):
     learner: Callable  # the model as a player
 
 
+LOSS_CHUNKS = 8
+
+
+def sparse_value_and_grad(chunk_loss: Callable, params, boards, batch: LossInputs, num_chunks: int = LOSS_CHUNKS):
+    """Gradient and summed statistics of a loss that is a sum over positions, computed only
+    where positions are valid.
+
+    About half of the learner's static half of the plies did not happen (games end early).
+    The valid positions are moved to the front (a stable sort), the batch is cut into
+    ``num_chunks`` static chunks, and chunks without a valid position are skipped with
+    ``lax.cond``. The result equals the gradient over the whole batch up to float summation
+    order. (Under ``vmap`` the cond becomes a select and every chunk is computed.)
+    """
+    n = batch.valid.shape[0]
+    size = -(-n // num_chunks)
+    order = jnp.argsort(~batch.valid, stable=True)
+    pad = size * num_chunks - n
+
+    def arrange(x):
+        x = jnp.take(x, order, axis=0)
+        x = jnp.pad(x, [(0, pad)] + [(0, 0)] * (x.ndim - 1))
+        return x.reshape((num_chunks, size) + x.shape[1:])
+
+    chunks = jax.tree.map(arrange, (boards, batch))
+    grad_fn = jax.value_and_grad(chunk_loss, has_aux=True)
+    zero_grads = jax.tree.map(jnp.zeros_like, params)
+    _, zero_sums = jax.eval_shape(chunk_loss, params, *jax.tree.map(lambda x: x[0], chunks))
+    zero_sums = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), zero_sums)
+
+    def body(acc, chunk):
+        chunk_boards, chunk_batch = chunk
+
+        def compute(_):
+            (_, sums), grads = grad_fn(params, chunk_boards, chunk_batch)
+            return grads, sums
+
+        grads, sums = lax.cond(chunk_batch.valid.any(), compute, lambda _: (zero_grads, zero_sums), None)
+        return jax.tree.map(jnp.add, acc, (grads, sums)), None
+
+    (grads, sums), _ = lax.scan(body, (zero_grads, zero_sums), chunks)
+    return grads, sums
+
+
 def make_optimizer(weight_decay: float) -> optax.GradientTransformation:
     """AdamW without its learning rate, which ``train_step`` applies as a traced value:
     ``p <- p - lr * (adam(g) + weight_decay * p)``, as ``torch.optim.AdamW`` does."""
@@ -172,11 +215,12 @@ def make_trainer(config: TrainConfig) -> Trainer:
         traj, results = rollout.play_games(key, learner, state.params, opponent, opp_params, n, hp.temperature, opp_temperature)
         boards, batch = loss_inputs(traj, results.outcome, hp.discount)
 
-        def loss_fn(params):
-            logits, values = models.apply_model(model, params, boards)
-            return policy_gradient_loss(logits, values if use_baseline else None, batch, hp.entropy_bonus, hp.value_weight)
+        def chunk_loss(params, chunk_boards, chunk_batch):
+            logits, values = models.apply_model(model, params, chunk_boards)
+            return policy_gradient_sums(logits, values if use_baseline else None, chunk_batch, hp.entropy_bonus, hp.value_weight)
 
-        (_, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+        grads, sums = sparse_value_and_grad(chunk_loss, state.params, boards, batch)
+        metrics = metrics_from_sums(sums)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
         params = jax.tree.map(lambda p, u: p - hp.learning_rate * u, state.params, updates)
 

@@ -194,3 +194,40 @@ def test_cli_train_rejects_bad_numbers_and_checkpoints(tmp_path, capsys):
     assert cli.main(["train", "--resume", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "czjax: error:" in err and "checkpoint" in err
+
+
+def test_im2col_conv_equals_flax_conv():
+    x = jax.random.normal(jax.random.key(0), (5, 6, 7, 3))
+    conv = models.Conv3x3(16)
+    params = conv.init(jax.random.key(1), x)
+    reference = __import__("flax").linen.Conv(16, (3, 3), padding=1, use_bias=False)
+    expected = reference.apply({"params": {"kernel": params["params"]["kernel"]}}, x)
+    np.testing.assert_allclose(np.asarray(conv.apply(params, x)), np.asarray(expected), rtol=1e-5, atol=1e-5)
+
+
+def test_sparse_gradient_equals_the_dense_gradient():
+    from czjax.losses import LossInputs, policy_gradient_sums
+    from czjax.train import sparse_value_and_grad
+
+    model = models.get_model("mlp3")
+    params = models.init_params(model, jax.random.key(0))
+    traj, results = rollout.play_games(jax.random.key(4), players.random_player, None, players.random_player, None, 10)
+    rng = np.random.default_rng(0)
+    n = 210
+    boards = np.asarray(traj.boards()).reshape(-1, 6, 7)[:n]
+    valid = rng.random(n) < 0.4
+    batch = LossInputs(
+        legal=jnp.asarray(boards[:, 0, :] == 0), actions=jnp.asarray(np.argmax(boards[:, 0, :] == 0, 1)),
+        returns=jnp.asarray(rng.choice([-1.0, 0.0, 0.81, 1.0], n).astype(np.float32)), valid=jnp.asarray(valid),
+    )
+
+    def loss(p, b, bt):
+        logits, values = models.apply_model(model, p, b)
+        return policy_gradient_sums(logits, values, bt, 0.05, 0.5)
+
+    (_, dense_sums), dense = jax.value_and_grad(loss, has_aux=True)(params, jnp.asarray(boards), batch)
+    grads, sums = jax.jit(lambda p, b, bt: sparse_value_and_grad(loss, p, b, bt))(params, jnp.asarray(boards), batch)
+    for a, b in zip(jax.tree.leaves(grads), jax.tree.leaves(dense)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-4, atol=1e-5)  # summation order
+    for key in dense_sums:
+        np.testing.assert_allclose(float(sums[key]), float(dense_sums[key]), rtol=1e-4, atol=1e-5)
