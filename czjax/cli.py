@@ -134,6 +134,39 @@ def cmd_train(args) -> int:
     return 0
 
 
+def cmd_scan(args) -> int:
+    import dataclasses
+
+    from czjax import presets, scan
+
+    preset = presets.get_preset(args.preset)
+    grid = scan.parse_grid(args.grid)
+    overrides = {field: getattr(args, flag) for flag, field in SETTING_FLAGS.items() if getattr(args, flag, None) is not None}
+    config = dataclasses.replace(preset.config, **overrides)
+    base = dict(preset.hparams)
+    settings = scan.grid_settings(grid)
+    seeds = list(range(args.seed, args.seed + args.seeds))
+    batches = args.batches if args.batches is not None else preset.batches
+    out = Path(args.out or f"runs/scan-{args.preset}")
+    print(f"scan of {len(settings)} settings x {len(seeds)} seeds = {len(settings) * len(seeds)} configurations of "
+          f"{config.model} against {config.opponent}, {config.games_per_batch} games per batch, {batches:,} batches each; "
+          f"outputs in {out}/", flush=True)
+    rows = scan.run_scan(config, base, settings, seeds, out, batches, chunk=args.chunk, resume=args.resume,
+                         log=lambda m: print(m, flush=True))
+    scan.scan_figure(rows, out / "scan.png", title=f"czjax scan --preset {args.preset} " + " ".join(args.grid))
+    table = scan.summary_table(rows, sort_by=args.sort)
+    names = [k for k in scan.SCANNABLE if k in grid]
+    print(f"\nlast 20% of each run, mean (std) over {len(seeds)} seeds, sorted by {args.sort}:")
+    print("  ".join(f"{n:>14s}" for n in names) + f"  {'vs punisher':>14s}  {'entropy':>12s}  {'game length':>12s}")
+    for e in table:
+        print("  ".join(f"{e[n]:14g}" for n in names)
+              + f"  {e['eval_win_rate']:7.3f} ({e['eval_win_rate_std']:.3f})  {e['entropy']:6.2f} ({e['entropy_std']:.2f})"
+              + f"  {e['game_length']:6.1f} ({e['game_length_std']:.1f})")
+    (out / "summary.json").write_text(json.dumps(table, indent=1))
+    print(f"outputs: {out / 'metrics.jsonl'}, {out / 'scan.png'}, {out / 'summary.json'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="czjax",
@@ -209,6 +242,33 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
     train.add_argument("--checkpoint-every", type=_positive_int, default=10, metavar="CHUNKS", help="checkpoint interval (default: %(default)s)")
     train.set_defaults(func=cmd_train)
+
+    scan = commands.add_parser(
+        "scan",
+        help="a hyperparameter scan (settings x seeds) as one compiled program",
+        description=(
+            "Runs every configuration of a grid over the traced hyperparameters, times a number of seeds, as one "
+            "vmapped program: each configuration has its own parameters, optimizer state, opponent and PRNG stream. "
+            "Example: czjax scan --preset ex2-entropy --grid entropy_bonus=0,0.01,0.02,0.05,0.1 --seeds 3 --batches 2000"
+        ),
+    )
+    scan.add_argument("--preset", default="ex2-entropy", help="base settings (default: %(default)s)")
+    scan.add_argument("--grid", nargs="+", default=[], metavar="NAME=V1,V2",
+                      help="values to scan: learning_rate, entropy_bonus, value_weight, discount, temperature")
+    scan.add_argument("--seeds", type=_positive_int, default=1, help="seeds per setting (default: %(default)s)")
+    scan.add_argument("--seed", type=int, default=0, help="first seed (default: %(default)s)")
+    scan.add_argument("--batches", type=_positive_int, default=None, help="batches per configuration (default: the preset's)")
+    scan.add_argument("--model", default=None)
+    scan.add_argument("--games-per-batch", type=_batch, default=None)
+    scan.add_argument("--opponent", default=None)
+    scan.add_argument("--eval-every", type=_positive_int, default=None, metavar="BATCHES")
+    scan.add_argument("--eval-games", type=_batch, default=None)
+    scan.add_argument("--chunk", type=_positive_int, default=None, metavar="N",
+                      help="run the configurations N at a time (same results, less memory)")
+    scan.add_argument("--sort", default="eval_win_rate", help="summary order: eval_win_rate, win_rate, entropy or game_length")
+    scan.add_argument("--out", default=None, help="output folder (default: runs/scan-PRESET)")
+    scan.add_argument("--resume", action="store_true", help="continue the scan in --out")
+    scan.set_defaults(func=cmd_scan)
     return parser
 
 

@@ -1,0 +1,227 @@
+"""Hyperparameter scans as one compiled program: the training chunk vmapped over configurations.
+
+A scan is a list of settings (each a dict of :class:`~czjax.train.HParams` values, e.g. a grid
+over the entropy bonus) times a list of seeds. Each configuration has its own parameters,
+optimizer state, opponent and PRNG stream: a leading axis on the :class:`TrainState` and on
+``HParams``. Model, batch size and opponent kind are shared (they are compiled in).
+
+``--chunk N`` on the host runs the configurations N at a time (one group after another, each
+for the whole run) when they do not fit in memory together; every configuration's results are
+the same as in one group, because each carries its own state and key.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from pathlib import Path
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from czjax import checkpoint
+from czjax.loop import METRICS, TIMING_KEYS, read_metrics, write_metrics
+from czjax.train import HParams, TrainConfig, make_trainer
+
+SCANNABLE = ("learning_rate", "entropy_bonus", "value_weight", "discount", "temperature")
+
+
+def parse_grid(items: list[str]) -> dict[str, list[float]]:
+    """``["entropy_bonus=0,0.01", "learning_rate=1e-3,1e-4"]`` -> ``{name: [values]}``."""
+    grid: dict[str, list[float]] = {}
+    for item in items:
+        name, sep, values = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or not values.strip():
+            raise ValueError(f"bad grid item {item!r}: expected NAME=V1,V2,...")
+        if name not in SCANNABLE:
+            raise ValueError(f"cannot scan {name!r}; scannable: {', '.join(SCANNABLE)}")
+        if name in grid:
+            raise ValueError(f"{name} appears twice in the grid")
+        try:
+            grid[name] = [float(v) for v in values.split(",")]
+        except ValueError:
+            raise ValueError(f"bad grid item {item!r}: values must be numbers") from None
+    return grid
+
+
+def grid_settings(grid: dict[str, list[float]]) -> list[dict]:
+    """The Cartesian product of a grid, first name slowest."""
+    names = list(grid)
+    return [dict(zip(names, values)) for values in itertools.product(*(grid[n] for n in names))] or [{}]
+
+
+def configurations(settings: list[dict], seeds: list[int]) -> list[dict]:
+    """One entry per (setting, seed): ``{"config": id, "setting": i, "seed": s, **values}``."""
+    out = []
+    for i, setting in enumerate(settings):
+        for seed in seeds:
+            out.append({"config": len(out), "setting": i, "seed": seed, **setting})
+    return out
+
+
+def stacked_hparams(base: dict, configs: list[dict]) -> HParams:
+    per_config = [HParams.create(**{**base, **{k: c[k] for k in SCANNABLE if k in c}}) for c in configs]
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *per_config)
+
+
+def make_scan_fns(config: TrainConfig):
+    """``(init(seeds) -> stacked state, chunk(states, hparams, num_steps) -> (states, metrics))``."""
+    trainer = make_trainer(config)
+    init = jax.jit(jax.vmap(trainer.init))
+    chunk = jax.jit(jax.vmap(trainer.run_chunk, in_axes=(0, 0, None)), static_argnums=2)
+    return init, chunk
+
+
+def _group_checkpoint(out_dir: Path, group: int) -> Path:
+    return out_dir / f"checkpoint-group{group}.msgpack"
+
+
+def run_scan(
+    config: TrainConfig,
+    base_hparams: dict,
+    settings: list[dict],
+    seeds: list[int],
+    out_dir,
+    batches: int,
+    chunk: int | None = None,
+    resume: bool = False,
+    log: Callable[[str], None] = print,
+) -> list[dict]:
+    """Run every configuration for ``batches`` batches; returns the metric rows (one per
+    configuration per logging interval), also written to ``out_dir/metrics.jsonl``."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    configs = configurations(settings, seeds)
+    size = len(configs) if chunk is None else max(1, min(chunk, len(configs)))
+    groups = [configs[i : i + size] for i in range(0, len(configs), size)]
+    metrics_path = out_dir / METRICS
+    description = {"config": config.to_dict(), "hparams": base_hparams, "settings": settings, "seeds": seeds, "batches": batches, "chunk": size}
+    if resume:
+        previous = json.loads((out_dir / "scan.json").read_text()) if (out_dir / "scan.json").exists() else None
+        if previous is None:
+            raise ValueError(f"nothing to resume in {out_dir}")
+        if {k: v for k, v in previous.items() if k not in ("batches", "chunk")} != {k: v for k, v in description.items() if k not in ("batches", "chunk")}:
+            raise ValueError("--resume must use the same settings, seeds and config as the scan in the folder")
+        if previous["chunk"] != size:
+            raise ValueError(f"--resume must use the same --chunk as before ({previous['chunk']})")
+        rows = read_metrics(metrics_path)
+    else:
+        rows = []
+        for p in [metrics_path, *out_dir.glob("checkpoint-group*.msgpack")]:
+            p.unlink(missing_ok=True)
+    (out_dir / "scan.json").write_text(json.dumps(description, indent=1))
+    init, run_chunk = make_scan_fns(config)
+    k = config.batches_per_chunk
+    for g, group in enumerate(groups):
+        ids = [c["config"] for c in group]
+        hparams = stacked_hparams(base_hparams, group)
+        states = init(jnp.asarray([c["seed"] for c in group]))
+        ckpt = _group_checkpoint(out_dir, g)
+        if resume and ckpt.exists():
+            states, _ = checkpoint.load(ckpt, states, expected_model=config.model)
+            done = int(np.asarray(states.step)[0])
+            rows = [r for r in rows if r["config"] not in ids or r["batches"] <= done]
+            write_metrics(metrics_path, rows)
+            log(f"group {g + 1}/{len(groups)}: resuming at batch {done:,}")
+        elif resume:
+            rows = [r for r in rows if r["config"] not in ids]
+            write_metrics(metrics_path, rows)
+        start = time.perf_counter()
+        compiled: dict[int, Callable] = {}
+        while int(np.asarray(states.step)[0]) < batches:
+            num_steps = min(k, batches - int(np.asarray(states.step)[0]))
+            if num_steps not in compiled:
+                t0 = time.perf_counter()
+                compiled[num_steps] = run_chunk.lower(states, hparams, num_steps).compile()
+                log(f"compiled a chunk of {num_steps} batches for {len(group)} configurations in {time.perf_counter() - t0:.1f} s")
+            t0 = time.perf_counter()
+            states, metrics = compiled[num_steps](states, hparams)
+            metrics = jax.device_get(metrics)
+            elapsed = time.perf_counter() - t0
+            new_rows = []
+            for j, c in enumerate(group):
+                row = {"config": c["config"], "setting": c["setting"], "seed": c["seed"], **{n: c[n] for n in c if n in SCANNABLE}}
+                for key, v in metrics.items():
+                    row[key] = int(v[j]) if key in ("batches", "games", "promotions", "positions") else float(v[j])
+                row["games_per_s"] = len(group) * num_steps * config.games_per_batch / elapsed
+                row["elapsed_s"] = time.perf_counter() - start
+                new_rows.append(row)
+            rows.extend(new_rows)
+            with metrics_path.open("a") as f:
+                f.writelines(json.dumps(r) + "\n" for r in new_rows)
+            checkpoint.save(ckpt, states, config.to_dict(), base_hparams, {"scan_group": g, "configs": ids})
+            done = new_rows[0]["batches"]
+            log(
+                f"group {g + 1}/{len(groups)} ({len(group)} configurations) | batch {done:,}/{batches:,} | "
+                f"{new_rows[0]['games_per_s']:,.0f} games/s in all | mean entropy {np.mean([r['entropy'] for r in new_rows]):.2f} | "
+                f"mean win vs punisher {np.mean([r['eval_win_rate'] for r in new_rows]):.2f}"
+            )
+    return rows
+
+
+def deterministic_rows(rows: list[dict]) -> dict[tuple, dict]:
+    """Rows keyed by (config, batches), timing keys dropped."""
+    return {(r["config"], r["batches"]): {k: v for k, v in r.items() if k not in TIMING_KEYS} for r in rows}
+
+
+def summary_table(rows: list[dict], sort_by: str = "eval_win_rate", tail: float = 0.2) -> list[dict]:
+    """Per setting, over seeds: the mean of the last ``tail`` fraction of intervals; sorted."""
+    by_setting: dict[int, list[dict]] = {}
+    for r in rows:
+        by_setting.setdefault(r["setting"], []).append(r)
+    table = []
+    for setting, srows in by_setting.items():
+        seeds = sorted({r["seed"] for r in srows})
+        finals = []
+        for seed in seeds:
+            seq = sorted((r for r in srows if r["seed"] == seed), key=lambda r: r["batches"])
+            finals.extend(seq[-max(1, int(len(seq) * tail)) :])
+        entry = {"setting": setting, **{k: srows[0][k] for k in SCANNABLE if k in srows[0]}, "seeds": len(seeds)}
+        for key in ("eval_win_rate", "win_rate", "entropy", "game_length"):
+            values = [r[key] for r in finals]
+            entry[key] = float(np.mean(values))
+            entry[key + "_std"] = float(np.std(values))
+        table.append(entry)
+    if table and sort_by not in table[0]:
+        raise ValueError(f"cannot sort by {sort_by!r}; choose one of eval_win_rate, win_rate, entropy, game_length")
+    return sorted(table, key=lambda e: -e[sort_by])
+
+
+def scan_figure(rows: list[dict], path, title: str = "") -> None:
+    """One figure, a panel per metric: a thin line per configuration, and per setting the mean
+    over seeds with a band from the lowest to the highest seed."""
+    from czjax.plots import PANELS, plt, save_figure
+
+    fig, axes = plt.subplots(2, 4, figsize=(17, 7.5), constrained_layout=True)
+    settings = sorted({r["setting"] for r in rows})
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, (panel, series) in zip(axes.flat, PANELS):
+        key = series[-1][0] if panel == "win rate" else series[0][0]
+        for s in settings:
+            color = colors[s % len(colors)]
+            srows = [r for r in rows if r["setting"] == s]
+            label = ", ".join(f"{k}={srows[0][k]:g}" for k in SCANNABLE if k in srows[0]) or f"setting {s}"
+            seeds = sorted({r["seed"] for r in srows})
+            curves = []
+            for seed in seeds:
+                seq = sorted((r for r in srows if r["seed"] == seed), key=lambda r: r["games"])
+                curves.append([r.get(key, np.nan) for r in seq])
+                ax.plot([r["games"] for r in seq], curves[-1], color=color, lw=0.5, alpha=0.35)
+            length = min(len(c) for c in curves)
+            data = np.array([c[:length] for c in curves])
+            games = [r["games"] for r in sorted((r for r in srows if r["seed"] == seeds[0]), key=lambda r: r["games"])][:length]
+            ax.plot(games, data.mean(0), color=color, lw=1.8, label=label)
+            if len(seeds) > 1:
+                ax.fill_between(games, data.min(0), data.max(0), color=color, alpha=0.12)
+        ax.set_title(panel + (" (vs RandomPunisher)" if panel == "win rate" else ""))
+        ax.set_xlabel("games per configuration")
+        ax.grid(alpha=0.3)
+    axes.flat[0].legend(fontsize=7)
+    if title:
+        fig.suptitle(title)
+    save_figure(fig, path)
+

@@ -1,0 +1,91 @@
+"""A vmapped scan equals the configurations run alone; --chunk and resume change nothing."""
+
+import jax
+import numpy as np
+import pytest
+
+from czjax import cli, loop, scan
+from czjax.train import HParams, TrainConfig
+
+CONFIG = TrainConfig(model="mlp", games_per_batch=8, opponent="self", promote_every_games=16, promote_window_games=16, eval_games=4, batches_per_chunk=2)
+BASE = dict(learning_rate=1e-3, entropy_bonus=0.05, value_weight=0.0, discount=0.9)
+SETTINGS = scan.grid_settings({"entropy_bonus": [0.0, 0.1], "learning_rate": [1e-3]})
+SEEDS = [3, 4]
+BATCHES = 4
+EXACT = ("batches", "games", "promotions", "positions", "win_rate", "draw_rate", "game_length", "eval_win_rate", "eval_draw_rate")
+
+
+def quiet(message):
+    pass
+
+
+@pytest.fixture(scope="module")
+def scanned(tmp_path_factory):
+    out = tmp_path_factory.mktemp("scan")
+    return scan.run_scan(CONFIG, BASE, SETTINGS, SEEDS, out, BATCHES, log=quiet), out
+
+
+def assert_rows_match(a: dict, b: dict, label):
+    for key in EXACT:
+        assert a[key] == b[key], (label, key)
+    for key in ("loss", "policy_loss", "value_loss", "entropy", "returns_std", "advantage_std"):
+        np.testing.assert_allclose(a[key], b[key], rtol=1e-4, atol=1e-6, err_msg=f"{label} {key}")
+
+
+def test_scan_grid_and_configurations():
+    assert scan.parse_grid(["entropy_bonus=0,0.05", "learning-rate=1e-3"]) == {"entropy_bonus": [0.0, 0.05], "learning_rate": [1e-3]}
+    configs = scan.configurations(scan.grid_settings({"entropy_bonus": [0.0, 0.05], "discount": [0.9, 1.0]}), [0, 1])
+    assert len(configs) == 8 and configs[3] == {"config": 3, "setting": 1, "seed": 1, "entropy_bonus": 0.0, "discount": 1.0}
+    for bad, message in (["gamma=0.9"], "cannot scan"), (["entropy_bonus"], "NAME=V1"), (["entropy_bonus=a"], "numbers"):
+        with pytest.raises(ValueError, match=message):
+            scan.parse_grid(bad)
+
+
+def test_vmapped_scan_equals_each_configuration_alone(scanned, tmp_path):
+    rows, _ = scanned
+    got = scan.deterministic_rows(rows)
+    assert len(got) == len(SETTINGS) * len(SEEDS) * (BATCHES // CONFIG.batches_per_chunk)
+    for c in scan.configurations(SETTINGS, SEEDS):
+        hp = HParams.create(**{**BASE, **{k: c[k] for k in scan.SCANNABLE if k in c}})
+        loop.run(CONFIG, hp, tmp_path / str(c["config"]), seed=c["seed"], batches=BATCHES, log=quiet)
+        for alone in loop.read_metrics(tmp_path / str(c["config"]) / loop.METRICS):
+            assert_rows_match(got[c["config"], alone["batches"]], alone, c)
+    # the settings differ in entropy bonus, so their losses differ
+    assert got[0, 4]["loss"] != got[2, 4]["loss"]
+
+
+def test_chunked_scan_equals_unchunked(scanned, tmp_path):
+    rows, _ = scanned
+    chunked = scan.run_scan(CONFIG, BASE, SETTINGS, SEEDS, tmp_path, BATCHES, chunk=2, log=quiet)  # 2 groups of 2
+    a, b = scan.deterministic_rows(rows), scan.deterministic_rows(chunked)
+    assert a.keys() == b.keys()
+    for key in a:
+        assert_rows_match(a[key], b[key], key)
+
+
+def test_scan_resumes(scanned, tmp_path):
+    rows, _ = scanned
+    scan.run_scan(CONFIG, BASE, SETTINGS, SEEDS, tmp_path, BATCHES // 2, chunk=2, log=quiet)
+    resumed = scan.run_scan(CONFIG, BASE, SETTINGS, SEEDS, tmp_path, BATCHES, chunk=2, resume=True, log=quiet)
+    a, b = scan.deterministic_rows(rows), scan.deterministic_rows(resumed)
+    assert a.keys() == b.keys()
+    for key in a:
+        assert_rows_match(a[key], b[key], key)
+    with pytest.raises(ValueError, match="same --chunk"):
+        scan.run_scan(CONFIG, BASE, SETTINGS, SEEDS, tmp_path, BATCHES, chunk=1, resume=True, log=quiet)
+
+
+def test_summary_and_figure(scanned):
+    rows, out = scanned
+    table = scan.summary_table(rows, sort_by="entropy")
+    assert [e["entropy"] for e in table] == sorted((e["entropy"] for e in table), reverse=True)
+    assert {e["seeds"] for e in table} == {2}
+    scan.scan_figure(rows, out / "scan.png")
+    assert (out / "scan.png").stat().st_size > 1000
+    with pytest.raises(ValueError, match="cannot sort"):
+        scan.summary_table(rows, sort_by="elo")
+
+
+def test_cli_scan_bad_grid_is_a_one_line_error(tmp_path, capsys):
+    assert cli.main(["scan", "--grid", "gamma=0.9", "--out", str(tmp_path)]) == 2
+    assert "cannot scan 'gamma'" in capsys.readouterr().err
