@@ -181,3 +181,64 @@ def format_train_row(row: dict) -> str:
         f"{row['model']:14s} {row['games_per_batch']:11d} {row['games_per_s']:10,.0f} {row['positions_per_s']:12,.0f} "
         f"{row['iteration_s']:11.4f} {row['compile_s']:9.1f}  {ref}"
     )
+
+
+def bench_scan(k: int, games_per_batch: int, steps: int, runs: int, model: str = "mlp") -> dict:
+    """K configurations (entropy bonus spread over [0, 0.1], one seed each) for ``steps``
+    batches: one vmapped compiled chunk, against the same K chunks run one after another."""
+    from czjax import scan
+    from czjax.train import HParams, TrainConfig, make_trainer
+
+    config = TrainConfig(model=model, games_per_batch=games_per_batch, opponent="self", eval_games=2, batches_per_chunk=steps)
+    base = dict(learning_rate=1e-3, entropy_bonus=0.05, value_weight=0.0, discount=0.9)
+    settings = [{"entropy_bonus": 0.1 * i / max(1, k - 1)} for i in range(k)]
+    configs = scan.configurations(settings, [0])
+    init, chunk = scan.make_scan_fns(config)
+    states, hparams = init(jnp.arange(k)), scan.stacked_hparams(base, configs)
+    start = time.perf_counter()
+    vmapped = chunk.lower(states, hparams, steps).compile()
+    vmapped_compile_s = time.perf_counter() - start
+
+    trainer = make_trainer(config)
+    singles = [(jax.tree.map(lambda x: x[i], states), HParams.create(**{**base, **settings[i]})) for i in range(k)]
+    start = time.perf_counter()
+    single = trainer.run_chunk.lower(*singles[0], steps).compile()
+    single_compile_s = time.perf_counter() - start
+
+    jax.block_until_ready(vmapped(states, hparams))
+    jax.block_until_ready(single(*singles[0]))
+    vmapped_times, sequential_times = [], []
+    for _ in range(runs):  # interleaved, so both see the same machine load
+        t = time.perf_counter()
+        jax.block_until_ready(vmapped(states, hparams))
+        vmapped_times.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        for st, hp in singles:
+            jax.block_until_ready(single(st, hp))
+        sequential_times.append(time.perf_counter() - t)
+    vmapped_s, sequential_s = statistics.median(vmapped_times), statistics.median(sequential_times)
+    return {
+        "k": k,
+        "model": model,
+        "games_per_batch": games_per_batch,
+        "batches": steps,
+        "vmapped_s": vmapped_s,
+        "sequential_s": sequential_s,
+        "speedup": sequential_s / vmapped_s,
+        "vmapped_games_per_s": k * steps * games_per_batch / vmapped_s,
+        "sequential_games_per_s": k * steps * games_per_batch / sequential_s,
+        "vmapped_compile_s": vmapped_compile_s,
+        "single_compile_s": single_compile_s,
+        "vmapped_times_s": vmapped_times,
+        "sequential_times_s": sequential_times,
+    }
+
+
+SCAN_HEADER = f"{'K':>4s} {'model':6s} {'games/batch':>11s} {'batches':>7s} {'vmapped s':>10s} {'sequential s':>12s} {'speedup':>8s} {'compile s (vmap/single)':>24s}"
+
+
+def format_scan_row(row: dict) -> str:
+    return (
+        f"{row['k']:4d} {row['model']:6s} {row['games_per_batch']:11d} {row['batches']:7d} {row['vmapped_s']:10.3f} "
+        f"{row['sequential_s']:12.3f} {row['speedup']:7.2f}x {row['vmapped_compile_s']:11.1f} / {row['single_compile_s']:.1f}"
+    )

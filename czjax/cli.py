@@ -60,6 +60,22 @@ def cmd_bench_train(args) -> int:
     return 0
 
 
+def cmd_bench_scan(args) -> int:
+    from czjax import bench
+
+    log = bench.stderr if args.json else print
+    log(f"czjax bench scan on {bench.machine_description()}; median of {args.runs} interleaved runs, compile time separate")
+    log(bench.SCAN_HEADER)
+    rows = []
+    for k in args.k:
+        row = bench.bench_scan(k, args.games_per_batch, args.steps, args.runs, args.model)
+        rows.append(row)
+        log(bench.format_scan_row(row))
+    if args.json:
+        print(json.dumps({"machine": bench.machine_description(), "rows": rows}, indent=1))
+    return 0
+
+
 def _non_negative_float(text: str) -> float:
     try:
         value = float(text)
@@ -209,6 +225,22 @@ def build_parser() -> argparse.ArgumentParser:
     train_bench.add_argument("--steps", type=_positive_int, default=5, help="iterations per timed run (default: %(default)s)")
     train_bench.add_argument("--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)")
     train_bench.set_defaults(func=cmd_bench_train)
+    scan_bench = bench_commands.add_parser(
+        "scan",
+        help="a vmapped scan of K configurations against the same K runs one after another",
+        description=(
+            "Runs K training configurations (entropy bonus spread over [0, 0.1]) for a few batches as one vmapped "
+            "compiled chunk, and the same K chunks one after another, in the same process and interleaved; reports "
+            "both times and the ratio."
+        ),
+    )
+    scan_bench.add_argument("--k", type=_positive_int, nargs="+", default=[16], help="configurations (default: %(default)s)")
+    scan_bench.add_argument("--model", default="mlp", help="(default: %(default)s)")
+    scan_bench.add_argument("--games-per-batch", type=_batch, default=256, help="(default: %(default)s)")
+    scan_bench.add_argument("--steps", type=_positive_int, default=5, help="batches per run (default: %(default)s)")
+    scan_bench.add_argument("--runs", type=_positive_int, default=3, help="timed runs (default: %(default)s)")
+    scan_bench.add_argument("--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)")
+    scan_bench.set_defaults(func=cmd_bench_scan)
 
     from czjax.presets import PRESETS
 

@@ -66,7 +66,19 @@ def first_player_split(num_games: int) -> int:
     return num_games - num_games // 2
 
 
-@functools.partial(jax.jit, static_argnames=("player_a", "player_b", "num_games"))
+def all_configurations(predicate: jax.Array, axis_name: str | None) -> jax.Array:
+    """``predicate`` for every configuration of a vmapped scan (``axis_name``), else itself.
+
+    Under ``vmap`` a ``lax.cond`` on a batched predicate becomes a select that runs both
+    branches; reduced over the named axis with a collective, the predicate is unbatched and
+    the cond stays a real branch (skipped when it holds for all configurations).
+    """
+    if axis_name is None:
+        return predicate
+    return lax.psum((~predicate).astype(jnp.int32), axis_name) == 0
+
+
+@functools.partial(jax.jit, static_argnames=("player_a", "player_b", "num_games", "axis_name"))
 def play_games(
     key: jax.Array,
     player_a: Player,
@@ -76,12 +88,14 @@ def play_games(
     num_games: int,
     temperature_a=1.0,
     temperature_b=1.0,
+    axis_name: str | None = None,
 ) -> tuple[Trajectory, GameResults]:
     """Play ``num_games`` whole games between two players; returns ``(trajectory, results)``.
 
     Players are pure functions ``(params, boards, key) -> logits`` (or ``(logits, values)``);
     they and ``num_games`` are static, parameters and temperatures are traced. The same key
-    gives the same games.
+    gives the same games. ``axis_name``: the vmapped axis of a scan, if any (see
+    :func:`all_configurations`).
     """
     if num_games < 2:
         raise ValueError(f"num_games must be at least 2 (half of the games with each side first), got {num_games}")
@@ -130,7 +144,7 @@ def play_games(
             stacked = jax.tree.map(lambda x: jnp.stack([x, x]), pos)
             return carry, (stacked, zeros, player, jnp.zeros((2, num_games), bool))
 
-        return lax.cond(carry[1].all(), skip, play, carry)
+        return lax.cond(all_configurations(carry[1].all(), axis_name), skip, play, carry)
 
     init = (
         game.new_positions(num_games),

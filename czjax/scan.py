@@ -26,6 +26,7 @@ from czjax import checkpoint
 from czjax.loop import METRICS, TIMING_KEYS, read_metrics, write_metrics
 from czjax.train import HParams, TrainConfig, make_trainer
 
+AXIS = "configuration"  # the vmapped axis: skips (lax.cond) hold for all configurations at once
 SCANNABLE = ("learning_rate", "entropy_bonus", "value_weight", "discount", "temperature")
 
 
@@ -70,9 +71,9 @@ def stacked_hparams(base: dict, configs: list[dict]) -> HParams:
 
 def make_scan_fns(config: TrainConfig):
     """``(init(seeds) -> stacked state, chunk(states, hparams, num_steps) -> (states, metrics))``."""
-    trainer = make_trainer(config)
+    trainer = make_trainer(config, axis_name=AXIS)
     init = jax.jit(jax.vmap(trainer.init))
-    chunk = jax.jit(jax.vmap(trainer.run_chunk, in_axes=(0, 0, None)), static_argnums=2)
+    chunk = jax.jit(jax.vmap(trainer.run_chunk, in_axes=(0, 0, None), axis_name=AXIS), static_argnums=2)
     return init, chunk
 
 

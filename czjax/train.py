@@ -121,7 +121,7 @@ class Trainer(NamedTuple):
 LOSS_CHUNKS = 8
 
 
-def sparse_value_and_grad(chunk_loss: Callable, params, boards, batch: LossInputs, num_chunks: int = LOSS_CHUNKS):
+def sparse_value_and_grad(chunk_loss: Callable, params, boards, batch: LossInputs, num_chunks: int = LOSS_CHUNKS, axis_name=None):
     """Gradient and summed statistics of a loss that is a sum over positions, computed only
     where positions are valid.
 
@@ -129,7 +129,8 @@ def sparse_value_and_grad(chunk_loss: Callable, params, boards, batch: LossInput
     The valid positions are moved to the front (a stable sort), the batch is cut into
     ``num_chunks`` static chunks, and chunks without a valid position are skipped with
     ``lax.cond``. The result equals the gradient over the whole batch up to float summation
-    order. (Under ``vmap`` the cond becomes a select and every chunk is computed.)
+    order. In a vmapped scan (``axis_name``) a chunk is skipped when it is empty for every
+    configuration.
     """
     n = batch.valid.shape[0]
     size = -(-n // num_chunks)
@@ -154,7 +155,8 @@ def sparse_value_and_grad(chunk_loss: Callable, params, boards, batch: LossInput
             (_, sums), grads = grad_fn(params, chunk_boards, chunk_batch)
             return grads, sums
 
-        grads, sums = lax.cond(chunk_batch.valid.any(), compute, lambda _: (zero_grads, zero_sums), None)
+        empty = rollout.all_configurations(~chunk_batch.valid.any(), axis_name)
+        grads, sums = lax.cond(empty, lambda _: (zero_grads, zero_sums), compute, None)
         return jax.tree.map(jnp.add, acc, (grads, sums)), None
 
     (grads, sums), _ = lax.scan(body, (zero_grads, zero_sums), chunks)
@@ -168,9 +170,10 @@ def make_optimizer(weight_decay: float) -> optax.GradientTransformation:
 
 
 @functools.lru_cache(maxsize=None)
-def make_trainer(config: TrainConfig) -> Trainer:
+def make_trainer(config: TrainConfig, axis_name: str | None = None) -> Trainer:
     """The compiled functions for ``config`` (cached: the same config gives the same jitted
-    functions, so runs and tests with one config compile once)."""
+    functions, so runs and tests with one config compile once). ``axis_name`` names the
+    vmapped configuration axis when the functions run inside a scan (:mod:`czjax.scan`)."""
     model = models.get_model(config.model)
     use_baseline = config.baseline and models.has_value_head(model)
     learner = models.model_player(model)
@@ -212,14 +215,16 @@ def make_trainer(config: TrainConfig) -> Trainer:
     def train_step(state: TrainState, hp: HParams, key) -> tuple[TrainState, dict]:
         opp_params = state.opponent_params if self_play else None
         opp_temperature = hp.temperature if self_play else 1.0
-        traj, results = rollout.play_games(key, learner, state.params, opponent, opp_params, n, hp.temperature, opp_temperature)
+        traj, results = rollout.play_games(
+            key, learner, state.params, opponent, opp_params, n, hp.temperature, opp_temperature, axis_name=axis_name
+        )
         boards, batch = loss_inputs(traj, results.outcome, hp.discount)
 
         def chunk_loss(params, chunk_boards, chunk_batch):
             logits, values = models.apply_model(model, params, chunk_boards)
             return policy_gradient_sums(logits, values if use_baseline else None, chunk_batch, hp.entropy_bonus, hp.value_weight)
 
-        grads, sums = sparse_value_and_grad(chunk_loss, state.params, boards, batch)
+        grads, sums = sparse_value_and_grad(chunk_loss, state.params, boards, batch, axis_name=axis_name)
         metrics = metrics_from_sums(sums)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
         params = jax.tree.map(lambda p, u: p - hp.learning_rate * u, state.params, updates)
@@ -262,7 +267,7 @@ def make_trainer(config: TrainConfig) -> Trainer:
         key, eval_key = jax.random.split(state.key)
         state = state.replace(key=key)
         _, evaluation = rollout.play_games(
-            eval_key, learner, state.params, players.random_punisher, None, config.eval_games, hp.temperature, 1.0
+            eval_key, learner, state.params, players.random_punisher, None, config.eval_games, hp.temperature, 1.0, axis_name=axis_name
         )
         metrics = {k: v.mean() for k, v in per_step.items() if k != "positions"}
         metrics.update(
