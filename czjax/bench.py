@@ -103,27 +103,6 @@ def bench_rollout_pgx(batch: int, runs: int) -> dict | None:
     }
 
 
-def bench_rollout(batches, player_names, runs: int, peer: bool, log=print) -> list[dict]:
-    rows = []
-    for name in player_names:
-        for batch in batches:
-            row = bench_rollout_czjax(name, batch, runs)
-            rows.append(row)
-            log(format_rollout_row(row))
-            if name == "random" and peer:
-                peer_row = bench_rollout_pgx(batch, runs)
-                if peer_row is None:
-                    log("  (pgx not installed: `pip install czjax[bench]` to measure it side by side)")
-                    peer = False
-                else:
-                    peer_row["czjax_speedup"] = row["games_per_s"] / peer_row["games_per_s"]
-                    rows.append(peer_row)
-                    log(format_rollout_row(peer_row) + f"   czjax/pgx = {peer_row['czjax_speedup']:.1f}x")
-            if name == "random-punisher":
-                row["vs_pytorch"] = row["games_per_s"] / PYTORCH_PUNISHER_GAMES_PER_S
-    return rows
-
-
 ROLLOUT_HEADER = f"{'impl':6s} {'player':16s} {'batch':>7s} {'games/s':>12s} {'moves/s':>13s} {'median s':>9s} {'compile s':>9s}"
 
 

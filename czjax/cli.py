@@ -25,55 +25,68 @@ def _batch(text: str) -> int:
     return value
 
 
-def cmd_bench_rollout(args) -> int:
+def _bench(args, what: str, header: str, settings, measure, fmt) -> int:
+    """Run ``measure`` for each setting, printing a table row as each finishes (to stderr with
+    ``--json``, whose JSON document goes to stdout)."""
     from czjax import bench
 
     log = bench.stderr if args.json else print
-    log(f"czjax bench rollout on {bench.machine_description()}; median of {args.runs} timed runs, compile time separate")
-    log(bench.ROLLOUT_HEADER)
-    rows = bench.bench_rollout(args.batch, args.player, args.runs, peer=not args.no_peer, log=log)
-    for row in rows:
-        if "vs_pytorch" in row:
-            log(
-                f"random-punisher at batch {row['batch']}: {row['games_per_s']:,.0f} games/s = "
-                f"{row['vs_pytorch']:,.0f}x the PyTorch project's {bench.PYTORCH_PUNISHER_GAMES_PER_S:.0f} games/s"
-            )
+    log(f"czjax bench {what} on {bench.machine_description()}; median of {args.runs} timed runs, compile time separate")
+    log(header)
+    rows = []
+    for setting in settings:
+        for row in measure(setting, log):
+            rows.append(row)
+            log(fmt(row))
     if args.json:
         print(json.dumps({"machine": bench.machine_description(), "rows": rows}, indent=1))
     return 0
+
+
+def cmd_bench_rollout(args) -> int:
+    from czjax import bench
+
+    def measure(setting, log):
+        player, batch = setting
+        row = bench.bench_rollout_czjax(player, batch, args.runs)
+        rows = [row]
+        if player == "random-punisher":
+            row["vs_pytorch"] = row["games_per_s"] / bench.PYTORCH_PUNISHER_GAMES_PER_S
+        if player == "random" and not args.no_peer:
+            peer = bench.bench_rollout_pgx(batch, args.runs)
+            if peer is None:
+                log("  (pgx not installed: `pip install czjax[bench]` to measure it side by side)")
+                args.no_peer = True
+            else:
+                peer["czjax_speedup"] = row["games_per_s"] / peer["games_per_s"]
+                rows.append(peer)
+        return rows
+
+    def fmt(row):
+        extra = ""
+        if "czjax_speedup" in row:
+            extra = f"   czjax/pgx = {row['czjax_speedup']:.1f}x"
+        elif "vs_pytorch" in row:
+            extra = f"   {row['vs_pytorch']:,.0f}x the PyTorch project's {bench.PYTORCH_PUNISHER_GAMES_PER_S:.0f} games/s"
+        return bench.format_rollout_row(row) + extra
+
+    settings = [(player, batch) for player in args.player for batch in args.batch]
+    return _bench(args, "rollout", bench.ROLLOUT_HEADER, settings, measure, fmt)
 
 
 def cmd_bench_train(args) -> int:
     from czjax import bench
 
-    log = bench.stderr if args.json else print
-    log(f"czjax bench train on {bench.machine_description()}; median of {args.runs} timed runs of {args.steps} iterations, compile time separate")
-    log(bench.TRAIN_HEADER)
-    rows = []
-    for model in args.model:
-        for games in args.games_per_batch:
-            row = bench.bench_train(model, games, args.runs, args.steps)
-            rows.append(row)
-            log(bench.format_train_row(row))
-    if args.json:
-        print(json.dumps({"machine": bench.machine_description(), "rows": rows}, indent=1))
-    return 0
+    settings = [(model, games) for model in args.model for games in args.games_per_batch]
+    return _bench(args, f"train ({args.steps} iterations per run)", bench.TRAIN_HEADER, settings,
+                  lambda s, log: [bench.bench_train(s[0], s[1], args.runs, args.steps)], bench.format_train_row)
 
 
 def cmd_bench_scan(args) -> int:
     from czjax import bench
 
-    log = bench.stderr if args.json else print
-    log(f"czjax bench scan on {bench.machine_description()}; median of {args.runs} interleaved runs, compile time separate")
-    log(bench.SCAN_HEADER)
-    rows = []
-    for k in args.k:
-        row = bench.bench_scan(k, args.games_per_batch, args.steps, args.runs, args.model)
-        rows.append(row)
-        log(bench.format_scan_row(row))
-    if args.json:
-        print(json.dumps({"machine": bench.machine_description(), "rows": rows}, indent=1))
-    return 0
+    return _bench(args, "scan (vmapped and sequential interleaved)", bench.SCAN_HEADER, args.k,
+                  lambda k, log: [bench.bench_scan(k, args.games_per_batch, args.steps, args.runs, args.model)], bench.format_scan_row)
 
 
 def _non_negative_float(text: str) -> float:

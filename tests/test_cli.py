@@ -1,0 +1,31 @@
+"""The command line: help texts and the benchmark's JSON contract (not its speed)."""
+
+import json
+
+import pytest
+
+from czjax import cli
+
+
+@pytest.mark.parametrize("command", [[], ["train"], ["scan"], ["bench"], ["bench", "rollout"], ["bench", "train"], ["bench", "scan"]])
+def test_help_explains_itself(command, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main([*command, "--help"])
+    assert exc.value.code == 0
+    assert "usage: czjax" in capsys.readouterr().out
+
+
+def test_bench_rollout_json_has_the_documented_keys(capsys):
+    assert cli.main(["bench", "rollout", "--batch", "8", "--player", "random", "--runs", "1", "--no-peer", "--json"]) == 0
+    captured = capsys.readouterr()
+    rows = json.loads(captured.out)["rows"]
+    assert len(rows) == 1
+    assert {"player", "batch", "games_per_s", "moves_per_s", "compile_s"} <= set(rows[0])
+    assert rows[0]["batch"] == 8 and rows[0]["player"] == "random" and rows[0]["moves_per_s"] >= 7 * rows[0]["games_per_s"]
+    assert "games/s" in captured.err  # the table goes to stderr with --json
+
+
+def test_bench_rejects_bad_batches(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["bench", "rollout", "--batch", "1"])
+    assert "at least 2 games" in capsys.readouterr().err
