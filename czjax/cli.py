@@ -170,7 +170,7 @@ def cmd_scan(args) -> int:
 
     preset = presets.get_preset(args.preset)
     grid = scan.parse_grid(args.grid)
-    overrides = {field: getattr(args, flag) for flag, field in SETTING_FLAGS.items() if getattr(args, flag, None) is not None}
+    overrides = {field: getattr(args, flag) for flag, field in SETTING_FLAGS.items() if getattr(args, flag) is not None}
     config = dataclasses.replace(preset.config, **overrides)
     base = dict(preset.hparams)
     settings = scan.grid_settings(grid)
@@ -194,6 +194,16 @@ def cmd_scan(args) -> int:
     (out / "summary.json").write_text(json.dumps(table, indent=1))
     print(f"outputs: {out / 'metrics.jsonl'}, {out / 'scan.png'}, {out / 'summary.json'}")
     return 0
+
+
+def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
+    """The static settings (SETTING_FLAGS) that override a preset, for train and scan."""
+    parser.add_argument("--model", default=None, help="mlp, mlp3, cnn-mk4 or cnn-mk4-value")
+    parser.add_argument("--games-per-batch", type=_batch, default=None, help="games per batch (one update each)")
+    parser.add_argument("--opponent", default=None, help="self (frozen checkpoint copy, promoted at 52%%), random-punisher or random")
+    parser.add_argument("--eval-every", type=_positive_int, default=None, metavar="BATCHES",
+                        help="batches per compiled chunk: log, evaluate against RandomPunisher, and check the clock this often")
+    parser.add_argument("--eval-games", type=_batch, default=None, help="games against RandomPunisher per evaluation (default 100)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -268,14 +278,9 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     train.add_argument("--preset", default="default", help="named settings (default: %(default)s); flags override them")
-    train.add_argument("--model", default=None, help="mlp, mlp3, cnn-mk4 or cnn-mk4-value")
-    train.add_argument("--games-per-batch", type=_batch, default=None, help="games per batch (one update each)")
-    train.add_argument("--opponent", default=None, help="self (frozen checkpoint copy, promoted at 52%%), random-punisher or random")
+    _add_setting_flags(train)
     train.add_argument("--batches", type=_positive_int, default=None, help="stop after this many batches in all (default: the preset's)")
     train.add_argument("--time-budget", type=_non_negative_float, default=None, metavar="SECONDS", help="stop after this many seconds")
-    train.add_argument("--eval-every", type=_positive_int, default=None, metavar="BATCHES",
-                       help="batches per compiled chunk: log, evaluate against RandomPunisher, and check the clock this often")
-    train.add_argument("--eval-games", type=_batch, default=None, help="games against RandomPunisher per evaluation (default 100)")
     train.add_argument("--learning-rate", "--lr", dest="learning_rate", type=_non_negative_float, default=None)
     train.add_argument("--entropy-bonus", type=_non_negative_float, default=None)
     train.add_argument("--value-weight", type=_non_negative_float, default=None)
@@ -303,11 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--seeds", type=_positive_int, default=1, help="seeds per setting (default: %(default)s)")
     scan.add_argument("--seed", type=int, default=0, help="first seed (default: %(default)s)")
     scan.add_argument("--batches", type=_positive_int, default=None, help="batches per configuration (default: the preset's)")
-    scan.add_argument("--model", default=None)
-    scan.add_argument("--games-per-batch", type=_batch, default=None)
-    scan.add_argument("--opponent", default=None)
-    scan.add_argument("--eval-every", type=_positive_int, default=None, metavar="BATCHES")
-    scan.add_argument("--eval-games", type=_batch, default=None)
+    _add_setting_flags(scan)
     scan.add_argument("--chunk", type=_positive_int, default=None, metavar="N",
                       help="run the configurations N at a time (same results, less memory)")
     scan.add_argument("--sort", default="eval_win_rate", help="summary order: eval_win_rate, win_rate, entropy or game_length")
