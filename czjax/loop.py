@@ -24,8 +24,19 @@ CHECKPOINT = "checkpoint.msgpack"
 METRICS = "metrics.jsonl"
 DASHBOARD = "dashboard.png"
 
-# Compiled chunks by (config, number of batches); hyperparameters are traced scalars.
+# Compiled chunks, by what determines the program (config, number of batches, and for scans
+# the number of configurations); hyperparameters are traced.
 _COMPILED: dict = {}
+
+
+def compiled_chunk(cache_key, chunk: Callable, args: tuple, num_steps: int, log: Callable[[str], None], what: str) -> Callable:
+    """``chunk`` (jitted, ``num_steps`` static) compiled ahead of time for ``args``, once per
+    ``cache_key``; logs the compile time, which progress figures then leave out."""
+    if cache_key not in _COMPILED:
+        start = time.perf_counter()
+        _COMPILED[cache_key] = chunk.lower(*args, num_steps).compile()
+        log(f"compiled a chunk of {num_steps} batches {what} in {time.perf_counter() - start:.1f} s")
+    return _COMPILED[cache_key]
 
 # Keys whose values depend on the machine's speed, not on the run.
 TIMING_KEYS = ("games_per_s", "elapsed_s", "chunk_s")
@@ -78,7 +89,7 @@ def run(
     rows: list[dict] = []
     elapsed_before = 0.0
     if resume:
-        state, meta = checkpoint.load(ckpt_path, state, expected_model=config.model)
+        state, _ = checkpoint.load(ckpt_path, state, expected_model=config.model)
         done = int(state.step)
         rows = [r for r in read_metrics(metrics_path) if r["batches"] <= done]
         write_metrics(metrics_path, rows)
@@ -88,10 +99,9 @@ def run(
         for p in (metrics_path, ckpt_path):
             p.unlink(missing_ok=True)
     (out_dir / "run.json").write_text(json.dumps({"config": config.to_dict(), "hparams": hparams.to_dict(), "seed": seed}, indent=1))
-    meta = {"config": config.to_dict(), "hparams": hparams.to_dict()}
 
     def save_checkpoint():
-        checkpoint.save(ckpt_path, state, meta["config"], meta["hparams"], {"seed": seed})
+        checkpoint.save(ckpt_path, state, config.to_dict(), hparams.to_dict(), {"seed": seed})
 
     def save_dashboard():
         if rows:
@@ -100,11 +110,8 @@ def run(
     k = config.batches_per_chunk
 
     def chunk_fn(num_steps: int):
-        if (config, num_steps) not in _COMPILED:
-            start = time.perf_counter()
-            _COMPILED[config, num_steps] = trainer.run_chunk.lower(state, hparams, num_steps).compile()
-            log(f"compiled a chunk of {num_steps} batches of {config.games_per_batch} games in {time.perf_counter() - start:.1f} s")
-        return _COMPILED[config, num_steps]
+        return compiled_chunk((config, num_steps), trainer.run_chunk, (state, hparams), num_steps, log,
+                              f"of {config.games_per_batch} games")
 
     start = time.perf_counter()
     last_print = last_plot = 0.0

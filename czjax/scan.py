@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from czjax import checkpoint
-from czjax.loop import METRICS, TIMING_KEYS, read_metrics, write_metrics
+from czjax.loop import METRICS, TIMING_KEYS, compiled_chunk, read_metrics, write_metrics
 from czjax.train import HParams, TrainConfig, make_trainer
 
 AXIS = "configuration"  # the vmapped axis: skips (lax.cond) hold for all configurations at once
@@ -132,15 +132,12 @@ def run_scan(
             rows = [r for r in rows if r["config"] not in ids]
             write_metrics(metrics_path, rows)
         start = time.perf_counter()
-        compiled: dict[int, Callable] = {}
         while int(np.asarray(states.step)[0]) < batches:
             num_steps = min(k, batches - int(np.asarray(states.step)[0]))
-            if num_steps not in compiled:
-                t0 = time.perf_counter()
-                compiled[num_steps] = run_chunk.lower(states, hparams, num_steps).compile()
-                log(f"compiled a chunk of {num_steps} batches for {len(group)} configurations in {time.perf_counter() - t0:.1f} s")
+            fn = compiled_chunk(("scan", config, num_steps, len(group)), run_chunk, (states, hparams), num_steps, log,
+                                f"for {len(group)} configurations")
             t0 = time.perf_counter()
-            states, metrics = compiled[num_steps](states, hparams)
+            states, metrics = fn(states, hparams)
             metrics = jax.device_get(metrics)
             elapsed = time.perf_counter() - t0
             new_rows = []

@@ -203,9 +203,10 @@ def make_trainer(config: TrainConfig, axis_name: str | None = None) -> Trainer:
         mine = rollout.player_plies(traj, n, player=0)  # the learner is player A: (21, n)
         returns = discounted_returns(outcome, mine.valid, discount)
         flat = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731
-        boards = game.unpack(jax.tree.map(flat, mine.positions))
+        positions = jax.tree.map(flat, mine.positions)
+        boards = game.unpack(positions)
         batch = LossInputs(
-            legal=game.position_legal_mask(jax.tree.map(flat, mine.positions)),
+            legal=game.position_legal_mask(positions),
             actions=flat(mine.actions).astype(jnp.int32),
             returns=flat(returns),
             valid=flat(mine.valid),
