@@ -206,6 +206,168 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eval-games", type=_batch, default=None, help="games against RandomPunisher per evaluation (default 100)")
 
 
+def _print_report(args, report: dict, fmt) -> int:
+    print(json.dumps(report, indent=1) if args.json else fmt(report))
+    return 0
+
+
+def cmd_eval_accuracy(args) -> int:
+    from czjax import agents, evaluate
+
+    positions = evaluate.load_positions(args.positions)
+    return _print_report(args, evaluate.accuracy(agents.load_agent(args.player), positions), evaluate.format_accuracy)
+
+
+def cmd_eval_puzzles(args) -> int:
+    from czjax import agents, puzzles
+
+    data = puzzles.load(args.puzzles)
+    return _print_report(args, puzzles.score(agents.load_agent(args.player), data), puzzles.format_score)
+
+
+def cmd_eval_make_puzzles(args) -> int:
+    from czjax import puzzles
+
+    print(f"generating {args.per_kind:,} puzzles of each kind from seed {args.seed}", file=sys.stderr)
+    records = puzzles.generate(args.seed, args.per_kind, log=lambda m: print(m, file=sys.stderr))
+    puzzles.write(args.out, records)
+    print(f"wrote {len(records):,} puzzles to {args.out}")
+    return 0
+
+
+def cmd_tournament(args) -> int:
+    from czjax import agents, tournament
+
+    players = [agents.load_agent(spec) for spec in args.players]
+    log = (lambda m: print(m, file=sys.stderr)) if args.json else print
+    log(f"round robin between {len(players)} players, {args.games} games per pair")
+    report = tournament.tournament(players, args.games, anchor=args.anchor, seed=args.seed, log=log)
+    return _print_report(args, report, tournament.format_tournament)
+
+
+def cmd_play(args) -> int:
+    from czjax import agents, interactive
+
+    interactive.play(agents.load_agent(args.player), first=args.first, temperature=args.temperature, seed=args.seed)
+    return 0
+
+
+def cmd_analyze(args) -> int:
+    from czjax import agents, interactive
+
+    report = interactive.analyze(agents.load_agent(args.player), args.moves, temperature=args.temperature, seed=args.seed)
+    return _print_report(args, report, interactive.format_analysis)
+
+
+def cmd_openings(args) -> int:
+    from czjax import agents, interactive
+
+    report = interactive.openings(
+        agents.load_agent(args.player), args.games, args.depth, args.top, temperature=args.temperature, seed=args.seed
+    )
+    return _print_report(args, report, interactive.format_openings)
+
+
+def _add_player_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("player", metavar="PLAYER", help="a checkpoint (run folder or .msgpack file), or random / random-punisher")
+
+
+def _add_evaluation_commands(commands) -> None:
+    json_help = "print the results as one JSON object"
+    evaluate = commands.add_parser("eval", help="measure a model: solver-labelled accuracy, tactical puzzles")
+    eval_commands = evaluate.add_subparsers(dest="eval_command", metavar="WHAT", required=True)
+    acc = eval_commands.add_parser(
+        "accuracy",
+        help="how often the move is optimal or keeps the outcome, on solver-labelled positions",
+        description=(
+            "Scores the player's greedy move (its most likely column) and its sampled move (the exact expectation "
+            "over its move probabilities) against perfect-solver labels: the fraction of positions where the move "
+            "is optimal, and where it keeps the game-theoretic outcome (also on the positions not already lost), "
+            "by ply range. Default positions: the 1,000 shipped with czjax (ply 6-30)."
+        ),
+    )
+    _add_player_arg(acc)
+    acc.add_argument("--positions", default=None, metavar="FILE", help="a JSON Lines file in the same format (moves, scores)")
+    acc.add_argument("--json", action="store_true", help=json_help)
+    acc.set_defaults(func=cmd_eval_accuracy)
+    puz = eval_commands.add_parser(
+        "puzzles",
+        help="success on tactical puzzles: win now, or block the single threat",
+        description=(
+            "Scores the player on puzzles where the side to move can win at once (every winning column counts) or "
+            "must block the opponent's single threat: sampled success (exact expectation) and greedy success per "
+            "kind, and the value head's error on win puzzles. Default: the 10,000 puzzles shipped with czjax."
+        ),
+    )
+    _add_player_arg(puz)
+    puz.add_argument("--puzzles", default=None, metavar="FILE", help="a puzzles file from `czjax eval make-puzzles`")
+    puz.add_argument("--json", action="store_true", help=json_help)
+    puz.set_defaults(func=cmd_eval_puzzles)
+    make = eval_commands.add_parser(
+        "make-puzzles",
+        help="generate a puzzle set from random games, deterministically from a seed",
+        description="Plays random games on device, keeps distinct win and block positions, and draws a seeded sample of each kind.",
+    )
+    make.add_argument("--seed", type=int, default=0, help="(default: %(default)s; seed 0 is the shipped set)")
+    make.add_argument("--per-kind", type=_positive_int, default=5000, help="puzzles of each kind (default: %(default)s)")
+    make.add_argument("-o", "--out", required=True, metavar="FILE")
+    make.set_defaults(func=cmd_eval_make_puzzles)
+
+    tour = commands.add_parser(
+        "tournament",
+        help="round robin between players, with Elo ratings",
+        description=(
+            "Every pair of players plays --games games, half with each side first; pairs of the same model run as one "
+            "compiled program. Prints the win/draw/loss table and Bradley-Terry (Elo-scale) ratings fitted by maximum "
+            "likelihood, draws counted as half, with 95%% intervals, anchored to --anchor."
+        ),
+    )
+    tour.add_argument("players", nargs="+", metavar="PLAYER", help="checkpoints (run folders or .msgpack files), random, random-punisher")
+    tour.add_argument("--games", type=_batch, default=200, help="games per pair (default: %(default)s)")
+    tour.add_argument("--anchor", default=None, help="the player rated 0 (default: the first)")
+    tour.add_argument("--seed", type=int, default=0)
+    tour.add_argument("--json", action="store_true", help=json_help)
+    tour.set_defaults(func=cmd_tournament)
+
+    play = commands.add_parser(
+        "play",
+        help="play a model in the terminal",
+        description="You against a model (or a built-in player) in the terminal: type a column 1-7, q to quit.",
+    )
+    _add_player_arg(play)
+    play.add_argument("--first", default="human", choices=["human", "model", "random"], help="who starts (default: %(default)s)")
+    play.add_argument("--temperature", type=_non_negative_float, default=0.0,
+                      help="the model's sampling temperature; 0 plays its most likely column (default: %(default)s)")
+    play.add_argument("--seed", type=int, default=0)
+    play.set_defaults(func=cmd_play)
+
+    analyze = commands.add_parser(
+        "analyze",
+        help="a game move by move: probability of the move played, entropy, value",
+        description="Analyses the game given by --moves (1-based columns, first player first), or the model's own self-play game.",
+    )
+    _add_player_arg(analyze)
+    analyze.add_argument("--moves", default=None, help="e.g. 4453 (default: a self-play game of the model)")
+    analyze.add_argument("--temperature", type=_non_negative_float, default=1.0, help="sampling temperature of the self-play game (default: %(default)s)")
+    analyze.add_argument("--seed", type=int, default=0)
+    analyze.add_argument("--json", action="store_true", help=json_help)
+    analyze.set_defaults(func=cmd_analyze)
+
+    openings = commands.add_parser(
+        "openings",
+        help="the model's most frequent openings in self-play",
+        description="Plays the model against itself on device and counts the first --depth moves of each game.",
+    )
+    _add_player_arg(openings)
+    openings.add_argument("--games", type=_batch, default=1000, help="(default: %(default)s)")
+    openings.add_argument("--depth", type=_positive_int, default=4, help="moves per opening (default: %(default)s)")
+    openings.add_argument("--top", type=_positive_int, default=10, help="openings listed (default: %(default)s)")
+    openings.add_argument("--temperature", type=_non_negative_float, default=1.0, help="(default: %(default)s)")
+    openings.add_argument("--seed", type=int, default=0)
+    openings.add_argument("--json", action="store_true", help=json_help)
+    openings.set_defaults(func=cmd_openings)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="czjax",
@@ -315,6 +477,7 @@ def build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--out", default=None, help="output folder (default: runs/scan-PRESET)")
     scan.add_argument("--resume", action="store_true", help="continue the scan in --out")
     scan.set_defaults(func=cmd_scan)
+    _add_evaluation_commands(commands)
     return parser
 
 
@@ -328,6 +491,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into `head` and the like
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

@@ -262,23 +262,44 @@ def apply_moves(cols: Sequence[int], board=None) -> np.ndarray:
     Raises ``ValueError`` for a column out of range, a full column, or a move after the game
     has ended.
     """
-    board = np.zeros((ROWS, COLS), np.int8) if board is None else _one_board(board).astype(np.int8).copy()
+    board = np.zeros((ROWS, COLS), np.int8) if board is None else _one_board(board).astype(np.int8)
     if _host_has_four(board == -1):
         raise ValueError("the game is already over")
+    grid = board.tolist()  # plain lists: this runs per record when files of games are read
+    heights = [sum(1 for r in range(ROWS) if grid[r][c] != 0) for c in range(COLS)]
+    stones = sum(heights)
+    side = 1  # the mover's stones are ``side``; the board is negated at the end, not per move
     for i, col in enumerate(cols):
         if not 0 <= col < COLS:
             raise ValueError(f"move {i + 1}: column {col} is out of range 0..6")
-        empty_rows = np.flatnonzero(board[:, col] == 0)
-        if empty_rows.size == 0:
+        if heights[col] == ROWS:
             raise ValueError(f"move {i + 1}: column {col} is full")
-        board[empty_rows[-1], col] = 1
-        if _host_has_four(board == 1):
+        row = ROWS - 1 - heights[col]
+        grid[row][col] = side
+        heights[col] += 1
+        stones += 1
+        if _four_through(grid, row, col, side):
             if i != len(cols) - 1:
                 raise ValueError(f"move {i + 2}: the game ended with move {i + 1}")
-        elif (board != 0).all() and i != len(cols) - 1:
+        elif stones == NUM_CELLS and i != len(cols) - 1:
             raise ValueError(f"move {i + 2}: the board is full after move {i + 1}")
-        board = -board
-    return board
+        side = -side
+    return (np.asarray(grid, np.int8) * np.int8(side)).astype(np.int8)
+
+
+def _four_through(grid: list, row: int, col: int, side: int) -> bool:
+    """Whether the stone at ``(row, col)`` is part of four ``side`` stones in a line (only lines
+    through the last stone can be new, so this is all a move needs checked)."""
+    for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
+        count = 1
+        for sign in (1, -1):
+            r, c = row + sign * dr, col + sign * dc
+            while 0 <= r < ROWS and 0 <= c < COLS and grid[r][c] == side:
+                count += 1
+                r, c = r + sign * dr, c + sign * dc
+        if count >= 4:
+            return True
+    return False
 
 
 def _host_has_four(mask: np.ndarray) -> bool:

@@ -7,7 +7,8 @@ import pytest
 from czjax import cli
 
 
-@pytest.mark.parametrize("command", [[], ["train"], ["scan"], ["bench"], ["bench", "rollout"], ["bench", "train"], ["bench", "scan"]])
+@pytest.mark.parametrize("command", [[], ["train"], ["scan"], ["bench"], ["bench", "rollout"], ["bench", "train"], ["bench", "scan"],
+     ["eval"], ["eval", "accuracy"], ["eval", "puzzles"], ["eval", "make-puzzles"], ["tournament"], ["play"], ["analyze"], ["openings"]])
 def test_help_explains_itself(command, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main([*command, "--help"])
@@ -29,3 +30,19 @@ def test_bench_rejects_bad_batches(capsys):
     with pytest.raises(SystemExit):
         cli.main(["bench", "rollout", "--batch", "1"])
     assert "at least 2 games" in capsys.readouterr().err
+
+
+def test_eval_accuracy_json_has_the_documented_keys(capsys):
+    assert cli.main(["eval", "accuracy", "random", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert {"n", "greedy_optimal", "greedy_keeps_outcome", "sampled_optimal", "sampled_keeps_outcome"} <= set(report)
+    assert report["n"] == 1000
+
+
+def test_tournament_json_and_unknown_players(capsys):
+    assert cli.main(["tournament", "random", "random-punisher", "--games", "20", "--anchor", "random", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["players"] == ["random", "random-punisher"] and len(report["results"]) == 1
+    assert cli.main(["eval", "puzzles", "nobody"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("czjax: error:") and "neither a built-in player" in err and len(err.strip().splitlines()) == 1

@@ -1,0 +1,104 @@
+"""Agents: a player with its parameters and a name, loaded from a checkpoint or a built-in name.
+
+Every evaluation command (accuracy, puzzles, tournaments, play, analyze, openings) takes a
+*spec*: a path to a czjax checkpoint (a run folder or its ``checkpoint.msgpack``) or the name
+of a built-in player (``random``, ``random-punisher``).
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import serialization
+from flax.traverse_util import flatten_dict
+
+from czjax import checkpoint, game, models
+from czjax.players import BUILTIN_PLAYERS, Player, mask_for_sampling
+
+CHECKPOINT_NAME = "checkpoint.msgpack"
+
+
+class Agent(NamedTuple):
+    name: str
+    player: Player  # (params, boards, key) -> logits or (logits, value); static under jit
+    params: Any  # None for the built-in players
+    model_name: str | None  # registry name, None for a built-in player
+
+    @property
+    def has_value(self) -> bool:
+        return self.model_name is not None and models.has_value_head(models.get_model(self.model_name))
+
+
+def load_params(path) -> tuple[str, Any, dict]:
+    """``(model name, params, meta)`` of the learner in a training checkpoint."""
+    path = Path(path)
+    meta, raw = checkpoint.read_meta(path)
+    model_name = meta.get("config", {}).get("model")
+    if model_name not in models.MODELS:
+        raise checkpoint.CheckpointError(f"{path} names an unknown model {model_name!r}")
+    model = models.get_model(model_name)
+    template = jax.eval_shape(lambda key: models.init_params(model, key), jax.random.key(0))
+    raw_params = raw.get("params") if isinstance(raw, dict) else None
+    if not isinstance(raw_params, dict):
+        raise checkpoint.CheckpointError(f"{path} holds no model parameters")
+    expected = {k: v.shape for k, v in flatten_dict(serialization.to_state_dict(template)).items()}
+    got = {k: np.shape(v) for k, v in flatten_dict(raw_params).items()}
+    if expected != got:
+        stacked = all(len(got.get(k, ())) == len(s) + 1 and got[k][1:] == s for k, s in expected.items())
+        hint = " (a scan checkpoint holds several configurations; load a single run's checkpoint)" if stacked else ""
+        raise checkpoint.CheckpointError(f"{path}: its parameters do not match model {model_name!r}{hint}")
+    params = serialization.from_state_dict(template, raw_params)
+    params = jax.tree.map(lambda t, x: jnp.asarray(x, t.dtype), template, params)
+    return model_name, params, meta
+
+
+def load_agent(spec: str) -> Agent:
+    """A built-in player by name, or the learner of a checkpoint file or run folder."""
+    if spec in BUILTIN_PLAYERS:
+        return Agent(spec, BUILTIN_PLAYERS[spec], None, None)
+    path = Path(spec)
+    if path.is_dir():
+        path = path / CHECKPOINT_NAME
+    if not path.exists():
+        raise ValueError(f"{spec!r} is neither a built-in player ({', '.join(BUILTIN_PLAYERS)}) nor a checkpoint file or run folder")
+    model_name, params, _ = load_params(path)
+    return Agent(spec, models.model_player(models.get_model(model_name)), params, model_name)
+
+
+@functools.partial(jax.jit, static_argnames="player")
+def _policy(player: Player, params, boards: jax.Array):
+    out = player(params, boards, jax.random.key(0))
+    logits, value = (out[0], out[1]) if isinstance(out, (tuple, list)) else (out, jnp.full(boards.shape[:1], jnp.nan))
+    legal = game.legal_mask(boards)
+    probs = jax.nn.softmax(mask_for_sampling(legal, logits.astype(jnp.float32)), axis=-1)
+    # greedy: the most likely legal column; ties go to the lowest column
+    greedy = jnp.argmax(jnp.where(legal, probs, -1.0), axis=-1)
+    return probs, value.astype(jnp.float32), greedy
+
+
+def policy(agent: Agent, boards, batch_size: int = 1024) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(probs (N, 7), value (N,), greedy (N,))`` of ``agent`` on int8 ``boards (N, 6, 7)``.
+
+    ``probs`` is the sampling distribution (softmax over legal columns, exactly 0 elsewhere);
+    ``value`` is NaN for a player without a value head. Boards go through in fixed-size
+    batches (padded), so any number of boards compiles once per batch size.
+    """
+    boards = np.asarray(boards, np.int8)
+    n = boards.shape[0]
+    size = min(batch_size, max(n, 1))
+    outs = []
+    for start in range(0, n, size):
+        chunk = boards[start : start + size]
+        pad = size - chunk.shape[0]
+        if pad:
+            chunk = np.concatenate([chunk, np.zeros((pad,) + chunk.shape[1:], np.int8)])
+        probs, value, greedy = jax.device_get(_policy(agent.player, agent.params, jnp.asarray(chunk)))
+        outs.append((probs[: size - pad], value[: size - pad], greedy[: size - pad]))
+    if not outs:
+        return np.zeros((0, game.COLS), np.float32), np.zeros((0,), np.float32), np.zeros((0,), np.int32)
+    return tuple(np.concatenate(parts) for parts in zip(*outs))

@@ -1,0 +1,203 @@
+"""Looking at a model's games: play it in the terminal, analyse a game, list its openings.
+
+Host-side code. Boards are shown in absolute colours (``X`` moved first, ``O`` second) with
+the column numbers 1-7 underneath; columns are typed and printed 1-based, as in move strings.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Callable
+
+import jax
+import numpy as np
+
+from czjax import game
+from czjax.agents import Agent, policy
+from czjax.rollout import play_games
+
+QUIT = ("q", "quit", "exit")
+
+
+def absolute_board(moves: list[int]) -> np.ndarray:
+    """``+1`` for the first player's stones, ``-1`` for the second's (0-based ``moves``)."""
+    board = game.apply_moves(moves)
+    return board if len(moves) % 2 == 0 else -board
+
+
+def show_board(moves: list[int]) -> str:
+    board = absolute_board(moves)
+    rows = ["| " + " ".join({1: "X", -1: "O", 0: "."}[int(v)] for v in row) + " |" for row in board]
+    return "\n".join(rows + ["  " + " ".join(str(c + 1) for c in range(game.COLS))])
+
+
+def game_result(moves: list[int]) -> int | None:
+    """``+1``/``-1`` if the first/second player has won, 0 for a draw, None while going on."""
+    board = absolute_board(moves)
+    for side in (1, -1):
+        if game._host_has_four(board == side):
+            return side
+    return 0 if len(moves) == game.NUM_CELLS else None
+
+
+def masked_entropy(probs: np.ndarray) -> float:
+    p = probs[probs > 0]
+    return float(-(p * np.log(p)).sum())
+
+
+def format_probs(probs: np.ndarray) -> str:
+    return "  ".join(f"{c + 1}:{p:4.2f}" if p > 0 else f"{c + 1}: -- " for c, p in enumerate(probs))
+
+
+def _choose(probs: np.ndarray, greedy: int, temperature: float, rng: np.random.Generator) -> int:
+    if temperature == 0:
+        return int(greedy)
+    logits = np.where(probs > 0, np.log(np.maximum(probs, 1e-30)) / temperature, -np.inf)
+    p = np.exp(logits - logits.max())
+    return int(rng.choice(game.COLS, p=p / p.sum()))
+
+
+def play(
+    agent: Agent,
+    first: str = "human",
+    temperature: float = 0.0,
+    seed: int = 0,
+    read: Callable[[str], str] = input,
+    write: Callable[[str], None] = print,
+) -> dict:
+    """A human against ``agent`` in the terminal. ``first``: human, model or random.
+
+    Returns ``{"moves", "result", "human"}``: the 1-based move string, ``"human"``,
+    ``"model"``, ``"draw"`` or ``"abandoned"``, and whether the human moved first.
+    """
+    if first not in ("human", "model", "random"):
+        raise ValueError(f"--first must be human, model or random, got {first!r}")
+    rng = np.random.default_rng(seed)
+    human_first = first == "human" or (first == "random" and bool(rng.integers(2)))
+    human_side = 0 if human_first else 1
+    marks = ("X", "O")
+    write(f"You play {marks[human_side]} ({'first' if human_first else 'second'}) against {agent.name}. "
+          "Type a column 1-7 and Enter; q quits.")
+    moves: list[int] = []
+    result = None
+    while result is None:
+        write("")
+        write(show_board(moves))
+        board = game.apply_moves(moves)
+        probs, value, greedy = (x[0] for x in policy(agent, board[None]))
+        if len(moves) % 2 == human_side:
+            try:
+                text = read(f"your move ({marks[human_side]}), column 1-7: ").strip().lower()
+            except EOFError:
+                write("input ended: game abandoned")
+                result = "abandoned"
+                break
+            if text in QUIT:
+                write("game abandoned")
+                result = "abandoned"
+                break
+            if not text.isdigit():
+                write(f"{text!r} is not a column: type a number 1-7, or q to quit")
+                continue
+            col = int(text) - 1
+            if not 0 <= col < game.COLS:
+                write(f"there is no column {text}: the columns are 1-7")
+                continue
+            if board[0, col] != 0:
+                write(f"column {col + 1} is full: choose another")
+                continue
+        else:
+            col = _choose(probs, greedy, temperature, rng)
+            value_text = "" if np.isnan(value) else f"; its value for this position {value:+.2f}"
+            write(f"{agent.name} plays {col + 1} (probabilities {format_probs(probs)}{value_text})")
+        moves.append(col)
+        outcome = game_result(moves)
+        if outcome is not None:
+            write("")
+            write(show_board(moves))
+            if outcome == 0:
+                result = "draw"
+            else:
+                result = "human" if (outcome == 1) == human_first else "model"
+    move_string = "".join(str(c + 1) for c in moves)
+    verdict = {"human": "you win", "model": f"{agent.name} wins", "draw": "a draw", "abandoned": "abandoned"}[result]
+    write(f"game over: {verdict} after {len(moves)} moves; moves {move_string or '(none)'}")
+    return {"moves": move_string, "result": result, "human_first": human_first}
+
+
+def self_play_moves(agent: Agent, temperature: float, seed: int) -> list[int]:
+    """One game of ``agent`` against itself, sampled at ``temperature`` (0 = greedy)."""
+    rng = np.random.default_rng(seed)
+    moves: list[int] = []
+    while game_result(moves) is None:
+        probs, _, greedy = (x[0] for x in policy(agent, game.apply_moves(moves)[None]))
+        moves.append(_choose(probs, greedy, temperature, rng))
+    return moves
+
+
+def analyze(agent: Agent, moves: str | None = None, temperature: float = 1.0, seed: int = 0) -> dict:
+    """Per move of a game (given, or ``agent``'s own self-play game): the probability the
+    agent gives the move played, its entropy, its value and its favourite column."""
+    cols = game.parse_moves(moves) if moves is not None else self_play_moves(agent, temperature, seed)
+    game.apply_moves(cols)  # ValueError for an illegal game
+    boards = np.stack([game.apply_moves(cols[:t]) for t in range(len(cols))]) if cols else np.zeros((0, 6, 7), np.int8)
+    probs, values, greedy = policy(agent, boards)
+    rows = []
+    for t, col in enumerate(cols):
+        rows.append(
+            {
+                "ply": t + 1,
+                "player": "XO"[t % 2],
+                "column": col + 1,
+                "prob": float(probs[t, col]),
+                "entropy": masked_entropy(probs[t]),
+                "value": None if np.isnan(values[t]) else float(values[t]),
+                "best": int(greedy[t]) + 1,
+                "best_prob": float(probs[t, greedy[t]]),
+            }
+        )
+    outcome = game_result(cols)
+    result = {None: "unfinished", 0: "draw", 1: "X (first) wins", -1: "O (second) wins"}[outcome]
+    return {"player": agent.name, "moves": "".join(str(c + 1) for c in cols), "result": result, "plies": rows}
+
+
+def format_analysis(report: dict) -> str:
+    lines = [f"{report['player']} on the game {report['moves']}", f"{'ply':>4s} {'who':>3s} {'col':>3s} {'p(move)':>8s} {'entropy':>8s} {'value':>6s}  favourite"]
+    for r in report["plies"]:
+        value = "   -  " if r["value"] is None else f"{r['value']:+6.2f}"
+        mark = "" if r["best"] == r["column"] else f"  {r['best']} ({r['best_prob']:.2f})"
+        lines.append(f"{r['ply']:4d} {r['player']:>3s} {r['column']:3d} {r['prob']:8.3f} {r['entropy']:8.3f} {value}{mark or '  ='}")
+    lines += ["", show_board(game.parse_moves(report["moves"])), f"result: {report['result']}"]
+    return "\n".join(lines)
+
+
+def openings(agent: Agent, games: int = 1000, depth: int = 4, top: int = 10, temperature: float = 1.0, seed: int = 0) -> dict:
+    """The most frequent first ``depth`` moves when ``agent`` plays itself ``games`` times
+    (sampled at ``temperature``), as the PyTorch project's joseki script lists them."""
+    if games < 2:
+        raise ValueError(f"--games must be at least 2, got {games}")
+    if not 1 <= depth <= game.NUM_CELLS:
+        raise ValueError(f"--depth must be 1-42, got {depth}")
+    traj, _ = play_games(jax.random.key(seed), agent.player, agent.params, agent.player, agent.params, games, temperature, temperature)
+    actions = np.asarray(traj.actions)[:depth].T  # (G, depth)
+    valid = np.asarray(traj.valid)[:depth].T
+    counts = collections.Counter("".join(str(int(c) + 1) for c, v in zip(row, ok) if v) for row, ok in zip(actions, valid))
+    return {
+        "player": agent.name,
+        "games": games,
+        "depth": depth,
+        "distinct": len(counts),
+        "openings": [{"moves": m, "count": n, "share": n / games} for m, n in counts.most_common(top)],
+    }
+
+
+def format_openings(report: dict) -> str:
+    lines = [
+        f"{report['player']} against itself, {report['games']:,} games: {report['distinct']:,} distinct openings of "
+        f"{report['depth']} moves; the most frequent:",
+        f"{'moves':>10s} {'games':>7s} {'share':>6s}",
+    ]
+    lines += [f"{r['moves']:>10s} {r['count']:7d} {r['share']:6.1%}" for r in report["openings"]]
+    if report["openings"]:
+        lines += ["", "the most frequent, on the board:", show_board(game.parse_moves(report["openings"][0]["moves"]))]
+    return "\n".join(lines)

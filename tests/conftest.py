@@ -1,0 +1,19 @@
+"""Shared fixtures: checkpoints of untrained models, written once per test session."""
+
+import pytest
+
+from czjax import checkpoint
+from czjax.train import HParams, TrainConfig, make_trainer
+
+
+@pytest.fixture(scope="session")
+def model_checkpoints(tmp_path_factory):
+    """``{model name: checkpoint path}`` for an untrained ``mlp`` and ``cnn-mk4-value``."""
+    folder = tmp_path_factory.mktemp("checkpoints")
+    paths = {}
+    for model in ("mlp", "cnn-mk4-value"):
+        config = TrainConfig(model=model, games_per_batch=4)
+        state = make_trainer(config).init(7)
+        paths[model] = folder / f"{model}.msgpack"
+        checkpoint.save(paths[model], state, config.to_dict(), HParams.create().to_dict(), {"seed": 7})
+    return paths

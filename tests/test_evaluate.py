@@ -1,0 +1,242 @@
+"""Measuring strength: solver-labelled accuracy, puzzles, ratings, and loading players.
+
+References: the data file's own labels (optimal and outcome-keeping columns, immediate wins and
+threats) and its README's reference figures; puzzles replayed in the plain-Python rules of
+tests/reference.py; ratings against results scripted from known strengths.
+"""
+
+import json
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from czjax import agents, checkpoint, evaluate, puzzles, tournament
+from tests.reference import COLS, replay
+
+# ../shared/data/README.md: exact expectations over the players' randomness, 3 decimals
+REFERENCE = {
+    "random": {"sampled_optimal": 0.285, "sampled_keeps_outcome": 0.652, "sampled_keeps_outcome_not_lost": 0.508},
+    "random-punisher": {"sampled_optimal": 0.568, "sampled_keeps_outcome": 0.780, "sampled_keeps_outcome_not_lost": 0.690},
+}
+
+
+@pytest.fixture(scope="module")
+def records():
+    with evaluate.default_positions_path().open() as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.fixture(scope="module")
+def positions():
+    return evaluate.load_positions()
+
+
+def reference_choices(player: str, record: dict) -> list[int]:
+    """The columns (1-based) a built-in player picks uniformly among, from the file's labels."""
+    if player == "random":
+        return record["legal_cols"]
+    return record["immediate_win_cols"] or record["opponent_threat_cols"] or record["legal_cols"]
+
+
+def test_derived_columns_equal_the_files_labels(records, positions):
+    optimal, keeps, value = evaluate.good_columns(positions["scores"])
+    for i, r in enumerate(records):
+        assert list(np.flatnonzero(optimal[i]) + 1) == r["optimal_cols"]
+        assert list(np.flatnonzero(keeps[i]) + 1) == r["outcome_preserving_cols"]
+        assert (value[i] > 0, value[i] == 0, value[i] < 0) == tuple(r["outcome"] == o for o in ("win", "draw", "loss"))
+    assert positions["ply"].tolist() == [r["ply"] for r in records]
+
+
+@pytest.mark.parametrize("player", ["random", "random-punisher"])
+def test_builtin_players_reproduce_the_reference_figures(player, records, positions):
+    report = evaluate.accuracy(agents.load_agent(player), positions)
+    assert report["n"] == 1000
+    for key, expected in REFERENCE[player].items():
+        assert abs(report[key] - expected) <= 0.001, (key, report[key])
+    # Exactly (as fractions) from the file's own labels: uniform over the player's choice set.
+    exact_opt = sum(Fraction(len(set(reference_choices(player, r)) & set(r["optimal_cols"])), len(reference_choices(player, r))) for r in records)
+    exact_keep = sum(Fraction(len(set(reference_choices(player, r)) & set(r["outcome_preserving_cols"])), len(reference_choices(player, r))) for r in records)
+    assert report["sampled_optimal"] == pytest.approx(float(exact_opt / len(records)), abs=1e-6)
+    assert report["sampled_keeps_outcome"] == pytest.approx(float(exact_keep / len(records)), abs=1e-6)
+    # Greedy ties go to the lowest column of the choice set.
+    greedy = [min(reference_choices(player, r)) for r in records]
+    assert report["greedy_optimal"] == pytest.approx(np.mean([g in r["optimal_cols"] for g, r in zip(greedy, records)]))
+    assert report["greedy_keeps_outcome"] == pytest.approx(np.mean([g in r["outcome_preserving_cols"] for g, r in zip(greedy, records)]))
+    # The ply bins partition the positions, and their weighted mean is the overall figure.
+    bins = report["by_ply"]
+    assert [b["plies"] for b in bins] == ["6-10", "11-15", "16-20", "21-25", "26-30"]
+    assert sum(b["n"] for b in bins) == 1000
+    assert sum(b["n"] * b["sampled_optimal"] for b in bins) / 1000 == pytest.approx(report["sampled_optimal"])
+
+
+def test_accuracy_of_a_model_is_a_proper_expectation(model_checkpoints, positions):
+    report = evaluate.accuracy(agents.load_agent(str(model_checkpoints["cnn-mk4-value"])), positions)
+    for key in evaluate.ACCURACY_KEYS:
+        assert 0.0 <= report[key] <= 1.0
+    # keeping the outcome is weaker than being optimal
+    assert report["sampled_keeps_outcome"] >= report["sampled_optimal"]
+    assert report["greedy_keeps_outcome"] >= report["greedy_optimal"]
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("not json", "not JSON"),
+        ('{"moves": "44"}', "needs 'moves' and 'scores'"),
+        ('{"moves": "48", "scores": [0,0,0,0,0,0,0]}', "not a column"),
+        ('{"moves": "44", "scores": [0,0,0]}', "list of 7"),
+        ('{"moves": "444444", "scores": [0,0,0,0,0,0,0]}', "null for a full one"),
+        ('{"moves": "4", "scores": [0,0,0,0,0,0,0], "board": "' + "." * 42 + '"}', "does not match"),
+    ],
+)
+def test_malformed_positions_files_name_the_line(tmp_path, line, message):
+    path = tmp_path / "positions.jsonl"
+    good = '{"moves": "4", "scores": [0,0,0,0,0,0,0]}'
+    path.write_text(good + "\n" + line + "\n")
+    with pytest.raises(ValueError, match=message) as exc:
+        evaluate.load_positions(path)
+    assert f"{path}:2" in str(exc.value)
+
+
+# --------------------------------------------------------------------------------------------
+# Puzzles
+
+
+@pytest.fixture(scope="module")
+def shipped_puzzles():
+    return puzzles.load()
+
+
+def test_shipped_puzzles_are_the_seed_0_set():
+    with puzzles.default_puzzles_path().open() as f:
+        shipped = [json.loads(line) for line in f]
+    assert shipped == puzzles.generate(seed=0, per_kind=5000)
+
+
+def test_generation_depends_only_on_the_seed():
+    a, b, c = puzzles.generate(seed=3, per_kind=40), puzzles.generate(seed=3, per_kind=40), puzzles.generate(seed=4, per_kind=40)
+    assert a == b and a != c
+    assert [r["kind"] for r in a] == ["win"] * 40 + ["block"] * 40
+
+
+def test_every_shipped_puzzle_is_verified_by_the_reference_rules(shipped_puzzles):
+    records = shipped_puzzles["records"]
+    assert len(records) == 10000 and sum(r["kind"] == "win" for r in records) == 5000
+    seen = set()
+    for r in records:
+        g = replay([int(ch) - 1 for ch in r["moves"]])
+        assert not g.over
+        me, them = g.to_move, 3 - g.to_move
+        wins = [c + 1 for c in range(COLS) if g.would_win(c, me)]
+        threats = [c + 1 for c in range(COLS) if g.would_win(c, them)]
+        if r["kind"] == "win":
+            assert wins and r["cols"] == wins
+        else:
+            assert not wins and len(threats) == 1 and r["cols"] == threats
+        key = (str(g.canonical()), r["kind"])
+        assert key not in seen  # no position twice
+        seen.add(key)
+
+
+def test_puzzle_scores_of_builtin_players(shipped_puzzles, model_checkpoints):
+    punisher = puzzles.score(agents.load_agent("random-punisher"), shipped_puzzles)
+    for kind in puzzles.KINDS:
+        assert punisher[kind]["n"] == 5000 and punisher[kind]["greedy"] == 1.0
+        assert punisher[kind]["sampled"] == pytest.approx(1.0, abs=1e-6)  # float32 probabilities
+    assert punisher["value_error_win"] is None
+    random = puzzles.score(agents.load_agent("random"), shipped_puzzles)
+    for kind in puzzles.KINDS:
+        expected = np.mean(
+            [len(r["cols"]) / sum(replay([int(ch) - 1 for ch in r["moves"]]).legal()) for r in shipped_puzzles["records"] if r["kind"] == kind]
+        )
+        assert random[kind]["sampled"] == pytest.approx(expected, abs=1e-6)
+    assert 1 / 7 <= random["block"]["sampled"] < 0.2  # one answer among at most 7 columns
+    model = puzzles.score(agents.load_agent(str(model_checkpoints["cnn-mk4-value"])), shipped_puzzles)
+    assert 0.0 <= model["value_error_win"] <= 2.0
+
+
+def test_malformed_puzzle_files_are_rejected(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"kind": "win", "moves": "1212", "cols": [8]}\n')
+    with pytest.raises(ValueError, match="columns 1-7"):
+        puzzles.load(path)
+    path.write_text('{"kind": "fork", "moves": "1212", "cols": [1]}\n')
+    with pytest.raises(ValueError, match="kind must be"):
+        puzzles.load(path)
+
+
+# --------------------------------------------------------------------------------------------
+# Ratings and tournaments
+
+
+def scripted_results(ratings, games, rng=None):
+    n = len(ratings)
+    results = np.zeros((n, n, 3))
+    for i in range(n):
+        for j in range(i + 1, n):
+            p = tournament.expected_score(ratings[i], ratings[j])
+            wins = rng.binomial(games, p) if rng is not None else games * p
+            results[i, j] = (wins, 0, games - wins)
+            results[j, i] = (games - wins, 0, wins)
+    return results
+
+
+def test_ratings_fit_recovers_known_strengths():
+    true = np.array([0.0, 200.0, 450.0, -150.0])
+    fitted, half = tournament.fit_ratings(scripted_results(true, 1000))  # exact expectations
+    np.testing.assert_allclose(fitted, true, atol=1.0)
+    assert half[0] == 0 and (half[1:] > 0).all()
+    fitted, half = tournament.fit_ratings(scripted_results(true, 2000, np.random.default_rng(0)))
+    assert (np.abs(fitted - true) <= 1.5 * half + 1e-9).all()
+    # draws count as half a win: all draws between two players is a rating difference of 0
+    draws = np.zeros((2, 2, 3))
+    draws[0, 1, 1] = draws[1, 0, 1] = 100
+    np.testing.assert_allclose(tournament.fit_ratings(draws)[0], [0.0, 0.0], atol=1e-6)
+
+
+def test_a_clean_sweep_stays_finite():
+    results = np.zeros((2, 2, 3))
+    results[0, 1], results[1, 0] = (50, 0, 0), (0, 0, 50)
+    ratings, half = tournament.fit_ratings(results, anchor=1)
+    assert np.isfinite(ratings).all() and ratings[0] > 400 and np.isfinite(half).all()
+
+
+def test_tournament_orders_random_below_random_punisher(model_checkpoints):
+    players = [agents.load_agent(s) for s in ("random", "random-punisher", str(model_checkpoints["mlp"]))]
+    report = tournament.tournament(players, games=300, anchor="random")
+    for row in report["results"]:
+        assert row["wins_a"] + row["draws"] + row["wins_b"] == 300
+    ratings = {r["player"]: r for r in report["ratings"]}
+    assert ratings["random"]["elo"] == 0.0
+    punisher = ratings["random-punisher"]
+    assert punisher["elo"] - punisher["ci95"] > 200 and punisher["ci95"] < 100
+    assert report["ratings"][0]["player"] == "random-punisher"
+
+
+def test_tournament_rejects_bad_input():
+    with pytest.raises(ValueError, match="at least two"):
+        tournament.tournament([agents.load_agent("random")], games=10)
+    with pytest.raises(ValueError, match="anchor"):
+        tournament.tournament([agents.load_agent("random"), agents.load_agent("random-punisher")], games=10, anchor="nobody")
+
+
+# --------------------------------------------------------------------------------------------
+# Loading players
+
+
+def test_players_load_from_names_files_and_run_folders(model_checkpoints, tmp_path):
+    assert agents.load_agent("random").params is None
+    path = model_checkpoints["mlp"]
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "checkpoint.msgpack").write_bytes(path.read_bytes())
+    a, b = agents.load_agent(str(path)), agents.load_agent(str(folder))
+    assert a.model_name == b.model_name == "mlp" and not a.has_value
+    assert agents.load_agent(str(model_checkpoints["cnn-mk4-value"])).has_value
+    with pytest.raises(ValueError, match="neither a built-in player"):
+        agents.load_agent("no-such-player")
+    damaged = tmp_path / "damaged.msgpack"
+    damaged.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(checkpoint.CheckpointError, match="damaged"):
+        agents.load_agent(str(damaged))

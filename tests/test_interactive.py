@@ -1,0 +1,89 @@
+"""`czjax play`, `analyze` and `openings`, through their input and output.
+
+The opponent in the scripted games is the built-in ``random`` player at temperature 0: its
+most likely column is its lowest legal one (all its probabilities tie), so its moves are known.
+"""
+
+import io
+import math
+
+import pytest
+
+from czjax import agents, cli, interactive
+
+# X (the human) fills column 1 with the model, then stacks column 4 while the model, its column
+# 1 full, plays column 2: X completes four in column 4 on move 13.
+SCRIPT = ["abc", "9", "", "0", "1", "1", "1", "1", "4", "4", "4", "4"]
+
+
+def run_cli_play(monkeypatch, capsys, lines, *extra):
+    monkeypatch.setattr("sys.stdin", io.StringIO("".join(line + "\n" for line in lines)))
+    assert cli.main(["play", "random", *extra]) == 0
+    return capsys.readouterr().out
+
+
+def test_play_a_whole_game_with_illegal_input(monkeypatch, capsys):
+    out = run_cli_play(monkeypatch, capsys, SCRIPT)
+    assert "'abc' is not a column" in out
+    assert "there is no column 9" in out and "there is no column 0" in out
+    assert "'' is not a column" in out
+    assert "column 1 is full" in out  # the 4th "1": the column holds X O X O X O
+    assert "game over: you win after 13 moves; moves 1111114242424" in out
+    assert out.count("random plays") == 6
+    assert "1: --   2:0.17" in out  # column 1 full: uniform over the 6 legal columns
+
+
+def test_play_checks_the_result_and_the_moves():
+    transcript = []
+    answers = iter(SCRIPT)
+    result = interactive.play(agents.load_agent("random"), read=lambda prompt: next(answers), write=transcript.append)
+    assert result == {"moves": "1111114242424", "result": "human", "human_first": True}
+    # the last board shows X's four in column 4 above the model's stones
+    final_board = [line for line in "\n".join(transcript).splitlines() if line.startswith("|")][-6:]
+    assert [row[2 + 2 * 3] for row in final_board] == [".", ".", "X", "X", "X", "X"]
+
+
+def test_play_quits_and_survives_the_end_of_input(monkeypatch, capsys):
+    out = run_cli_play(monkeypatch, capsys, ["4", "q"])
+    assert "game over: abandoned after 2 moves; moves 41" in out
+    out = run_cli_play(monkeypatch, capsys, ["4"])  # then end of input
+    assert "input ended" in out and "abandoned after 2 moves" in out
+
+
+def test_the_model_can_move_first(monkeypatch, capsys):
+    out = run_cli_play(monkeypatch, capsys, ["q"], "--first", "model")
+    assert "You play O (second)" in out and "random plays 1" in out
+
+
+def test_analyze_reports_probability_entropy_and_value(model_checkpoints):
+    report = interactive.analyze(agents.load_agent("random"), "111111")
+    assert [r["column"] for r in report["plies"]] == [1] * 6 and report["result"] == "unfinished"
+    assert all(r["prob"] == pytest.approx(1 / 7) and r["entropy"] == pytest.approx(math.log(7)) for r in report["plies"])
+    assert all(r["value"] is None for r in report["plies"])
+    report = interactive.analyze(agents.load_agent("random"), "1111112")  # column 1 now full
+    assert report["plies"][-1]["prob"] == pytest.approx(1 / 6) and report["plies"][-1]["entropy"] == pytest.approx(math.log(6))
+    # O ignores X's threat in column 1 on move 6, and X wins there on move 7
+    report = interactive.analyze(agents.load_agent("random-punisher"), "1212121")
+    assert report["result"] == "X (first) wins"
+    assert report["plies"][5]["prob"] == 0.0 and (report["plies"][5]["best"], report["plies"][5]["best_prob"]) == (1, 1.0)
+    assert report["plies"][6]["prob"] == 1.0 and report["plies"][6]["entropy"] == 0.0
+    with_value = interactive.analyze(agents.load_agent(str(model_checkpoints["cnn-mk4-value"])), seed=1)
+    assert with_value["result"] != "unfinished" and all(-1 <= r["value"] <= 1 for r in with_value["plies"])
+    assert with_value == interactive.analyze(agents.load_agent(str(model_checkpoints["cnn-mk4-value"])), seed=1)
+
+
+def test_analyze_rejects_illegal_games(capsys):
+    assert cli.main(["analyze", "random", "--moves", "1111111"]) == 2
+    assert "column 0 is full" in capsys.readouterr().err
+    assert cli.main(["analyze", "random", "--moves", "4x"]) == 2
+    assert "not a column 1-7" in capsys.readouterr().err
+
+
+def test_openings_count_every_game():
+    greedy = interactive.openings(agents.load_agent("random"), games=64, depth=4, temperature=0.0)
+    assert greedy["openings"] == [{"moves": "1111", "count": 64, "share": 1.0}]
+    sampled = interactive.openings(agents.load_agent("random"), games=700, depth=1, top=10)
+    assert sampled["distinct"] == 7 and sum(r["count"] for r in sampled["openings"]) == 700
+    assert all(50 <= r["count"] <= 150 for r in sampled["openings"])  # about 100 each
+    counts = [r["count"] for r in sampled["openings"]]
+    assert counts == sorted(counts, reverse=True)
