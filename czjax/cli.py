@@ -268,6 +268,29 @@ def cmd_openings(args) -> int:
     return _print_report(args, report, interactive.format_openings)
 
 
+def cmd_import_torch(args) -> int:
+    from czjax import torch_io
+
+    model = torch_io.import_torch(args.file, args.out, args.model)
+    print(f"imported {torch_io.TORCH_CLASSES[model]} from {args.file} as {model}: {args.out}")
+    return 0
+
+
+def cmd_export_torch(args) -> int:
+    from czjax import torch_io
+
+    model = torch_io.export_torch(_checkpoint_file(args.checkpoint), args.out)
+    print(f"exported {model} as a {torch_io.TORCH_CLASSES[model]} state dict: {args.out}")
+    return 0
+
+
+def _checkpoint_file(spec: str) -> str:
+    from czjax.agents import CHECKPOINT_NAME
+
+    path = Path(spec)
+    return str(path / CHECKPOINT_NAME if path.is_dir() else path)
+
+
 def _add_player_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("player", metavar="PLAYER", help="a checkpoint (run folder or .msgpack file), or random / random-punisher")
 
@@ -366,6 +389,28 @@ def _add_evaluation_commands(commands) -> None:
     openings.add_argument("--seed", type=int, default=0)
     openings.add_argument("--json", action="store_true", help=json_help)
     openings.set_defaults(func=cmd_openings)
+
+    imp = commands.add_parser(
+        "import-torch",
+        help="a PyTorch project checkpoint (.pth) -> a czjax checkpoint",
+        description=(
+            "Reads the model_state_dict of a Connect-Zero .pth (SimpleMLPModel, Connect4MLP3 or Connect4CNN_Mk4 with "
+            "or without value head; a bare state dict works too) and writes a czjax checkpoint with those weights and "
+            "a fresh optimizer state. Needs PyTorch: pip install 'czjax[torch]'."
+        ),
+    )
+    imp.add_argument("file", metavar="FILE.pth")
+    imp.add_argument("--model", default=None, help="mlp, mlp3, cnn-mk4 or cnn-mk4-value (default: found from the keys)")
+    imp.add_argument("-o", "--out", required=True, metavar="CHECKPOINT")
+    imp.set_defaults(func=cmd_import_torch)
+    exp = commands.add_parser(
+        "export-torch",
+        help="a czjax checkpoint -> a .pth the PyTorch project loads",
+        description="Writes {'model_state_dict': ...} with the PyTorch project's key names and layouts. Needs PyTorch.",
+    )
+    exp.add_argument("checkpoint", metavar="CHECKPOINT", help="a run folder or checkpoint file")
+    exp.add_argument("-o", "--out", required=True, metavar="FILE.pth")
+    exp.set_defaults(func=cmd_export_torch)
 
 
 def build_parser() -> argparse.ArgumentParser:

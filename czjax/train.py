@@ -114,6 +114,7 @@ class Trainer(NamedTuple):
     model: Any
     init: Callable
     train_step: Callable
+    update: Callable  # (params, opt_state, trajectory, outcome, hparams) -> (params, opt_state, metrics)
     run_chunk: Callable
     learner: Callable  # the model as a player
 
@@ -213,22 +214,27 @@ def make_trainer(config: TrainConfig, axis_name: str | None = None) -> Trainer:
         )
         return boards, batch
 
+    def update(params, opt_state, traj: rollout.Trajectory, outcome, hp: HParams):
+        """One AdamW step on the learner's (player A's) positions of a batch of games:
+        ``(params, opt_state, per-position metrics)``."""
+        boards, batch = loss_inputs(traj, outcome, hp.discount)
+
+        def chunk_loss(params, chunk_boards, chunk_batch):
+            logits, values = models.apply_model(model, params, chunk_boards)
+            return policy_gradient_sums(logits, values if use_baseline else None, chunk_batch, hp.entropy_bonus, hp.value_weight)
+
+        grads, sums = sparse_value_and_grad(chunk_loss, params, boards, batch, axis_name=axis_name)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        params = jax.tree.map(lambda p, u: p - hp.learning_rate * u, params, updates)
+        return params, opt_state, metrics_from_sums(sums)
+
     def train_step(state: TrainState, hp: HParams, key) -> tuple[TrainState, dict]:
         opp_params = state.opponent_params if self_play else None
         opp_temperature = hp.temperature if self_play else 1.0
         traj, results = rollout.play_games(
             key, learner, state.params, opponent, opp_params, n, hp.temperature, opp_temperature, axis_name=axis_name
         )
-        boards, batch = loss_inputs(traj, results.outcome, hp.discount)
-
-        def chunk_loss(params, chunk_boards, chunk_batch):
-            logits, values = models.apply_model(model, params, chunk_boards)
-            return policy_gradient_sums(logits, values if use_baseline else None, chunk_batch, hp.entropy_bonus, hp.value_weight)
-
-        grads, sums = sparse_value_and_grad(chunk_loss, state.params, boards, batch, axis_name=axis_name)
-        metrics = metrics_from_sums(sums)
-        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
-        params = jax.tree.map(lambda p, u: p - hp.learning_rate * u, state.params, updates)
+        params, opt_state, metrics = update(state.params, state.opt_state, traj, results.outcome, hp)
 
         wins = (results.outcome == 1).sum().astype(jnp.int32)
         slot = state.step % config.window_batches
@@ -286,6 +292,7 @@ def make_trainer(config: TrainConfig, axis_name: str | None = None) -> Trainer:
         model=model,
         init=init,
         train_step=jax.jit(train_step),
+        update=jax.jit(update),
         run_chunk=jax.jit(run_chunk, static_argnums=2),
         learner=learner,
     )

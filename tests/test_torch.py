@@ -1,0 +1,126 @@
+"""Parity with the PyTorch project: weights exchanged both ways, the same outputs, the same
+REINFORCE-with-baseline update. The PyTorch side is tests/torch_reference.py."""
+
+import random
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import torch  # the test extra installs it: pip install -e ".[test]"
+
+from czjax import agents, cli, game, models, rollout, torch_io
+from czjax.train import HParams, TrainConfig, make_trainer
+from tests.reference import random_game
+from tests.torch_reference import TORCH_MODELS, rwb_loss
+
+
+def random_torch_model(name, seed=0):
+    """A PyTorch model with every parameter moved off its default (norm scales and biases too)."""
+    torch.manual_seed(seed)
+    model = TORCH_MODELS[name]()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    return model
+
+
+def random_boards(n=64, seed=0):
+    rng = random.Random(seed)
+    boards = []
+    for _ in range(n):
+        g = random_game(rng)
+        boards.append(game.apply_moves(g.moves[: rng.randrange(len(g.moves))]))
+    return np.stack(boards)
+
+
+@pytest.mark.parametrize("name", list(TORCH_MODELS))
+def test_imported_weights_give_pytorchs_outputs(name):
+    model = random_torch_model(name)
+    state_dict = {k: v.numpy() for k, v in model.state_dict().items()}
+    assert torch_io.detect_model(state_dict) == name
+    assert sum(v.size for v in state_dict.values()) == models.count_params(models.init_params(models.get_model(name), jax.random.key(0)))
+    params = torch_io.from_state_dict(name, state_dict)
+    boards = random_boards()
+    logits, values = models.apply_model(models.get_model(name), params, jnp.asarray(boards))
+    with torch.no_grad():
+        t_logits, t_values = model(torch.from_numpy(boards))
+    np.testing.assert_allclose(np.asarray(logits), t_logits.numpy(), atol=1e-5)
+    if t_values is None:
+        assert values is None
+    else:
+        np.testing.assert_allclose(np.asarray(values), t_values.numpy(), atol=1e-5)
+    back = torch_io.to_state_dict(name, params)  # and back, exactly, in PyTorch's key order
+    assert list(back) == list(state_dict) and all(np.array_equal(back[k], state_dict[k]) for k in back)
+
+
+def test_import_and_export_through_files_and_the_cli(tmp_path, capsys):
+    model = random_torch_model("cnn-mk4-value", seed=1)
+    pth = tmp_path / "mk4.pth"
+    torch.save({"model_state_dict": model.state_dict(), "optimizer_state_dict": {}}, pth)
+    ckpt = tmp_path / "imported.msgpack"
+    assert cli.main(["import-torch", str(pth), "--model", "cnn-mk4-value", "-o", str(ckpt)]) == 0
+    agent = agents.load_agent(str(ckpt))
+    assert agent.model_name == "cnn-mk4-value"
+    out = tmp_path / "exported.pth"
+    assert cli.main(["export-torch", str(ckpt), "-o", str(out)]) == 0
+    fresh = TORCH_MODELS["cnn-mk4-value"]()
+    fresh.load_state_dict(torch.load(out, weights_only=True)["model_state_dict"])  # strict: same keys and shapes
+    for (k, a), b in zip(model.state_dict().items(), fresh.state_dict().values()):
+        assert torch.equal(a, b), k
+    capsys.readouterr()
+    # a file of another model, or no state dict at all: one-line errors
+    assert cli.main(["import-torch", str(pth), "--model", "mlp", "-o", str(tmp_path / "x.msgpack")]) == 2
+    assert "holds a Connect4CNN_Mk4(value_head=True) (cnn-mk4-value), not mlp" in capsys.readouterr().err
+    torch.save({"model_state_dict": {"layers.1.weight": torch.zeros(3, 3)}}, tmp_path / "odd.pth")
+    assert cli.main(["import-torch", str(tmp_path / "odd.pth"), "-o", str(tmp_path / "x.msgpack")]) == 2
+    assert "matches none of" in capsys.readouterr().err
+    (tmp_path / "junk.pth").write_bytes(b"not a torch file")
+    assert cli.main(["import-torch", str(tmp_path / "junk.pth"), "-o", str(tmp_path / "x.msgpack")]) == 2
+    assert "not a readable PyTorch file" in capsys.readouterr().err
+
+
+def test_misshapen_tensor_is_named():
+    state_dict = {k: v.numpy() for k, v in TORCH_MODELS["mlp"]().state_dict().items()}
+    state_dict["layers.3.weight"] = np.zeros((64, 100), np.float32)
+    with pytest.raises(ValueError, match=r"layers.3.weight has shape \(64, 100\)"):
+        torch_io.from_state_dict("mlp", state_dict)
+
+
+@pytest.mark.parametrize("name, value_weight", [("cnn-mk4-value", 0.5), ("mlp", 0.0)])
+def test_one_update_matches_pytorch(name, value_weight):
+    """Same weights, same batch of games, one AdamW step: same loss, same new weights."""
+    n, lr, beta, gamma = 8, 1e-3, 0.05, 0.9
+    trainer = make_trainer(TrainConfig(model=name, games_per_batch=n))
+    state = trainer.init(3)
+    hp = HParams.create(learning_rate=lr, entropy_bonus=beta, value_weight=value_weight, discount=gamma)
+    traj, results = rollout.play_games(jax.random.key(5), trainer.learner, state.params, trainer.learner, state.params, n)
+    new_params, _, metrics = trainer.update(state.params, state.opt_state, traj, results.outcome, hp)
+
+    # The learner is player A; its positions and Monte Carlo returns, game by game.
+    valid, mover = np.asarray(traj.valid), np.asarray(traj.player)
+    actions, boards, outcome = np.asarray(traj.actions), np.asarray(traj.boards()), np.asarray(results.outcome)
+    xs, acts, returns = [], [], []
+    for g in range(n):
+        plies = [t for t in range(42) if valid[t, g] and mover[t, g] == 0]
+        for k, t in enumerate(plies):
+            xs.append(boards[t, g])
+            acts.append(int(actions[t, g]))
+            returns.append(float(outcome[g]) * gamma ** (len(plies) - 1 - k))
+    xs = torch.from_numpy(np.stack(xs))
+    model = TORCH_MODELS[name]()
+    model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in torch_io.to_state_dict(name, state.params).items()})
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    loss = rwb_loss(model, xs, xs[:, 0, :] == 0, torch.tensor(acts), torch.tensor(returns, dtype=torch.float32), beta, value_weight)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+
+    assert float(metrics["positions"]) == len(acts)
+    assert float(metrics["loss"] * metrics["positions"]) == pytest.approx(loss.item(), rel=1e-4, abs=1e-4)
+    new = torch_io.to_state_dict(name, new_params)
+    old = torch_io.to_state_dict(name, state.params)
+    moved = max(np.abs(new[k] - old[k]).max() for k in old)
+    assert moved > 0.5 * lr  # the step really moved the weights
+    for k, v in model.state_dict().items():
+        np.testing.assert_allclose(new[k], v.numpy(), atol=2e-6, err_msg=k)
