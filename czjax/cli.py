@@ -284,6 +284,23 @@ def cmd_export_torch(args) -> int:
     return 0
 
 
+def cmd_export_onnx(args) -> int:
+    from czjax import onnx_export
+
+    ckpt = _checkpoint_file(args.checkpoint)
+    model = onnx_export.export(ckpt, args.out, batched=args.batch)
+    shape = "(N, 6, 7) -> logits (N, 7), value (N,)" if args.batch else "(6, 7) -> logits (7,), value ()"
+    print(f"exported {model} to {args.out}: board int8 {shape}")
+    diff = onnx_export.max_difference(args.out, ckpt, onnx_export.sample_boards(256))
+    if diff is None:
+        print("(onnxruntime is not installed: the file was not checked against czjax)")
+    else:
+        print(f"onnxruntime check on 256 random positions: largest difference from czjax {diff:.2e}")
+        if diff > 1e-4:
+            raise ValueError(f"the exported model differs from czjax by {diff:.2e}")
+    return 0
+
+
 def _checkpoint_file(spec: str) -> str:
     from czjax.agents import CHECKPOINT_NAME
 
@@ -411,6 +428,20 @@ def _add_evaluation_commands(commands) -> None:
     exp.add_argument("checkpoint", metavar="CHECKPOINT", help="a run folder or checkpoint file")
     exp.add_argument("-o", "--out", required=True, metavar="FILE.pth")
     exp.set_defaults(func=cmd_export_torch)
+    onnx = commands.add_parser(
+        "export-onnx",
+        help="a czjax checkpoint -> ONNX for the PyTorch project's web applet",
+        description=(
+            "Writes an ONNX model (opset 17) with the applet's contract: input 'board' int8 (6, 7), +1 = side to move; "
+            "outputs 'logits' float (7,) and 'value' float () (0 without a value head). --batch gives board (N, 6, 7), "
+            "logits (N, 7), value (N,). When onnxruntime is installed the file is checked against czjax on random "
+            "positions. Needs pip install 'czjax[onnx]'."
+        ),
+    )
+    onnx.add_argument("checkpoint", metavar="CHECKPOINT", help="a run folder or checkpoint file")
+    onnx.add_argument("-o", "--out", required=True, metavar="FILE.onnx")
+    onnx.add_argument("--batch", action="store_true", help="a batched model: board (N, 6, 7)")
+    onnx.set_defaults(func=cmd_export_onnx)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,207 @@
+"""ONNX export with the contract of the PyTorch project's web applet.
+
+Single-board model (the applet's): input ``board`` int8 ``(6, 7)`` (+1 = side to move), outputs
+``logits`` float ``(7,)`` and ``value`` float ``()`` (0 for a model without a value head). The
+batched variant takes ``board`` int8 ``(N, 6, 7)`` and returns ``logits (N, 7)``, ``value (N,)``.
+
+Why the graph is built with ``onnx.helper`` directly rather than traced by a converter such as
+``jax2onnx``: the three models are a few dozen standard operators, so writing them out takes
+less code than adapting a converter; the file depends only on ``onnx`` (no JAX, no PyTorch at
+export time); the graph uses PyTorch's layouts (NCHW convolutions with ``(out, in, kh, kw)``
+weights, from :mod:`czjax.torch_io`), so it reads like the PyTorch project's own export; and it
+targets opset 17, which onnxruntime-web runs. GroupNorm is written out (reshape, mean,
+variance) because ONNX's GroupNormalization operator changed meaning between opsets 18 and 21.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from czjax import torch_io
+
+OPSET = 17
+EPS = 1e-5
+
+
+def _import_onnx():
+    try:
+        import onnx
+    except ImportError:
+        raise ValueError("ONNX export needs the onnx package: pip install 'czjax[onnx]'") from None
+    return onnx
+
+
+class _Graph:
+    """A small builder: each method adds one node and returns its output name."""
+
+    def __init__(self, onnx):
+        self.onnx, self.h = onnx, onnx.helper
+        self.nodes, self.inits, self.count = [], [], 0
+
+    def name(self, hint: str) -> str:
+        self.count += 1
+        return f"{hint}_{self.count}"
+
+    def const(self, array, hint="c") -> str:
+        name = self.name(hint)
+        self.inits.append(self.onnx.numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def op(self, op_type: str, *inputs: str, out: str | None = None, **attrs) -> str:
+        out = out or self.name(op_type.lower())
+        self.nodes.append(self.h.make_node(op_type, list(inputs), [out], **attrs))
+        return out
+
+    def dense(self, x: str, weight: np.ndarray, bias: np.ndarray | None = None) -> str:
+        """x @ weight.T (+ bias), with a PyTorch ``(out, in)`` weight."""
+        y = self.op("MatMul", x, self.const(np.ascontiguousarray(weight.T), "w"))
+        return self.op("Add", y, self.const(bias, "b")) if bias is not None else y
+
+    def layer_norm(self, x: str, scale: np.ndarray, bias: np.ndarray) -> str:
+        return self.op("LayerNormalization", x, self.const(scale, "scale"), self.const(bias, "bias"), axis=-1, epsilon=EPS)
+
+    def conv(self, x: str, weight: np.ndarray, pad: int) -> str:
+        return self.op("Conv", x, self.const(weight, "conv"), pads=[pad] * 4)
+
+    def group_norm(self, x: str, scale: np.ndarray, bias: np.ndarray, groups: int = 16) -> str:
+        shape = self.op("Shape", x)
+        grouped = self.op("Reshape", x, self.const(np.array([0, groups, -1], np.int64)))
+        mean = self.op("ReduceMean", grouped, axes=[2], keepdims=1)
+        centred = self.op("Sub", grouped, mean)
+        var = self.op("ReduceMean", self.op("Mul", centred, centred), axes=[2], keepdims=1)
+        normed = self.op("Div", centred, self.op("Sqrt", self.op("Add", var, self.const(np.float32(EPS)))))
+        y = self.op("Reshape", normed, shape)
+        per_channel = (1, -1, 1, 1)
+        return self.op("Add", self.op("Mul", y, self.const(scale.reshape(per_channel))), self.const(bias.reshape(per_channel)))
+
+
+def _body(g: _Graph, model_name: str, sd: dict[str, np.ndarray], boards: str) -> tuple[str, str | None]:
+    """``(logits (N, 7), value (N,) or None)`` from int8 ``boards (N, 6, 7)``."""
+    relu = lambda x: g.op("Relu", x)  # noqa: E731
+    if model_name in ("mlp", "mlp3"):
+        x = g.op("Reshape", g.op("Cast", boards, to=g.onnx.TensorProto.FLOAT), g.const(np.array([-1, 42], np.int64)))
+        if model_name == "mlp":
+            for t in (1, 3):
+                x = relu(g.dense(x, sd[f"layers.{t}.weight"], sd[f"layers.{t}.bias"]))
+            return g.dense(x, sd["layers.5.weight"], sd["layers.5.bias"]), None
+        for i in range(7):
+            x = g.dense(x, sd[f"layers.{3 * i + 1}.weight"])
+            x = relu(g.layer_norm(x, sd[f"layers.{3 * i + 2}.weight"], sd[f"layers.{3 * i + 2}.bias"]))
+        out = g.dense(x, sd["layers.22.weight"], sd["layers.22.bias"])
+        logits = g.op("Slice", out, g.const(np.array([0], np.int64)), g.const(np.array([7], np.int64)), g.const(np.array([1], np.int64)))
+        raw_value = g.op("Slice", out, g.const(np.array([7], np.int64)), g.const(np.array([8], np.int64)), g.const(np.array([1], np.int64)))
+        return logits, g.op("Tanh", g.op("Reshape", raw_value, g.const(np.array([-1], np.int64))))
+
+    # Mk4: one-hot planes (own, opponent, empty) in NCHW
+    planes = []
+    for v in (1, -1, 0):
+        is_v = g.op("Cast", g.op("Equal", boards, g.const(np.int8(v))), to=g.onnx.TensorProto.FLOAT)
+        planes.append(g.op("Unsqueeze", is_v, g.const(np.array([1], np.int64))))
+    x = g.op("Concat", *planes, axis=1)
+    x = relu(g.group_norm(g.conv(x, sd["feature_extractor.0.weight"], 1), sd["feature_extractor.1.weight"], sd["feature_extractor.1.bias"]))
+    for b in (1, 2, 3):
+        p = f"resblock{b}"
+        y = relu(g.group_norm(g.conv(x, sd[f"{p}.0.weight"], 1), sd[f"{p}.1.weight"], sd[f"{p}.1.bias"]))
+        y = g.group_norm(g.conv(y, sd[f"{p}.3.weight"], 1), sd[f"{p}.4.weight"], sd[f"{p}.4.bias"])
+        x = relu(g.op("Add", x, y))
+    features = g.op("Reshape", g.conv(x, sd["downsample.weight"], 0), g.const(np.array([-1, 448], np.int64)))  # channel * 7 + col
+    p = relu(g.layer_norm(g.dense(features, sd["fc_layers.0.weight"]), sd["fc_layers.1.weight"], sd["fc_layers.1.bias"]))
+    p = relu(g.layer_norm(g.dense(p, sd["fc_layers.3.weight"]), sd["fc_layers.4.weight"], sd["fc_layers.4.bias"]))
+    logits = g.dense(p, sd["fc_layers.6.weight"], sd["fc_layers.6.bias"])
+    if "value_head.0.weight" not in sd:
+        return logits, None
+    v = relu(g.dense(features, sd["value_head.0.weight"], sd["value_head.0.bias"]))
+    v = relu(g.dense(v, sd["value_head.2.weight"], sd["value_head.2.bias"]))
+    v = g.dense(v, sd["value_head.4.weight"], sd["value_head.4.bias"])
+    return logits, g.op("Tanh", g.op("Reshape", v, g.const(np.array([-1], np.int64))))
+
+
+def build_model(model_name: str, params, batched: bool = False):
+    """An ``onnx.ModelProto`` computing ``model_name`` with ``params`` (czjax parameters)."""
+    onnx = _import_onnx()
+    sd = torch_io.to_state_dict(model_name, params)
+    g = _Graph(onnx)
+    T = onnx.TensorProto
+    if batched:
+        board_in = onnx.helper.make_tensor_value_info("board", T.INT8, ["batch", 6, 7])
+        boards = "board"
+    else:
+        board_in = onnx.helper.make_tensor_value_info("board", T.INT8, [6, 7])
+        boards = g.op("Unsqueeze", "board", g.const(np.array([0], np.int64)))
+    logits, value = _body(g, model_name, sd, boards)
+    if value is None:  # the applet reads a value: 0 for a model without a value head
+        n = g.op("Slice", g.op("Shape", boards), g.const(np.array([0], np.int64)), g.const(np.array([1], np.int64)))
+        value = g.op("ConstantOfShape", n, value=onnx.helper.make_tensor("zero", T.FLOAT, [1], [0.0]))
+    if batched:
+        g.op("Identity", logits, out="logits")
+        g.op("Identity", value, out="value")
+        outputs = [
+            onnx.helper.make_tensor_value_info("logits", T.FLOAT, ["batch", 7]),
+            onnx.helper.make_tensor_value_info("value", T.FLOAT, ["batch"]),
+        ]
+    else:
+        g.op("Reshape", logits, g.const(np.array([7], np.int64)), out="logits")
+        g.op("Reshape", value, g.const(np.zeros((0,), np.int64)), out="value")
+        outputs = [
+            onnx.helper.make_tensor_value_info("logits", T.FLOAT, [7]),
+            onnx.helper.make_tensor_value_info("value", T.FLOAT, []),
+        ]
+    graph = onnx.helper.make_graph(g.nodes, f"czjax_{model_name.replace('-', '_')}", [board_in], outputs, initializer=g.inits)
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", OPSET)], producer_name="czjax")
+    model.ir_version = 8  # readable by onnxruntime 1.14+ and onnxruntime-web
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def export(checkpoint_path, out_path, batched: bool = False) -> str:
+    """Write the learner of a czjax checkpoint as ONNX; returns the model name."""
+    from czjax.agents import load_params
+
+    onnx = _import_onnx()
+    model_name, params, _ = load_params(checkpoint_path)
+    model = build_model(model_name, params, batched)
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_path.with_name(out_path.name + ".tmp")
+    onnx.save(model, str(tmp))
+    tmp.replace(out_path)
+    return model_name
+
+
+def sample_boards(n: int, seed: int = 0) -> np.ndarray:
+    """``n`` positions (int8, canonical) from random games, for checking an export."""
+    import jax
+
+    from czjax.players import random_player
+    from czjax.rollout import play_games
+
+    traj, _ = play_games(jax.random.key(seed), random_player, None, random_player, None, max(2, n // 8))
+    boards = np.asarray(traj.boards())[np.asarray(traj.valid)]
+    return boards[np.random.default_rng(seed).permutation(len(boards))[:n]]
+
+
+def max_difference(onnx_path, checkpoint_path, boards: np.ndarray) -> float | None:
+    """The largest difference between the ONNX file's outputs and czjax's on ``boards``, or
+    None when onnxruntime is not installed."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return None
+    import jax.numpy as jnp
+
+    from czjax import models
+    from czjax.agents import load_params
+
+    model_name, params, _ = load_params(checkpoint_path)
+    logits, values = models.apply_model(models.get_model(model_name), params, jnp.asarray(boards))
+    values = np.zeros(len(boards), np.float32) if values is None else np.asarray(values)
+    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    batched = len(session.get_inputs()[0].shape) == 3
+    if batched:
+        got_logits, got_values = session.run(["logits", "value"], {"board": boards.astype(np.int8)})
+    else:
+        outs = [session.run(["logits", "value"], {"board": b.astype(np.int8)}) for b in boards]
+        got_logits, got_values = np.stack([o[0] for o in outs]), np.stack([o[1] for o in outs])
+    return float(max(np.abs(got_logits - np.asarray(logits)).max(), np.abs(got_values - values).max()))
