@@ -301,6 +301,20 @@ def cmd_export_onnx(args) -> int:
     return 0
 
 
+def cmd_serve(args) -> int:
+    from czjax import agents, serve
+
+    agent = agents.load_agent(args.player)
+    server = serve.make_server(agent, args.host, args.port, temperature=args.temperature, seed=args.seed)
+    host, port = server.server_address[:2]
+    print(f"playing {agent.name} at http://{host}:{port}/  (Ctrl-C stops)", flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+    return 0
+
+
 def _checkpoint_file(spec: str) -> str:
     from czjax.agents import CHECKPOINT_NAME
 
@@ -442,6 +456,22 @@ def _add_evaluation_commands(commands) -> None:
     onnx.add_argument("-o", "--out", required=True, metavar="FILE.onnx")
     onnx.add_argument("--batch", action="store_true", help="a batched model: board (N, 6, 7)")
     onnx.set_defaults(func=cmd_export_onnx)
+    serve = commands.add_parser(
+        "serve",
+        help="play a model in the browser",
+        description=(
+            "Serves a page on localhost where you play the model: click a column; the page shows the model's move "
+            "probabilities and value after each move, who starts (you, the model or random), a New game button and "
+            "the move list to copy. The model runs in czjax behind a small JSON API."
+        ),
+    )
+    _add_player_arg(serve)
+    serve.add_argument("--port", type=int, default=8000, help="(default: %(default)s; 0 picks a free port)")
+    serve.add_argument("--host", default="127.0.0.1", help="(default: %(default)s, this machine only)")
+    serve.add_argument("--temperature", type=_non_negative_float, default=0.0,
+                       help="the model's sampling temperature; 0 plays its most likely column (default: %(default)s)")
+    serve.add_argument("--seed", type=int, default=0)
+    serve.set_defaults(func=cmd_serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

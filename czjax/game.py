@@ -256,11 +256,11 @@ def _one_board(board) -> np.ndarray:
     return board
 
 
-def apply_moves(cols: Sequence[int], board=None) -> np.ndarray:
+def apply_moves(cols: Sequence[int], board=None, column_base: int = 0) -> np.ndarray:
     """Play 0-based ``cols`` from ``board`` (default empty); return the canonical board (numpy).
 
     Raises ``ValueError`` for a column out of range, a full column, or a move after the game
-    has ended.
+    has ended. Messages number columns from ``column_base`` (1 for games given as move strings).
     """
     board = np.zeros((ROWS, COLS), np.int8) if board is None else _one_board(board).astype(np.int8)
     if _host_has_four(board == -1):
@@ -271,9 +271,9 @@ def apply_moves(cols: Sequence[int], board=None) -> np.ndarray:
     side = 1  # the mover's stones are ``side``; the board is negated at the end, not per move
     for i, col in enumerate(cols):
         if not 0 <= col < COLS:
-            raise ValueError(f"move {i + 1}: column {col} is out of range 0..6")
+            raise ValueError(f"move {i + 1}: column {col + column_base} is out of range {column_base}..{COLS - 1 + column_base}")
         if heights[col] == ROWS:
-            raise ValueError(f"move {i + 1}: column {col} is full")
+            raise ValueError(f"move {i + 1}: column {col + column_base} is full")
         row = ROWS - 1 - heights[col]
         grid[row][col] = side
         heights[col] += 1
@@ -327,7 +327,7 @@ def parse_moves(moves: str) -> list[int]:
 def from_moves(moves: str) -> np.ndarray:
     """1-based solver move string (``"4453"``) -> the canonical board for the side to move."""
     try:
-        return apply_moves(parse_moves(moves))
+        return apply_moves(parse_moves(moves), column_base=1)
     except ValueError as err:
         raise ValueError(f"bad move string {moves!r}: {err}") from None
 

@@ -139,7 +139,7 @@ def analyze(agent: Agent, moves: str | None = None, temperature: float = 1.0, se
     """Per move of a game (given, or ``agent``'s own self-play game): the probability the
     agent gives the move played, its entropy, its value and its favourite column."""
     cols = game.parse_moves(moves) if moves is not None else self_play_moves(agent, temperature, seed)
-    game.apply_moves(cols)  # ValueError for an illegal game
+    game.apply_moves(cols, column_base=1)  # ValueError for an illegal game, columns 1-based
     boards = np.stack([game.apply_moves(cols[:t]) for t in range(len(cols))]) if cols else np.zeros((0, 6, 7), np.int8)
     probs, values, greedy = policy(agent, boards)
     rows = []

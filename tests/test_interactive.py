@@ -74,7 +74,7 @@ def test_analyze_reports_probability_entropy_and_value(model_checkpoints):
 
 def test_analyze_rejects_illegal_games(capsys):
     assert cli.main(["analyze", "random", "--moves", "1111111"]) == 2
-    assert "column 0 is full" in capsys.readouterr().err
+    assert "move 7: column 1 is full" in capsys.readouterr().err
     assert cli.main(["analyze", "random", "--moves", "4x"]) == 2
     assert "not a column 1-7" in capsys.readouterr().err
 
