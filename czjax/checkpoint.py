@@ -27,15 +27,17 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be used: missing, damaged, or written for another model."""
 
 
-def _to_state_dict(state) -> dict:
-    """A TrainState (chex dataclass, unknown to flax) as a nested dict of its fields."""
-    return {f.name: serialization.to_state_dict(getattr(state, f.name)) for f in dataclasses.fields(state)}
+def _to_state_dict(state):
+    """A TrainState (chex dataclass, unknown to flax), and dataclasses inside it, as nested dicts."""
+    if dataclasses.is_dataclass(state):
+        return {f.name: _to_state_dict(getattr(state, f.name)) for f in dataclasses.fields(state)}
+    return serialization.to_state_dict(state)
 
 
-def _from_state_dict(template, state_dict: dict):
-    return template.replace(
-        **{f.name: serialization.from_state_dict(getattr(template, f.name), state_dict[f.name]) for f in dataclasses.fields(template)}
-    )
+def _from_state_dict(template, state_dict):
+    if dataclasses.is_dataclass(template):
+        return template.replace(**{f.name: _from_state_dict(getattr(template, f.name), state_dict[f.name]) for f in dataclasses.fields(template)})
+    return serialization.from_state_dict(template, state_dict)
 
 
 def _state_to_host(state) -> dict:

@@ -102,9 +102,19 @@ def _non_negative_float(text: str) -> float:
 # Flags that change what is trained; with --resume they come from the checkpoint instead.
 SETTING_FLAGS = {
     "model": "model", "games_per_batch": "games_per_batch", "opponent": "opponent", "eval_every": "batches_per_chunk",
-    "eval_games": "eval_games",
+    "eval_games": "eval_games", "algorithm": "algorithm", "mirror": "mirror", "pool": "pool", "league": "league",
+    "ppo_epochs": "ppo_epochs", "target_kl": "target_kl", "ppo_clip": "ppo_clip",
 }
 HPARAM_FLAGS = ("learning_rate", "entropy_bonus", "value_weight", "discount", "temperature")
+
+
+def _setting_overrides(args) -> dict:
+    """TrainConfig fields given on the command line (``--pool`` implies ``--opponent pool``)."""
+    overrides = {field: getattr(args, flag) for flag, field in SETTING_FLAGS.items() if getattr(args, flag) is not None}
+    if args.pool is not None:
+        overrides["pool"] = tuple(args.pool)
+        overrides.setdefault("opponent", "pool")
+    return overrides
 
 
 def train_settings(args):
@@ -123,7 +133,7 @@ def train_settings(args):
         hparams = HParams.create(**{k: v for k, v in meta["hparams"].items()})
         return config, hparams, args.batches
     preset = presets.get_preset(args.preset)
-    overrides = {field: getattr(args, flag) for flag, field in SETTING_FLAGS.items() if getattr(args, flag) is not None}
+    overrides = _setting_overrides(args)
     if args.no_baseline:
         overrides["baseline"] = False
     config = dataclasses.replace(preset.config, **overrides)
@@ -170,7 +180,7 @@ def cmd_scan(args) -> int:
 
     preset = presets.get_preset(args.preset)
     grid = scan.parse_grid(args.grid)
-    overrides = {field: getattr(args, flag) for flag, field in SETTING_FLAGS.items() if getattr(args, flag) is not None}
+    overrides = _setting_overrides(args)
     config = dataclasses.replace(preset.config, **overrides)
     base = dict(preset.hparams)
     settings = scan.grid_settings(grid)
@@ -200,7 +210,19 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     """The static settings (SETTING_FLAGS) that override a preset, for train and scan."""
     parser.add_argument("--model", default=None, help="mlp, mlp3, cnn-mk4 or cnn-mk4-value")
     parser.add_argument("--games-per-batch", type=_batch, default=None, help="games per batch (one update each)")
-    parser.add_argument("--opponent", default=None, help="self (frozen checkpoint copy, promoted at 52%%), random-punisher or random")
+    parser.add_argument("--opponent", default=None,
+                        help="self (frozen checkpoint copy, promoted at 52%%), random-punisher, random, or pool (with --pool)")
+    parser.add_argument("--algorithm", default=None, choices=["reinforce", "a2c", "ppo"],
+                        help="reinforce (with baseline when the model has a value head), a2c or ppo")
+    parser.add_argument("--mirror", action="store_true", default=None, help="add every position flipped left-right")
+    parser.add_argument("--pool", nargs="+", default=None, metavar="PLAYER",
+                        help="opponents for --opponent pool: random, random-punisher, checkpoint files; each batch draws one, "
+                             "favouring those the learner beats least")
+    parser.add_argument("--league", action="store_true", default=None,
+                        help="add a frozen copy of the learner to the pool whenever it beats every member")
+    parser.add_argument("--ppo-epochs", type=_positive_int, default=None)
+    parser.add_argument("--target-kl", type=_non_negative_float, default=None)
+    parser.add_argument("--ppo-clip", type=_non_negative_float, default=None)
     parser.add_argument("--eval-every", type=_positive_int, default=None, metavar="BATCHES",
                         help="batches per compiled chunk: log, evaluate against RandomPunisher, and check the clock this often")
     parser.add_argument("--eval-games", type=_batch, default=None, help="games against RandomPunisher per evaluation (default 100)")

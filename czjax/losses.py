@@ -10,6 +10,13 @@ Conventions:
   ``value_weight * sum(w * (v - G)**2)`` with ``w = 2`` where ``|G| = 1`` (terminal positions
   of won or lost games), else 1.
 - A model without a value head always trains with plain REINFORCE.
+- A2C: one-step TD targets ``y = r + gamma * V(next own position)`` with the sparse reward
+  (the outcome on the player's last move, where nothing is bootstrapped), used in place of
+  ``G`` in REINFORCE with baseline (:func:`a2c_targets`).
+- PPO: ``-sum(min(rho * A, clip(rho, 1 - eps, 1 + eps) * A))`` with ``rho = p(a) / p_old(a)``
+  and ``A = G - V_old``, plus the value and entropy terms above (:func:`ppo_sums`); the KL
+  divergence from the starting policy is summed alongside for the early stop.
+- Mirror augmentation (:func:`mirror`) adds every position flipped left-right.
 """
 
 from __future__ import annotations
@@ -43,7 +50,76 @@ class LossInputs:
     actions: chex.Array
     returns: chex.Array
     valid: chex.Array
+    old_log_probs: chex.Array | None = None  # PPO: (N, 7) log-probabilities of the starting policy
+    advantages: chex.Array | None = None  # PPO: (N,) G - V_old
 
+
+def a2c_targets(values: jax.Array, valid: jax.Array, outcome: jax.Array, gamma) -> jax.Array:
+    """One-step TD targets ``(T, B)`` for one player's own moves.
+
+    ``values (T, B)``: the value of each of the player's positions (from its view);
+    ``valid (T, B)``: its moves, a prefix along ``T``; ``outcome (B,)``: the game's result for
+    it. The reward is sparse: ``outcome`` on its last move, where the target stops (nothing
+    follows a terminal move); earlier moves get ``gamma * V(next own position)``. Zero where not
+    valid. Values are used as given: callers pass them without gradient.
+    """
+    is_last = valid & ~jnp.concatenate([valid[1:], jnp.zeros_like(valid[:1])], axis=0)
+    next_values = jnp.concatenate([values[1:], jnp.zeros_like(values[:1])], axis=0)
+    bootstrapped = jnp.asarray(gamma, jnp.float32) * next_values
+    targets = jnp.where(is_last, outcome[None, :].astype(jnp.float32), bootstrapped)
+    return jnp.where(valid, targets, 0.0)
+
+
+def mirror(boards: jax.Array, batch: LossInputs) -> tuple[jax.Array, LossInputs]:
+    """The batch followed by its left-right mirror: boards ``(N, 6, 7)`` -> ``(2N, 6, 7)``,
+    columns ``a -> 6 - a``; returns, validity and advantages unchanged."""
+    flip_cols = lambda x: x[..., ::-1]  # noqa: E731
+    cat = lambda a, b: None if a is None else jnp.concatenate([a, b])  # noqa: E731
+    return jnp.concatenate([boards, flip_cols(boards)]), LossInputs(
+        legal=cat(batch.legal, flip_cols(batch.legal)),
+        actions=cat(batch.actions, (boards.shape[-1] - 1 - batch.actions).astype(batch.actions.dtype)),
+        returns=cat(batch.returns, batch.returns),
+        valid=cat(batch.valid, batch.valid),
+        old_log_probs=cat(batch.old_log_probs, None if batch.old_log_probs is None else flip_cols(batch.old_log_probs)),
+        advantages=cat(batch.advantages, batch.advantages),
+    )
+
+
+def ppo_sums(logits, values, batch: LossInputs, clip, entropy_bonus, value_weight):
+    """PPO's clipped objective with value and entropy terms: ``(loss, sums)``, ``sums`` as in
+    :func:`policy_gradient_sums` plus ``kl`` (the summed KL divergence from the starting policy
+    ``batch.old_log_probs`` to the current one) and ``clipped`` (positions whose ratio was
+    clipped)."""
+    mask = batch.valid.astype(jnp.float32)
+    log_p = masked_log_probs(batch.legal, logits)
+    entropy = -(jnp.exp(log_p) * log_p).sum(-1)
+    take = lambda lp: jnp.take_along_axis(lp, batch.actions[:, None].astype(jnp.int32), axis=-1)[:, 0]  # noqa: E731
+    ratio = jnp.exp(take(log_p) - take(batch.old_log_probs))
+    advantage = batch.advantages
+    clipped_ratio = jnp.clip(ratio, 1.0 - clip, 1.0 + clip)
+    surrogate = jnp.minimum(ratio * advantage, clipped_ratio * advantage)
+    policy_loss = -(mask * surrogate).sum()
+    returns = batch.returns
+    weight = jnp.where(jnp.abs(returns) == 1.0, 2.0, 1.0)
+    value_loss = (mask * weight * (values - returns) ** 2).sum()
+    entropy_sum = (mask * entropy).sum()
+    loss = policy_loss + value_weight * value_loss - entropy_bonus * entropy_sum
+    p_old = jnp.exp(batch.old_log_probs)
+    kl = (p_old * (batch.old_log_probs - log_p)).sum(-1)
+    sums = {
+        "loss": loss,
+        "policy_loss": policy_loss,
+        "value_loss": value_loss,
+        "entropy": entropy_sum,
+        "positions": mask.sum(),
+        "returns": (mask * returns).sum(),
+        "returns_sq": (mask * returns**2).sum(),
+        "advantage": (mask * advantage).sum(),
+        "advantage_sq": (mask * advantage**2).sum(),
+        "kl": jax.lax.stop_gradient((mask * kl).sum()),
+        "clipped": jax.lax.stop_gradient((mask * (ratio != clipped_ratio)).sum()),
+    }
+    return loss, sums
 
 def policy_gradient_sums(logits, values, batch: LossInputs, entropy_bonus, value_weight):
     """REINFORCE (``values is None``) or REINFORCE with baseline: ``(loss, sums)``.

@@ -40,6 +40,18 @@ PRESETS: dict[str, Preset] = {
         dict(learning_rate=1e-4, entropy_bonus=0.05, value_weight=0.5, discount=0.9),
         batches=32000,  # the blog's 1.6M games
     ),
+    "ex4-a2c": Preset(
+        "example 4: A2C (one-step TD with the value head), Mk4 CNN with value head against RandomPunisher, lr 1e-4, entropy 0.05, value weight 1.5",
+        TrainConfig(model="cnn-mk4-value", games_per_batch=50, opponent="random-punisher", algorithm="a2c"),
+        dict(learning_rate=1e-4, entropy_bonus=0.05, value_weight=1.5, discount=0.9),
+        batches=20000,
+    ),
+    "ex5-ppo": Preset(
+        "example 5: PPO (clip 0.2, 4 epochs, target KL 0.01), Mk4 CNN with value head against RandomPunisher, lr 1e-4, entropy 0.05, value weight 1.5",
+        TrainConfig(model="cnn-mk4-value", games_per_batch=50, opponent="random-punisher", algorithm="ppo", ppo_clip=0.2, ppo_epochs=4, target_kl=0.01),
+        dict(learning_rate=1e-4, entropy_bonus=0.05, value_weight=1.5, discount=0.9),
+        batches=20000,
+    ),
 }
 
 

@@ -28,9 +28,11 @@ import optax
 from jax import lax
 
 from czjax import game, models, players, rollout
-from czjax.losses import LossInputs, discounted_returns, metrics_from_sums, policy_gradient_sums
+from czjax.losses import LossInputs, a2c_targets, discounted_returns, metrics_from_sums, mirror, policy_gradient_sums, ppo_sums
+from czjax.players import masked_log_probs
 
-OPPONENTS = ("self", "random-punisher", "random")
+OPPONENTS = ("self", "random-punisher", "random", "pool")
+ALGORITHMS = ("reinforce", "a2c", "ppo")
 
 
 @chex.dataclass(frozen=True)
@@ -71,9 +73,35 @@ class TrainConfig:
     promote_threshold: float = 0.52
     eval_games: int = 100  # against RandomPunisher after every chunk
     batches_per_chunk: int = 20  # iterations per compiled chunk = logging interval
+    algorithm: str = "reinforce"  # "reinforce" (with baseline when the model has a value head), "a2c" or "ppo"
+    ppo_clip: float = 0.2
+    ppo_epochs: int = 4  # full-batch epochs per batch of games, stopped early by target_kl
+    target_kl: float = 0.01  # PPO: no further epoch once the mean KL from the starting policy exceeds this
+    mirror: bool = False  # add every position flipped left-right to the batch
+    # opponent="pool": a fixed list of players (built-in names or checkpoint files), chosen on
+    # device per batch with weights clip(1 - EMA win rate, 0.05, 1); league=True adds a frozen
+    # copy of the learner whenever its EMA win rate against every member exceeds the threshold.
+    pool: tuple = ()
+    pool_ema: float = 0.1  # EMA step per batch played against a member
+    league: bool = False
+    league_slots: int = 8  # at most this many learner copies; then the oldest is replaced
+    league_threshold: float = 0.6
 
     def __post_init__(self):
         models.get_model(self.model)  # one-line error for an unknown model
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"unknown algorithm {self.algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
+        if self.algorithm != "reinforce" and not models.has_value_head(models.get_model(self.model)):
+            raise ValueError(f"{self.algorithm} needs a model with a value head (cnn-mk4-value or mlp3), not {self.model}")
+        if not self.ppo_epochs >= 1 or not self.ppo_clip > 0 or not self.target_kl >= 0:
+            raise ValueError("ppo_epochs must be >= 1, ppo_clip > 0 and target_kl >= 0")
+        object.__setattr__(self, "pool", tuple(self.pool))  # a list when read back from JSON
+        if (self.opponent == "pool") != bool(self.pool):
+            raise ValueError("opponent 'pool' needs a list of pool members (--pool), and a pool needs opponent 'pool'")
+        if self.league and self.opponent != "pool":
+            raise ValueError("a league grows an opponent pool: use it with opponent 'pool'")
+        if not 0 < self.pool_ema <= 1 or self.league_slots < 1 or not 0 <= self.league_threshold <= 1:
+            raise ValueError("pool_ema must be in (0, 1], league_slots >= 1 and league_threshold in [0, 1]")
         if self.opponent not in OPPONENTS:
             raise ValueError(f"unknown opponent {self.opponent!r}; choose one of {', '.join(OPPONENTS)}")
         for name in ("games_per_batch", "eval_games"):
@@ -93,7 +121,8 @@ class TrainConfig:
         return max(1, math.ceil(self.promote_window_games / self.games_per_batch))
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """JSON-ready (the pool as a list, as it reads back)."""
+        return dict(dataclasses.asdict(self), pool=list(self.pool))
 
 
 @chex.dataclass(frozen=True)
@@ -106,7 +135,56 @@ class TrainState:
     games: chex.Array  # games played in training
     window_wins: chex.Array  # learner wins in each of the last window_batches batches
     window_games: chex.Array
-    promotions: chex.Array
+    promotions: chex.Array  # checkpoint promotions (self-play) or league additions (pool)
+    pool: Any = None  # PoolState with opponent="pool"
+
+
+@chex.dataclass(frozen=True)
+class PoolState:
+    """Opponent pool: fixed members first, then the league's learner copies (slots)."""
+
+    member_params: Any  # tuple, one entry per fixed member (None for a built-in player)
+    win_rate: chex.Array  # (members + slots,) EMA of the learner's win rate against each
+    league_params: Any  # learner copies stacked on a leading slot axis (None without a league)
+    league_active: chex.Array  # (slots,) bool
+    league_next: chex.Array  # the slot the next copy goes to
+
+
+def opponent_weights(win_rate: jax.Array, available: jax.Array) -> jax.Array:
+    """Sampling weights of the pool members: ``clip(1 - win rate, 0.05, 1)``, 0 if unavailable."""
+    return jnp.where(available, jnp.clip(1.0 - win_rate, 0.05, 1.0), 0.0)
+
+
+def update_win_rate(win_rate: jax.Array, chosen, batch_win_rate, ema) -> jax.Array:
+    """EMA update of the win rate against the member just played."""
+    return win_rate.at[chosen].set((1.0 - ema) * win_rate[chosen] + ema * batch_win_rate)
+
+
+def league_ready(win_rate: jax.Array, available: jax.Array, threshold) -> jax.Array:
+    """Whether the learner beats every available member by more than ``threshold``."""
+    return jnp.all(jnp.where(available, win_rate > threshold, True))
+
+
+def update_pool(pool: PoolState, params, chosen, batch_win_rate, num_members: int, ema: float, threshold: float):
+    """After a batch against member ``chosen``: the EMA of the win rate against it, and with a
+    league, a copy of the learner's ``params`` in the next slot (the oldest once all are used)
+    when it beats every available member by more than ``threshold``; the copy starts at win
+    rate 0.5. Returns ``(pool, added)``."""
+    win_rate = update_win_rate(pool.win_rate, chosen, batch_win_rate, ema)
+    slots = pool.league_active.shape[0]
+    if not slots:
+        return pool.replace(win_rate=win_rate), jnp.zeros((), bool)
+    available = jnp.concatenate([jnp.ones((num_members,), bool), pool.league_active])
+    add = league_ready(win_rate, available, threshold)
+    slot = pool.league_next
+    league_params = jax.tree.map(lambda stack, p: jnp.where(add, stack.at[slot].set(p), stack), pool.league_params, params)
+    pool = pool.replace(
+        win_rate=jnp.where(add, win_rate.at[num_members + slot].set(0.5), win_rate),
+        league_params=league_params,
+        league_active=jnp.where(add, pool.league_active.at[slot].set(True), pool.league_active),
+        league_next=jnp.where(add, (slot + 1) % slots, slot),
+    )
+    return pool, add
 
 
 class Trainer(NamedTuple):
@@ -164,6 +242,16 @@ def sparse_value_and_grad(chunk_loss: Callable, params, boards, batch: LossInput
     return grads, sums
 
 
+def _pool_member(spec: str):
+    """``(player, params)`` of a pool member: a built-in player's name or a checkpoint file."""
+    if spec in players.BUILTIN_PLAYERS:
+        return players.BUILTIN_PLAYERS[spec], None
+    from czjax.agents import load_agent
+
+    agent = load_agent(spec)
+    return agent.player, agent.params
+
+
 def make_optimizer(weight_decay: float) -> optax.GradientTransformation:
     """AdamW without its learning rate, which ``train_step`` applies as a traced value:
     ``p <- p - lr * (adam(g) + weight_decay * p)``, as ``torch.optim.AdamW`` does."""
@@ -181,7 +269,10 @@ def make_trainer(config: TrainConfig, axis_name: str | None = None) -> Trainer:
     optimizer = make_optimizer(config.weight_decay)
     n = config.games_per_batch
     self_play = config.opponent == "self"
-    opponent = learner if self_play else players.BUILTIN_PLAYERS[config.opponent]
+    pool_mode = config.opponent == "pool"
+    opponent = learner if self_play or pool_mode else players.BUILTIN_PLAYERS[config.opponent]
+    members = [_pool_member(spec) for spec in config.pool]  # (player, params) per fixed member
+    num_members, slots = len(members), (config.league_slots if config.league else 0)
 
     def init(seed: int) -> TrainState:
         key = jax.random.key(seed)
@@ -198,7 +289,33 @@ def make_trainer(config: TrainConfig, axis_name: str | None = None) -> Trainer:
             window_wins=window,
             window_games=window,
             promotions=jnp.zeros((), jnp.int32),
+            pool=init_pool(params) if pool_mode else None,
         )
+
+    def init_pool(params) -> PoolState:
+        return PoolState(
+            member_params=tuple(member_params for _, member_params in members),
+            win_rate=jnp.full((num_members + slots,), 0.5, jnp.float32),  # uninformed
+            league_params=jax.tree.map(lambda x: jnp.zeros((slots,) + x.shape, x.dtype), params) if slots else None,
+            league_active=jnp.zeros((slots,), bool),
+            league_next=jnp.zeros((), jnp.int32),
+        )
+
+    def play_pool(pool: PoolState, params, hp: HParams, key):
+        """One batch against a member drawn by weight; returns ``(traj, results, chosen)``."""
+        available = jnp.concatenate([jnp.ones((num_members,), bool), pool.league_active])
+        choice_key, key = jax.random.split(key)
+        weights = opponent_weights(pool.win_rate, available)
+        chosen = jax.random.categorical(choice_key, jnp.log(weights))
+
+        def against(player, member_params):
+            return rollout.play_games(key, learner, params, player, member_params, n, hp.temperature, 1.0, axis_name=axis_name)
+
+        branches = [lambda pool, k=k: against(members[k][0], pool.member_params[k]) for k in range(num_members)]
+        if slots:  # one branch for every league slot: same player, the slot's parameters
+            branches.append(lambda pool: against(learner, jax.tree.map(lambda x: x[chosen - num_members], pool.league_params)))
+        traj, results = lax.switch(jnp.minimum(chosen, len(branches) - 1), branches, pool)
+        return traj, results, chosen
 
     def loss_inputs(traj: rollout.Trajectory, outcome, discount):
         mine = rollout.player_plies(traj, n, player=0)  # the learner is player A: (21, n)
@@ -214,26 +331,93 @@ def make_trainer(config: TrainConfig, axis_name: str | None = None) -> Trainer:
         )
         return boards, batch
 
-    def update(params, opt_state, traj: rollout.Trajectory, outcome, hp: HParams):
-        """One AdamW step on the learner's (player A's) positions of a batch of games:
-        ``(params, opt_state, per-position metrics)``."""
+    def apply_step(params, opt_state, grads, hp: HParams):
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return jax.tree.map(lambda p, u: p - hp.learning_rate * u, params, updates), opt_state
+
+    def batch_inputs(params, traj: rollout.Trajectory, outcome, hp: HParams):
+        """The learner's positions (mirrored too if configured) with the algorithm's targets."""
         boards, batch = loss_inputs(traj, outcome, hp.discount)
+        if config.mirror:
+            boards, batch = mirror(boards, batch)
+        if config.algorithm == "reinforce":
+            return boards, batch
+        # A2C and PPO need the starting policy's values (and PPO its log-probabilities) on
+        # every position, without gradient: one forward pass over the batch.
+        logits, values = lax.stop_gradient(models.apply_model(model, params, boards))
+        if config.algorithm == "a2c":
+            copies = 2 if config.mirror else 1  # the mirror half has its own values and targets
+            shape = (copies, rollout.PLIES // 2, n)
+            targets = jax.vmap(a2c_targets, in_axes=(0, 0, None, None))(
+                values.reshape(shape), batch.valid.reshape(shape), outcome, hp.discount
+            )
+            return boards, batch.replace(returns=targets.reshape(-1))
+        return boards, batch.replace(old_log_probs=masked_log_probs(batch.legal, logits), advantages=batch.returns - values)
+
+    def update(params, opt_state, traj: rollout.Trajectory, outcome, hp: HParams):
+        """The update on the learner's (player A's) positions of a batch of games: one AdamW
+        step, or PPO's epochs. Returns ``(params, opt_state, per-position metrics)``."""
+        boards, batch = batch_inputs(params, traj, outcome, hp)
+        if config.algorithm == "ppo":
+            return ppo_update(params, opt_state, boards, batch, hp)
 
         def chunk_loss(params, chunk_boards, chunk_batch):
             logits, values = models.apply_model(model, params, chunk_boards)
             return policy_gradient_sums(logits, values if use_baseline else None, chunk_batch, hp.entropy_bonus, hp.value_weight)
 
         grads, sums = sparse_value_and_grad(chunk_loss, params, boards, batch, axis_name=axis_name)
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        params = jax.tree.map(lambda p, u: p - hp.learning_rate * u, params, updates)
+        params, opt_state = apply_step(params, opt_state, grads, hp)
         return params, opt_state, metrics_from_sums(sums)
 
-    def train_step(state: TrainState, hp: HParams, key) -> tuple[TrainState, dict]:
-        opp_params = state.opponent_params if self_play else None
-        opp_temperature = hp.temperature if self_play else 1.0
-        traj, results = rollout.play_games(
-            key, learner, state.params, opponent, opp_params, n, hp.temperature, opp_temperature, axis_name=axis_name
+    def ppo_update(params, opt_state, boards, batch: LossInputs, hp: HParams):
+        """Up to ``ppo_epochs`` full-batch steps. Before each, the mean KL from the starting
+        policy is measured with the same forward pass as the gradient; once it exceeds
+        ``target_kl`` no further step is taken (and the remaining epochs are skipped)."""
+
+        def chunk_loss(params, chunk_boards, chunk_batch):
+            logits, values = models.apply_model(model, params, chunk_boards)
+            return ppo_sums(logits, values, chunk_batch, config.ppo_clip, hp.entropy_bonus, hp.value_weight)
+
+        def epoch(carry, index):
+            params, opt_state, stopped = carry
+
+            def run(_):
+                grads, sums = sparse_value_and_grad(chunk_loss, params, boards, batch, axis_name=axis_name)
+                kl = sums["kl"] / jnp.maximum(sums["positions"], 1.0)
+                # the first epoch starts at the starting policy (KL 0 up to rounding): it always steps
+                stop = stopped | ((index > 0) & (kl > config.target_kl))
+                new_params, new_opt_state = apply_step(params, opt_state, grads, hp)
+                keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(stop, b, a), new, old)  # noqa: E731
+                return (keep(new_params, params), keep(new_opt_state, opt_state), stop), (sums, kl, ~stop)
+
+            def skip(_):
+                zeros = jax.eval_shape(run, None)[1]
+                return (params, opt_state, stopped), jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), zeros)
+
+            return lax.cond(rollout.all_configurations(stopped, axis_name), skip, run, None)
+
+        (params, opt_state, _), (sums, kls, applied) = lax.scan(
+            epoch, (params, opt_state, jnp.zeros((), bool)), jnp.arange(config.ppo_epochs)
         )
+        epochs = applied.sum()
+        last = jnp.minimum(epochs, config.ppo_epochs - 1)  # the last epoch that was evaluated
+        metrics = metrics_from_sums(jax.tree.map(lambda x: x[0], sums))  # loss terms at the starting policy
+        metrics.update(
+            ppo_epochs=epochs.astype(jnp.float32),
+            ppo_kl=kls[last],
+            ppo_clip_fraction=sums["clipped"][last] / jnp.maximum(sums["positions"][last], 1.0),
+        )
+        return params, opt_state, metrics
+
+    def train_step(state: TrainState, hp: HParams, key) -> tuple[TrainState, dict]:
+        if pool_mode:
+            traj, results, chosen = play_pool(state.pool, state.params, hp, key)
+        else:
+            opp_params = state.opponent_params if self_play else None
+            opp_temperature = hp.temperature if self_play else 1.0
+            traj, results = rollout.play_games(
+                key, learner, state.params, opponent, opp_params, n, hp.temperature, opp_temperature, axis_name=axis_name
+            )
         params, opt_state, metrics = update(state.params, state.opt_state, traj, results.outcome, hp)
 
         wins = (results.outcome == 1).sum().astype(jnp.int32)
@@ -241,9 +425,18 @@ def make_trainer(config: TrainConfig, axis_name: str | None = None) -> Trainer:
         window_wins = state.window_wins.at[slot].set(wins)
         window_games = state.window_games.at[slot].set(n)
         step = state.step + 1
+        pool, pool_metrics, league_added = state.pool, {}, jnp.zeros((), bool)
         if self_play:
             window_rate = window_wins.sum() / jnp.maximum(window_games.sum(), 1)
             promote = (step % config.promote_every == 0) & (window_rate > config.promote_threshold)
+        elif pool_mode:
+            pool, league_added = update_pool(state.pool, params, chosen, wins / n, num_members, config.pool_ema, config.league_threshold)
+            available = jnp.concatenate([jnp.ones((num_members,), bool), pool.league_active])
+            pool_metrics = {
+                "pool_min_win_rate": jnp.min(jnp.where(available, pool.win_rate, jnp.inf)),
+                "league_size": pool.league_active.sum().astype(jnp.float32),
+            }
+            promote = jnp.zeros((), bool)
         else:
             promote = jnp.zeros((), bool)
         opponent_params = jax.tree.map(lambda new, old: jnp.where(promote, new, old), params, state.opponent_params)
@@ -255,10 +448,12 @@ def make_trainer(config: TrainConfig, axis_name: str | None = None) -> Trainer:
             games=state.games + n,
             window_wins=jnp.where(promote, 0, window_wins),
             window_games=jnp.where(promote, 0, window_games),
-            promotions=state.promotions + promote.astype(jnp.int32),
+            promotions=state.promotions + (promote | league_added).astype(jnp.int32),
+            pool=pool,
         )
         metrics = dict(
             metrics,
+            **pool_metrics,
             win_rate=wins / n,
             draw_rate=(results.outcome == 0).mean(),
             game_length=results.length.mean(),
