@@ -46,3 +46,17 @@ def test_tournament_json_and_unknown_players(capsys):
     assert cli.main(["eval", "puzzles", "nobody"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("czjax: error:") and "neither a built-in player" in err and len(err.strip().splitlines()) == 1
+
+
+def test_train_flags_for_algorithms_pools_and_leagues():
+    parser = cli.build_parser()
+    args = parser.parse_args(["train", "--preset", "ex5-ppo", "--model", "mlp3", "--mirror", "--pool", "random-punisher", "random", "--league"])
+    config, hparams, batches = cli.train_settings(args)
+    assert (config.algorithm, config.mirror, config.opponent, config.pool, config.league) == ("ppo", True, "pool", ("random-punisher", "random"), True)
+    assert (config.ppo_clip, config.ppo_epochs, config.target_kl) == (0.2, 4, 0.01) and batches == 20000
+    assert float(hparams.value_weight) == 1.5
+    args = parser.parse_args(["train", "--preset", "ex4-a2c"])
+    config, _, _ = cli.train_settings(args)
+    assert (config.algorithm, config.mirror, config.opponent, config.league) == ("a2c", False, "random-punisher", False)
+    with pytest.raises(ValueError, match="value head"):
+        cli.train_settings(parser.parse_args(["train", "--algorithm", "a2c", "--model", "mlp"]))
