@@ -151,14 +151,33 @@ def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5) -> 
     return row
 
 
-TRAIN_HEADER = f"{'model':14s} {'games/batch':>11s} {'games/s':>10s} {'positions/s':>12s} {'s/iteration':>11s} {'compile s':>9s}  vs PyTorch"
+def add_torch_peer(row: dict, runs: int, steps: int) -> bool:
+    """Time czjax.torch_peer's PyTorch iteration for the same setting, in this process;
+    False when PyTorch is not installed."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    from czjax import torch_peer
+
+    peer = torch_peer.bench_train(row["model"], row["games_per_batch"], runs, steps)
+    row["torch_games_per_s"] = peer["games_per_s"]
+    row["torch_positions_per_s"] = peer["positions_per_s"]
+    row["torch_version"] = peer["torch"]
+    row["vs_torch"] = row["games_per_s"] / peer["games_per_s"]
+    return True
+
+
+TRAIN_HEADER = (f"{'model':14s} {'games/batch':>11s} {'games/s':>10s} {'positions/s':>12s} {'s/iteration':>11s} {'compile s':>9s}"
+                f"  {'PyTorch here':>12s} {'ratio':>6s}  vs PyTorch's published figure")
 
 
 def format_train_row(row: dict) -> str:
     ref = f"{row['vs_pytorch']:.1f}x of {row['pytorch_games_per_s']:,.0f}" if "vs_pytorch" in row else ""
+    here = f"{row['torch_games_per_s']:12,.0f} {row['vs_torch']:5.1f}x" if "vs_torch" in row else f"{'-':>12s} {'-':>6s}"
     return (
         f"{row['model']:14s} {row['games_per_batch']:11d} {row['games_per_s']:10,.0f} {row['positions_per_s']:12,.0f} "
-        f"{row['iteration_s']:11.4f} {row['compile_s']:9.1f}  {ref}"
+        f"{row['iteration_s']:11.4f} {row['compile_s']:9.1f}  {here}  {ref}"
     )
 
 

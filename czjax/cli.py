@@ -78,8 +78,15 @@ def cmd_bench_train(args) -> int:
     from czjax import bench
 
     settings = [(model, games) for model in args.model for games in args.games_per_batch]
-    return _bench(args, f"train ({args.steps} iterations per run)", bench.TRAIN_HEADER, settings,
-                  lambda s, log: [bench.bench_train(s[0], s[1], args.runs, args.steps)], bench.format_train_row)
+
+    def measure(setting, log):
+        row = bench.bench_train(setting[0], setting[1], args.runs, args.steps)
+        if not args.no_peer and not bench.add_torch_peer(row, args.runs, args.peer_steps or args.steps):
+            log("  (PyTorch not installed: `pip install torch==2.13.0` to time the PyTorch iteration side by side)")
+            args.no_peer = True
+        return [row]
+
+    return _bench(args, f"train ({args.steps} iterations per run)", bench.TRAIN_HEADER, settings, measure, bench.format_train_row)
 
 
 def cmd_bench_scan(args) -> int:
@@ -529,13 +536,17 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Times the compiled training iteration (a batch of self-play games against a frozen copy and one AdamW "
             "step) per model and batch size: median of several runs of a few iterations each, compile time separate. "
-            "positions/s counts the learner's real positions (the ones it trains on)."
+            "positions/s counts the learner's real positions (the ones it trains on). When PyTorch is installed, the "
+            "PyTorch project's iteration (czjax.torch_peer: a Python loop over plies, one forward per model per ply) "
+            "is timed in the same process for the same setting, and the ratio printed."
         ),
     )
     train_bench.add_argument("--model", nargs="+", default=["mlp", "cnn-mk4"], help="models (default: %(default)s)")
     train_bench.add_argument("--games-per-batch", type=_batch, nargs="+", default=[50, 4096], help="(default: %(default)s)")
     train_bench.add_argument("--runs", type=_positive_int, default=3, help="timed runs per setting (default: %(default)s)")
     train_bench.add_argument("--steps", type=_positive_int, default=5, help="iterations per timed run (default: %(default)s)")
+    train_bench.add_argument("--no-peer", action="store_true", help="skip the PyTorch iteration (czjax.torch_peer) timed beside czjax")
+    train_bench.add_argument("--peer-steps", type=_positive_int, default=None, help="PyTorch iterations per timed run (default: --steps)")
     train_bench.add_argument("--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)")
     train_bench.set_defaults(func=cmd_bench_train)
     scan_bench = bench_commands.add_parser(

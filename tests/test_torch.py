@@ -124,3 +124,23 @@ def test_one_update_matches_pytorch(name, value_weight):
     assert moved > 0.5 * lr  # the step really moved the weights
     for k, v in model.state_dict().items():
         np.testing.assert_allclose(new[k], v.numpy(), atol=2e-6, err_msg=k)
+
+
+@pytest.mark.parametrize("name", list(TORCH_MODELS))
+def test_benchmark_peer_is_the_pytorch_model(name):
+    """czjax.torch_peer (the PyTorch iteration timed by `czjax bench train`) has the PyTorch
+    project's keys and shapes, computes the same outputs as the test definitions, and plays
+    legal, complete games."""
+    from czjax import torch_peer
+
+    peer, reference = torch_peer.build_model(name), random_torch_model(name)
+    peer.load_state_dict(reference.state_dict())  # strict: same keys and shapes
+    boards = torch.from_numpy(random_boards(16, seed=5))
+    with torch.no_grad():
+        (a, va), (b, vb) = peer(boards), reference(boards)
+    assert torch.allclose(a, b) and (va is None) == (vb is None)
+    if name == "mlp":
+        opponent = torch_peer.build_model(name)
+        optimizer = torch.optim.AdamW(peer.parameters(), lr=1e-3)
+        positions = torch_peer.iteration(peer, opponent, optimizer, 6, np.random.default_rng(0))
+        assert 6 * 3 <= positions <= 6 * 21  # at least 3 own moves per game, at most 21
