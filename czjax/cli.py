@@ -170,8 +170,9 @@ def cmd_train(args) -> int:
         f"{'stopped' if summary['interrupted'] else 'done'}: {summary['batches']:,} batches, {summary['games']:,} games "
         f"in {summary['elapsed_s']:.0f} s; last interval: win rate {last.get('win_rate', float('nan')):.2f} against the "
         f"training opponent, {last.get('eval_win_rate', float('nan')):.2f} against RandomPunisher, entropy "
-        f"{last.get('entropy', float('nan')):.2f}, game length {last.get('game_length', float('nan')):.1f}, "
-        f"{summary['promotions']} checkpoint promotions"
+        f"{last.get('entropy', float('nan')):.2f}, game length {last.get('game_length', float('nan')):.1f}"
+        + (f", {summary['promotions']} checkpoint promotions" if config.opponent == "self" else "")
+        + (f", {summary['promotions']} league additions" if config.league else "")
     )
     print(f"outputs: {summary['checkpoint']}, {summary['metrics']}, {summary['dashboard']}")
     if summary["interrupted"]:
