@@ -335,7 +335,10 @@ def cmd_serve(args) -> int:
     from czjax import agents, serve
 
     agent = agents.load_agent(args.player)
-    server = serve.make_server(agent, args.host, args.port, temperature=args.temperature, seed=args.seed)
+    try:
+        server = serve.make_server(agent, args.host, args.port, temperature=args.temperature, seed=args.seed)
+    except OSError as err:  # port taken, host unknown
+        raise ValueError(f"cannot serve on {args.host}:{args.port}: {err.strerror or err}") from None
     host, port = server.server_address[:2]
     print(f"playing {agent.name} at http://{host}:{port}/  (Ctrl-C stops)", flush=True)
     try:
