@@ -35,6 +35,13 @@ def curves(rows: list[dict], key: str):
     return games, np.array([np.mean(v) for v in values]), np.array([min(v) for v in values]), np.array([max(v) for v in values])
 
 
+def wall_seconds(rows: list[dict]) -> float:
+    """Wall time of the scan, resumed parts included (``elapsed_s`` restarts on --resume)."""
+    first = min(r["config"] for r in rows)
+    elapsed = [r["elapsed_s"] for r in sorted((r for r in rows if r["config"] == first), key=lambda r: r["batches"])]
+    return sum(a for a, b in zip(elapsed, elapsed[1:] + [0.0]) if b < a)
+
+
 def smooth(x: np.ndarray, width: int) -> np.ndarray:
     if width <= 1 or len(x) < width:
         return x
@@ -97,7 +104,7 @@ def main(argv=None) -> int:
         _, mean, _, _ = curves(rows, "eval_win_rate")
         tenth = max(1, len(mean) // 10)
         summary[algorithm] = {"first_10pct": float(mean[:tenth].mean()), "last_10pct": float(mean[-tenth:].mean()),
-                              "wall_s": max(r["elapsed_s"] for r in rows)}
+                              "wall_s": wall_seconds(rows)}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print("win rate against RandomPunisher, mean over seeds (first 10% of the run -> last 10%):")
     for algorithm, s in summary.items():
