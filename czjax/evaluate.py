@@ -33,13 +33,14 @@ def default_positions_path() -> Path:
     return Path(str(resources.files("czjax") / "data" / "c4_eval_public.jsonl"))
 
 
-def load_positions(path=None) -> dict[str, np.ndarray]:
-    """Read a positions file: ``boards (N, 6, 7)``, ``scores (N, 7)`` (NaN = full column),
-    ``ply (N,)``, ``moves`` (list). Raises ValueError naming the line of a malformed record."""
-    path = Path(path) if path is not None else default_positions_path()
+def read_game_records(path, what: str, required: tuple[str, ...]):
+    """Yield ``(where, record, board)`` for each line of a JSON Lines file of positions given
+    by ``moves`` (a 1-based solver move string): ``where`` is ``path:line`` for messages,
+    ``board`` the canonical position. Raises ValueError naming the line of a record that is
+    not JSON, lacks one of ``required``, or has an illegal move string."""
+    path = Path(path)
     if not path.is_file():
-        raise ValueError(f"no positions file at {path}")
-    boards, scores, plies, moves = [], [], [], []
+        raise ValueError(f"no {what} file at {path}")
     with path.open() as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
@@ -49,27 +50,36 @@ def load_positions(path=None) -> dict[str, np.ndarray]:
                 record = json.loads(line)
             except json.JSONDecodeError as err:
                 raise ValueError(f"{where}: not JSON ({err.msg})") from None
-            if not isinstance(record, dict) or "moves" not in record or "scores" not in record:
-                raise ValueError(f"{where}: a position needs 'moves' and 'scores'")
+            if not isinstance(record, dict) or any(k not in record for k in required):
+                raise ValueError(f"{where}: a {what} record needs {', '.join(repr(k) for k in required)}")
             try:
                 board = game.from_moves(record["moves"])
             except (ValueError, TypeError) as err:
                 raise ValueError(f"{where}: {err}") from None
-            row = record["scores"]
-            if not isinstance(row, list) or len(row) != game.COLS:
-                raise ValueError(f"{where}: 'scores' must be a list of 7 entries")
-            legal = board[0] == 0
-            for c, (s, ok) in enumerate(zip(row, legal)):
-                if ok != (s is not None) or (s is not None and not isinstance(s, (int, float))):
-                    raise ValueError(f"{where}: score of column {c + 1} must be a number for a legal column and null for a full one")
-            if not legal.any():
-                raise ValueError(f"{where}: the board is full")
-            if "board" in record and game.to_string(board) != record["board"]:
-                raise ValueError(f"{where}: 'board' does not match the position after 'moves'")
-            boards.append(board)
-            scores.append([np.nan if s is None else float(s) for s in row])
-            plies.append(len(record["moves"].strip()))
-            moves.append(record["moves"])
+            yield where, record, board
+
+
+def load_positions(path=None) -> dict[str, np.ndarray]:
+    """Read a positions file: ``boards (N, 6, 7)``, ``scores (N, 7)`` (NaN = full column),
+    ``ply (N,)``, ``moves`` (list). Raises ValueError naming the line of a malformed record."""
+    path = Path(path) if path is not None else default_positions_path()
+    boards, scores, plies, moves = [], [], [], []
+    for where, record, board in read_game_records(path, "positions", ("moves", "scores")):
+        row = record["scores"]
+        if not isinstance(row, list) or len(row) != game.COLS:
+            raise ValueError(f"{where}: 'scores' must be a list of 7 entries")
+        legal = board[0] == 0
+        for c, (s, ok) in enumerate(zip(row, legal)):
+            if ok != (s is not None) or (s is not None and not isinstance(s, (int, float))):
+                raise ValueError(f"{where}: score of column {c + 1} must be a number for a legal column and null for a full one")
+        if not legal.any():
+            raise ValueError(f"{where}: the board is full")
+        if "board" in record and game.to_string(board) != record["board"]:
+            raise ValueError(f"{where}: 'board' does not match the position after 'moves'")
+        boards.append(board)
+        scores.append([np.nan if s is None else float(s) for s in row])
+        plies.append(len(record["moves"].strip()))
+        moves.append(record["moves"])
     if not boards:
         raise ValueError(f"{path} holds no positions")
     return {

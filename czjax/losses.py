@@ -85,6 +85,30 @@ def mirror(boards: jax.Array, batch: LossInputs) -> tuple[jax.Array, LossInputs]
     )
 
 
+def _value_loss(mask, values, returns):
+    """``sum(w (v - G)^2)`` with ``w = 2`` where ``|G| = 1`` (terminal positions of decided games)."""
+    weight = jnp.where(jnp.abs(returns) == 1.0, 2.0, 1.0)
+    return (mask * weight * (values - returns) ** 2).sum()
+
+
+def _loss_and_sums(mask, policy_loss, value_loss, entropy, returns, advantage, entropy_bonus, value_weight):
+    """The total loss and the additive statistics that every policy-gradient loss reports."""
+    entropy_sum = (mask * entropy).sum()
+    loss = policy_loss + value_weight * value_loss - entropy_bonus * entropy_sum
+    advantage = jax.lax.stop_gradient(advantage)
+    return loss, {
+        "loss": loss,
+        "policy_loss": policy_loss,
+        "value_loss": value_loss,
+        "entropy": entropy_sum,
+        "positions": mask.sum(),
+        "returns": (mask * returns).sum(),
+        "returns_sq": (mask * returns**2).sum(),
+        "advantage": (mask * advantage).sum(),
+        "advantage_sq": (mask * advantage**2).sum(),
+    }
+
+
 def ppo_sums(logits, values, batch: LossInputs, clip, entropy_bonus, value_weight):
     """PPO's clipped objective with value and entropy terms: ``(loss, sums)``, ``sums`` as in
     :func:`policy_gradient_sums` plus ``kl`` (the summed KL divergence from the starting policy
@@ -99,27 +123,14 @@ def ppo_sums(logits, values, batch: LossInputs, clip, entropy_bonus, value_weigh
     clipped_ratio = jnp.clip(ratio, 1.0 - clip, 1.0 + clip)
     surrogate = jnp.minimum(ratio * advantage, clipped_ratio * advantage)
     policy_loss = -(mask * surrogate).sum()
-    returns = batch.returns
-    weight = jnp.where(jnp.abs(returns) == 1.0, 2.0, 1.0)
-    value_loss = (mask * weight * (values - returns) ** 2).sum()
-    entropy_sum = (mask * entropy).sum()
-    loss = policy_loss + value_weight * value_loss - entropy_bonus * entropy_sum
+    value_loss = _value_loss(mask, values, batch.returns)
+    loss, sums = _loss_and_sums(mask, policy_loss, value_loss, entropy, batch.returns, advantage, entropy_bonus, value_weight)
     p_old = jnp.exp(batch.old_log_probs)
     kl = (p_old * (batch.old_log_probs - log_p)).sum(-1)
-    sums = {
-        "loss": loss,
-        "policy_loss": policy_loss,
-        "value_loss": value_loss,
-        "entropy": entropy_sum,
-        "positions": mask.sum(),
-        "returns": (mask * returns).sum(),
-        "returns_sq": (mask * returns**2).sum(),
-        "advantage": (mask * advantage).sum(),
-        "advantage_sq": (mask * advantage**2).sum(),
-        "kl": jax.lax.stop_gradient((mask * kl).sum()),
-        "clipped": jax.lax.stop_gradient((mask * (ratio != clipped_ratio)).sum()),
-    }
+    sums["kl"] = jax.lax.stop_gradient((mask * kl).sum())
+    sums["clipped"] = jax.lax.stop_gradient((mask * (ratio != clipped_ratio)).sum())
     return loss, sums
+
 
 def policy_gradient_sums(logits, values, batch: LossInputs, entropy_bonus, value_weight):
     """REINFORCE (``values is None``) or REINFORCE with baseline: ``(loss, sums)``.
@@ -138,22 +149,9 @@ def policy_gradient_sums(logits, values, batch: LossInputs, entropy_bonus, value
         value_loss = jnp.zeros((), jnp.float32)
     else:
         advantage = jax.lax.stop_gradient(returns - values)
-        weight = jnp.where(jnp.abs(returns) == 1.0, 2.0, 1.0)
-        value_loss = (mask * weight * (values - returns) ** 2).sum()
+        value_loss = _value_loss(mask, values, returns)
     policy_loss = -(mask * advantage * log_p_taken).sum()
-    entropy_sum = (mask * entropy).sum()
-    loss = policy_loss + value_weight * value_loss - entropy_bonus * entropy_sum
-    sums = {
-        "loss": loss,
-        "policy_loss": policy_loss,
-        "value_loss": value_loss,
-        "entropy": entropy_sum,
-        "positions": mask.sum(),
-        "returns": (mask * returns).sum(),
-        "returns_sq": (mask * returns**2).sum(),
-        "advantage": jax.lax.stop_gradient((mask * advantage).sum()),
-        "advantage_sq": jax.lax.stop_gradient((mask * advantage**2).sum()),
-    }
+    loss, sums = _loss_and_sums(mask, policy_loss, value_loss, entropy, returns, advantage, entropy_bonus, value_weight)
     return loss, sums
 
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from czjax import game
 from czjax.agents import Agent, policy
+from czjax.evaluate import read_game_records
 from czjax.players import random_player, winning_columns
 from czjax.rollout import play_games
 
@@ -112,32 +113,18 @@ def load(path=None) -> dict:
     """``kind (N,)``, ``boards (N, 6, 7)``, ``answers (N, 7) bool``, ``records``; ValueError
     naming the line of a malformed record."""
     path = Path(path) if path is not None else default_puzzles_path()
-    if not path.is_file():
-        raise ValueError(f"no puzzles file at {path}")
     records, boards, answers = [], [], []
-    with path.open() as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                record = json.loads(line)
-                kind, moves, cols = record["kind"], record["moves"], record["cols"]
-            except (json.JSONDecodeError, KeyError, TypeError):
-                raise ValueError(f"{where}: a puzzle is a JSON object with 'kind', 'moves' and 'cols'") from None
-            if kind not in KINDS:
-                raise ValueError(f"{where}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
-            try:
-                board = game.from_moves(moves)
-            except (ValueError, TypeError) as err:
-                raise ValueError(f"{where}: {err}") from None
-            if not isinstance(cols, list) or not cols or any(c not in range(1, game.COLS + 1) for c in cols):
-                raise ValueError(f"{where}: 'cols' must be a non-empty list of columns 1-7")
-            mask = np.zeros(game.COLS, bool)
-            mask[np.asarray(cols) - 1] = True
-            records.append(record)
-            boards.append(board)
-            answers.append(mask)
+    for where, record, board in read_game_records(path, "puzzles", ("kind", "moves", "cols")):
+        kind, cols = record["kind"], record["cols"]
+        if kind not in KINDS:
+            raise ValueError(f"{where}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
+        if not isinstance(cols, list) or not cols or any(c not in range(1, game.COLS + 1) for c in cols):
+            raise ValueError(f"{where}: 'cols' must be a non-empty list of columns 1-7")
+        mask = np.zeros(game.COLS, bool)
+        mask[np.asarray(cols) - 1] = True
+        records.append(record)
+        boards.append(board)
+        answers.append(mask)
     if not records:
         raise ValueError(f"{path} holds no puzzles")
     return {

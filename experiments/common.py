@@ -38,6 +38,13 @@ def run_preset(name: str, doc: str, verdict: Callable[[list[dict]], str] | None 
     return summary
 
 
+def win_rate_trend(rows: list[dict]) -> str:
+    """The evaluation win rate against RandomPunisher over the first and the last 10% of a run."""
+    head = rows[: max(1, len(rows) // 10)]
+    start = sum(r["eval_win_rate"] for r in head) / len(head)
+    return f"win rate against RandomPunisher {start:.2f} (first 10% of the run) -> {tail_mean(rows, 'eval_win_rate'):.2f} (last 10%)"
+
+
 def tail_mean(rows: list[dict], key: str, fraction: float = 0.1) -> float:
     """Mean of ``key`` over the last ``fraction`` of the logged intervals."""
     tail = rows[-max(1, int(len(rows) * fraction)) :]

@@ -7,16 +7,14 @@ On a 2-core CPU use a time budget:
     python experiments/ex3_rwb.py --batches 32000          # the blog's run (a GPU)
 """
 
-from common import run_preset, tail_mean
+from common import run_preset, tail_mean, win_rate_trend
 
 
 def verdict(rows):
-    head = rows[: max(1, len(rows) // 10)]
-    start = sum(r["eval_win_rate"] for r in head) / len(head)
-    end = tail_mean(rows, "eval_win_rate")
-    return (f"win rate against RandomPunisher {start:.2f} (first 10% of the run) -> {end:.2f} (last 10%); "
-            f"value loss {tail_mean(rows, 'value_loss'):.3f}, advantage std {tail_mean(rows, 'advantage_std'):.3f} "
-            f"vs returns std {tail_mean(rows, 'returns_std'):.3f}")
+    return win_rate_trend(rows) + (
+        f"; value loss {tail_mean(rows, 'value_loss'):.3f}, advantage std {tail_mean(rows, 'advantage_std'):.3f} "
+        f"vs returns std {tail_mean(rows, 'returns_std'):.3f}"
+    )
 
 
 if __name__ == "__main__":

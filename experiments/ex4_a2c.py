@@ -4,14 +4,13 @@
     python experiments/ex4_a2c.py --batches 20000          # 1M games (a GPU)
 """
 
-from common import run_preset, tail_mean
+from common import run_preset, tail_mean, win_rate_trend
 
 
 def verdict(rows):
-    head = rows[: max(1, len(rows) // 10)]
-    start = sum(r["eval_win_rate"] for r in head) / len(head)
-    return (f"win rate against RandomPunisher {start:.2f} (first 10% of the run) -> {tail_mean(rows, 'eval_win_rate'):.2f} "
-            f"(last 10%); training win rate {tail_mean(rows, 'win_rate'):.2f}; value loss {tail_mean(rows, 'value_loss'):.3f}")
+    return win_rate_trend(rows) + (
+        f"; training win rate {tail_mean(rows, 'win_rate'):.2f}; value loss {tail_mean(rows, 'value_loss'):.3f}"
+    )
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import pytest
 from czjax import agents, checkpoint, evaluate, puzzles, tournament
 from tests.reference import COLS, replay
 
-# ../shared/data/README.md: exact expectations over the players' randomness, 3 decimals
+# the reference figures published with the evaluation data (exact expectations over the players' randomness, 3 decimals)
 REFERENCE = {
     "random": {"sampled_optimal": 0.285, "sampled_keeps_outcome": 0.652, "sampled_keeps_outcome_not_lost": 0.508},
     "random-punisher": {"sampled_optimal": 0.568, "sampled_keeps_outcome": 0.780, "sampled_keeps_outcome_not_lost": 0.690},
@@ -83,7 +83,7 @@ def test_accuracy_of_a_model_is_a_proper_expectation(model_checkpoints, position
     "line, message",
     [
         ("not json", "not JSON"),
-        ('{"moves": "44"}', "needs 'moves' and 'scores'"),
+        ('{"moves": "44"}', "needs 'moves', 'scores'"),
         ('{"moves": "48", "scores": [0,0,0,0,0,0,0]}', "not a column"),
         ('{"moves": "44", "scores": [0,0,0]}', "list of 7"),
         ('{"moves": "444444", "scores": [0,0,0,0,0,0,0]}', "null for a full one"),
