@@ -20,9 +20,6 @@ from flax.traverse_util import flatten_dict
 from czjax import checkpoint, game, models
 from czjax.players import BUILTIN_PLAYERS, Player, mask_for_sampling
 
-CHECKPOINT_NAME = "checkpoint.msgpack"
-
-
 class Agent(NamedTuple):
     name: str
     player: Player  # (params, boards, key) -> logits or (logits, value); static under jit
@@ -61,9 +58,7 @@ def load_agent(spec: str) -> Agent:
     """A built-in player by name, or the learner of a checkpoint file or run folder."""
     if spec in BUILTIN_PLAYERS:
         return Agent(spec, BUILTIN_PLAYERS[spec], None, None)
-    path = Path(spec)
-    if path.is_dir():
-        path = path / CHECKPOINT_NAME
+    path = checkpoint.resolve(spec)
     if not path.exists():
         raise ValueError(f"{spec!r} is neither a built-in player ({', '.join(BUILTIN_PLAYERS)}) nor a checkpoint file or run folder")
     model_name, params, _ = load_params(path)

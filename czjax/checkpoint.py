@@ -19,12 +19,19 @@ import numpy as np
 from flax import serialization
 from flax.traverse_util import flatten_dict
 
+FILENAME = "checkpoint.msgpack"  # a run folder's checkpoint
 FORMAT = "czjax-checkpoint"
 VERSION = 1
 
 
 class CheckpointError(ValueError):
     """A checkpoint that cannot be used: missing, damaged, or written for another model."""
+
+
+def resolve(spec) -> Path:
+    """The checkpoint file for ``spec``: a run folder (its ``checkpoint.msgpack``) or a file."""
+    path = Path(spec)
+    return path / FILENAME if path.is_dir() else path
 
 
 def _to_state_dict(state):

@@ -135,7 +135,7 @@ def train_settings(args):
     if args.resume:
         if given:
             raise ValueError(f"--resume continues with the checkpoint's settings; drop --{given[0].replace('_', '-')}")
-        meta, _ = checkpoint.read_meta(Path(args.out) / "checkpoint.msgpack")
+        meta, _ = checkpoint.read_meta(Path(args.out) / checkpoint.FILENAME)
         config = TrainConfig(**meta["config"])
         hparams = HParams.create(**{k: v for k, v in meta["hparams"].items()})
         return config, hparams, args.batches
@@ -307,17 +307,17 @@ def cmd_import_torch(args) -> int:
 
 
 def cmd_export_torch(args) -> int:
-    from czjax import torch_io
+    from czjax import checkpoint, torch_io
 
-    model = torch_io.export_torch(_checkpoint_file(args.checkpoint), args.out)
+    model = torch_io.export_torch(checkpoint.resolve(args.checkpoint), args.out)
     print(f"exported {model} as a {torch_io.TORCH_CLASSES[model]} state dict: {args.out}")
     return 0
 
 
 def cmd_export_onnx(args) -> int:
-    from czjax import onnx_export
+    from czjax import checkpoint, onnx_export
 
-    ckpt = _checkpoint_file(args.checkpoint)
+    ckpt = checkpoint.resolve(args.checkpoint)
     model = onnx_export.export(ckpt, args.out, batched=args.batch)
     shape = "(N, 6, 7) -> logits (N, 7), value (N,)" if args.batch else "(6, 7) -> logits (7,), value ()"
     print(f"exported {model} to {args.out}: board int8 {shape}")
@@ -346,13 +346,6 @@ def cmd_serve(args) -> int:
     finally:
         server.server_close()
     return 0
-
-
-def _checkpoint_file(spec: str) -> str:
-    from czjax.agents import CHECKPOINT_NAME
-
-    path = Path(spec)
-    return str(path / CHECKPOINT_NAME if path.is_dir() else path)
 
 
 def _add_player_arg(parser: argparse.ArgumentParser) -> None:

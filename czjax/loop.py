@@ -20,7 +20,7 @@ import numpy as np
 from czjax import checkpoint, plots
 from czjax.train import HParams, TrainConfig, make_trainer
 
-CHECKPOINT = "checkpoint.msgpack"
+CHECKPOINT = checkpoint.FILENAME
 METRICS = "metrics.jsonl"
 DASHBOARD = "dashboard.png"
 

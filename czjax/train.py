@@ -149,6 +149,11 @@ class PoolState:
     league_active: chex.Array  # (slots,) bool
     league_next: chex.Array  # the slot the next copy goes to
 
+    def available(self) -> chex.Array:
+        """``(members + slots,)`` bool: the fixed members, then the league slots in use."""
+        num_members = self.win_rate.shape[-1] - self.league_active.shape[-1]
+        return jnp.concatenate([jnp.ones((num_members,), bool), self.league_active])
+
 
 def opponent_weights(win_rate: jax.Array, available: jax.Array) -> jax.Array:
     """Sampling weights of the pool members: ``clip(1 - win rate, 0.05, 1)``, 0 if unavailable."""
@@ -174,8 +179,7 @@ def update_pool(pool: PoolState, params, chosen, batch_win_rate, num_members: in
     slots = pool.league_active.shape[0]
     if not slots:
         return pool.replace(win_rate=win_rate), jnp.zeros((), bool)
-    available = jnp.concatenate([jnp.ones((num_members,), bool), pool.league_active])
-    add = league_ready(win_rate, available, threshold)
+    add = league_ready(win_rate, pool.available(), threshold)
     slot = pool.league_next
     league_params = jax.tree.map(lambda stack, p: jnp.where(add, stack.at[slot].set(p), stack), pool.league_params, params)
     pool = pool.replace(
@@ -303,9 +307,8 @@ def make_trainer(config: TrainConfig, axis_name: str | None = None) -> Trainer:
 
     def play_pool(pool: PoolState, params, hp: HParams, key):
         """One batch against a member drawn by weight; returns ``(traj, results, chosen)``."""
-        available = jnp.concatenate([jnp.ones((num_members,), bool), pool.league_active])
         choice_key, key = jax.random.split(key)
-        weights = opponent_weights(pool.win_rate, available)
+        weights = opponent_weights(pool.win_rate, pool.available())
         chosen = jax.random.categorical(choice_key, jnp.log(weights))
 
         def against(player, member_params):
@@ -431,9 +434,8 @@ def make_trainer(config: TrainConfig, axis_name: str | None = None) -> Trainer:
             promote = (step % config.promote_every == 0) & (window_rate > config.promote_threshold)
         elif pool_mode:
             pool, league_added = update_pool(state.pool, params, chosen, wins / n, num_members, config.pool_ema, config.league_threshold)
-            available = jnp.concatenate([jnp.ones((num_members,), bool), pool.league_active])
             pool_metrics = {
-                "pool_min_win_rate": jnp.min(jnp.where(available, pool.win_rate, jnp.inf)),
+                "pool_min_win_rate": jnp.min(jnp.where(pool.available(), pool.win_rate, jnp.inf)),
                 "league_size": pool.league_active.sum().astype(jnp.float32),
             }
             promote = jnp.zeros((), bool)
