@@ -67,6 +67,17 @@ def sample_masked(key: jax.Array, legal: jax.Array, logits: jax.Array, temperatu
     whose legal logits are all ``-inf`` or NaN is sampled uniformly over its legal columns
     (and its greedy choice is its first legal column). A row with no legal column returns 0.
     """
+    uniform = jax.random.uniform(key, logits.shape[:-1], jnp.float32)
+    return sample_masked_uniform(uniform, legal, logits, temperature)
+
+
+def sample_masked_uniform(uniform: jax.Array, legal: jax.Array, logits: jax.Array, temperature=1.0) -> jax.Array:
+    """:func:`sample_masked` with the row's uniform in ``[0, 1)`` given, ``uniform (B,)``.
+
+    The rollout draws every ply's uniforms in one call before the game: on XLA's CPU backend
+    each threefry draw is a rolled five-round loop of about 30 small ops, which per ply cost
+    more than a small model's forward pass.
+    """
     logits = jnp.where(jnp.isnan(logits), -jnp.inf, logits.astype(jnp.float32))
     temperature = jnp.asarray(temperature, jnp.float32)
     masked = mask_for_sampling(legal, logits)
@@ -76,7 +87,7 @@ def sample_masked(key: jax.Array, legal: jax.Array, logits: jax.Array, temperatu
     scaled = (masked - jnp.where(usable, top, 0.0)) / jnp.maximum(temperature, 1e-6)[..., None]
     weights = jnp.where(usable, jnp.exp(scaled), legal.astype(jnp.float32))
     cdf = weights @ _PREFIX
-    u = jax.random.uniform(key, cdf.shape[:-1] + (1,), jnp.float32) * cdf[..., -1:]
+    u = uniform[..., None] * cdf[..., -1:]
     sampled = jnp.minimum((cdf <= u).sum(-1), game.COLS - 1)
     return jnp.where(temperature > 0, sampled, greedy).astype(jnp.int32)
 

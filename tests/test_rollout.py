@@ -109,3 +109,53 @@ def test_temperature_zero_makes_games_deterministic():
 def test_play_games_rejects_tiny_batches():
     with pytest.raises(ValueError, match="at least 2"):
         rollout.play_games(jax.random.key(0), players.random_player, None, players.random_player, None, 1)
+
+
+def test_valid_first_is_the_stable_partition():
+    rng = np.random.default_rng(0)
+    for n, p in [(1, 0.5), (7, 0.0), (7, 1.0), (300, 0.3), (1050, 0.55)]:
+        valid = rng.random(n) < p
+        order, destination = rollout.valid_first(jnp.asarray(valid))
+        np.testing.assert_array_equal(np.asarray(order), np.argsort(~valid, kind="stable"))
+        np.testing.assert_array_equal(np.asarray(order)[np.asarray(destination)], np.arange(n))
+
+
+@pytest.fixture(scope="module")
+def mlp_pair():
+    from czjax import models
+
+    model = models.get_model("mlp")
+    return models.model_player(model), models.init_params(model, jax.random.key(0)), models.init_params(model, jax.random.key(1))
+
+
+def test_evaluating_only_running_games_plays_the_same_games(mlp_pair):
+    """Chunked evaluation (finished games skipped) is a speed choice: the games are identical,
+    alone and in a vmapped scan where a chunk is skipped only when idle in every configuration."""
+    player, params_a, params_b = mlp_pair
+    n = 21
+
+    def games(key, pa, pb, chunks, axis_name=None):
+        traj, results = rollout.play_games(key, player, pa, player, pb, n, chunks=chunks, axis_name=axis_name)
+        return traj.actions, traj.valid, results.outcome, results.length
+
+    keys = jax.random.split(jax.random.key(7), 2)
+    stacked = jax.tree.map(lambda a, b: jnp.stack([a, b]), params_a, params_b)
+    vmapped = jax.vmap(lambda k, p: games(k, p, params_b, 3, "c"), axis_name="c")(keys, stacked)
+    for i, pa in enumerate((params_a, params_b)):
+        whole = games(keys[i], pa, params_b, 1)
+        for got in (games(keys[i], pa, params_b, 3), jax.tree.map(lambda x: x[i], vmapped)):
+            for a, b in zip(got, whole):
+                np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert (np.asarray(whole[3]) < 42).any()  # some games ended early: chunks were skipped
+
+
+def test_expensive_players_evaluate_only_running_games(mlp_pair):
+    from czjax import models
+
+    player, params, _ = mlp_pair
+    assert rollout.default_chunks(player, params, 25) == 1  # 28 kFLOP: compaction costs more than it saves
+    mk4 = models.get_model("cnn-mk4")
+    mk4_params = jax.eval_shape(lambda: models.init_params(mk4, jax.random.key(0)))
+    assert rollout.player_flops(models.model_player(mk4), mk4_params) > 1e7
+    assert rollout.default_chunks(models.model_player(mk4), mk4_params, 25) == rollout.COMPACT_CHUNKS
+    assert rollout.default_chunks(models.model_player(mk4), mk4_params, 3) == 1  # too few boards to split

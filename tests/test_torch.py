@@ -122,8 +122,17 @@ def test_one_update_matches_pytorch(name, value_weight):
     old = torch_io.to_state_dict(name, state.params)
     moved = max(np.abs(new[k] - old[k]).max() for k in old)
     assert moved > 0.5 * lr  # the step really moved the weights
+    # Adam's first step is lr * g / (|g| + eps), about lr * sign(g) for every entry: where a
+    # gradient entry is within float error of zero (the frameworks sum in different orders,
+    # and Mk4's GroupNorm gradients cancel large terms) its sign, and so its step, is
+    # arbitrary. So: every entry within the step size, and all but 0.1% of them to 2e-6.
+    differing, total = 0, 0
     for k, v in model.state_dict().items():
-        np.testing.assert_allclose(new[k], v.numpy(), atol=2e-6, err_msg=k)
+        difference = np.abs(new[k] - v.numpy())
+        assert difference.max() <= 2 * lr + 2e-6, k
+        differing += int((difference > 2e-6).sum())
+        total += difference.size
+    assert differing <= 1e-3 * total, f"{differing} of {total} entries differ"
 
 
 @pytest.mark.parametrize("name", list(TORCH_MODELS))

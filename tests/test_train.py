@@ -226,8 +226,9 @@ def test_sparse_gradient_equals_the_dense_gradient():
         return policy_gradient_sums(logits, values, bt, 0.05, 0.5)
 
     (_, dense_sums), dense = jax.value_and_grad(loss, has_aux=True)(params, jnp.asarray(boards), batch)
-    grads, sums = jax.jit(lambda p, b, bt: sparse_value_and_grad(loss, p, b, bt))(params, jnp.asarray(boards), batch)
-    for a, b in zip(jax.tree.leaves(grads), jax.tree.leaves(dense)):
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-4, atol=1e-5)  # summation order
-    for key in dense_sums:
-        np.testing.assert_allclose(float(sums[key]), float(dense_sums[key]), rtol=1e-4, atol=1e-5)
+    for num_chunks in (1, 3, 8):  # 1: the plain gradient; 3 and 8: compacted, 8 with padding
+        grads, sums = jax.jit(lambda p, b, bt: sparse_value_and_grad(loss, p, b, bt, num_chunks))(params, jnp.asarray(boards), batch)
+        for a, b in zip(jax.tree.leaves(grads), jax.tree.leaves(dense)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-4, atol=1e-5)  # summation order
+        for key in dense_sums:
+            np.testing.assert_allclose(float(sums[key]), float(dense_sums[key]), rtol=1e-4, atol=1e-5)
