@@ -75,8 +75,8 @@ def sample_masked_uniform(uniform: jax.Array, legal: jax.Array, logits: jax.Arra
     """:func:`sample_masked` with the row's uniform in ``[0, 1)`` given, ``uniform (B,)``.
 
     The rollout draws every ply's uniforms in one call before the game: on XLA's CPU backend
-    each threefry draw is a rolled five-round loop of about 30 small ops, which per ply cost
-    more than a small model's forward pass.
+    each threefry draw is a rolled five-round loop of small ops, and drawing ply by ply made
+    the ``mlp`` 50-game rollout 7% slower.
     """
     logits = jnp.where(jnp.isnan(logits), -jnp.inf, logits.astype(jnp.float32))
     temperature = jnp.asarray(temperature, jnp.float32)

@@ -2,12 +2,13 @@
 
 Games ``[0, n_a_first)`` start with player A, the rest with player B (``n_a_first =
 ceil(num_games / 2)``). So on every ply each player moves in a static half of the batch: A
-moves in the first half on even plies and in the second half on odd plies. Each player
-evaluates exactly the boards where it is to move (no wasted forward passes, no gathers), and
-the scan body covers two plies at a time so that every slice is static.
+moves in the first half on even plies and in the second half on odd plies. Each player sees
+only the boards where it is to move (no gathers for that), and the scan body covers two
+plies at a time so that every slice is static.
 
 Finished games keep stepping as no-ops under a ``done`` mask; a pair of plies in which every
-game has already ended is skipped with ``lax.cond``.
+game has already ended is skipped with ``lax.cond``. An expensive player is also run only on
+the games still going (:func:`evaluate_active`), which does gather them.
 """
 
 from __future__ import annotations
