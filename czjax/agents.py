@@ -26,6 +26,14 @@ class Agent(NamedTuple):
     params: Any  # None for the built-in players
     model_name: str | None  # registry name, None for a built-in player
 
+    def temperature(self, given: float | None = None) -> float:
+        """The sampling temperature to play at: ``given``, else 1 for a built-in player (random
+        and RandomPunisher are stochastic by definition) and 0 (its most likely column) for a
+        trained model."""
+        if given is not None:
+            return given
+        return 1.0 if self.model_name is None else 0.0
+
     @property
     def has_value(self) -> bool:
         return self.model_name is not None and models.has_value_head(models.get_model(self.model_name))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -125,21 +126,27 @@ def _setting_overrides(args) -> dict:
 
 
 def train_settings(args):
-    """(config, hparams, batches) from the preset and the flags, or from the checkpoint on --resume."""
+    """(config, hparams, run) from the preset and the flags, or from the run folder on --resume;
+    ``run`` holds seed, batches, time_budget_s and title."""
     import dataclasses
 
-    from czjax import checkpoint, presets
+    from czjax import loop, presets
     from czjax.train import HParams, TrainConfig
 
-    given = [f for f in (*SETTING_FLAGS, *HPARAM_FLAGS, "no_baseline") if getattr(args, f) not in (None, False)]
+    given = [f for f in (*SETTING_FLAGS, *HPARAM_FLAGS, "no_baseline", "seed", "preset") if getattr(args, f) not in (None, False)
+             or getattr(args, f) == 0 and getattr(args, f) is not False]
     if args.resume:
         if given:
-            raise ValueError(f"--resume continues with the checkpoint's settings; drop --{given[0].replace('_', '-')}")
-        meta, _ = checkpoint.read_meta(Path(args.out) / checkpoint.FILENAME)
-        config = TrainConfig(**meta["config"])
-        hparams = HParams.create(**{k: v for k, v in meta["hparams"].items()})
-        return config, hparams, args.batches
-    preset = presets.get_preset(args.preset)
+            raise ValueError(f"--resume continues with the run's settings; drop --{given[0].replace('_', '-')}")
+        stored = loop.read_run(args.out)
+        run = dict(stored["run"])
+        if args.batches is not None or args.time_budget is not None:  # a new target extends (or shortens) the run
+            run.update(batches=args.batches, time_budget_s=args.time_budget)
+        if run.get("batches") is None and run.get("time_budget_s") is None:
+            raise ValueError(f"the run in {args.out} stores no target (an older czjax wrote it): give --batches or --time-budget")
+        return TrainConfig(**stored["config"]), HParams.create(**stored["hparams"]), run
+    preset_name = args.preset or "default"
+    preset = presets.get_preset(preset_name)
     overrides = _setting_overrides(args)
     if args.no_baseline:
         overrides["baseline"] = False
@@ -147,23 +154,29 @@ def train_settings(args):
     hp = dict(preset.hparams)
     hp.update({k: getattr(args, k) for k in HPARAM_FLAGS if getattr(args, k) is not None})
     batches = args.batches if args.batches is not None else (None if args.time_budget else preset.batches)
-    return config, HParams.create(**hp), batches
+    seed = args.seed or 0
+    run = {"seed": seed, "batches": batches, "time_budget_s": args.time_budget,
+           "title": f"czjax train --preset {preset_name} (seed {seed})"}
+    return config, HParams.create(**hp), run
 
 
 def cmd_train(args) -> int:
     from czjax import loop
 
     if args.out is None:
-        args.out = f"runs/{args.preset}-seed{args.seed}"
-    config, hparams, batches = train_settings(args)
-    print(f"training {config.model} against {config.opponent}, {config.games_per_batch} games per batch, "
-          f"{'until ' + format(batches, ',') + ' batches' if batches else ''}"
-          f"{' or ' if batches and args.time_budget else ''}{'for ' + str(args.time_budget) + ' s' if args.time_budget else ''}; "
-          f"hyperparameters {hparams.to_dict()}; outputs in {args.out}/", flush=True)
+        if args.resume:
+            raise ValueError("--resume needs --out: the folder of the run to continue")
+        args.out = f"runs/{args.preset or 'default'}-seed{args.seed or 0}"
+    config, hparams, run = train_settings(args)
+    if not args.resume:  # before the header, so a refused run prints one line only
+        loop.guard_fresh(Path(args.out), loop.RUN_FILES, args.overwrite)
+    print(f"training {config.model} ({config.algorithm}) against {config.opponent}, {config.games_per_batch} games per batch, "
+          f"{loop.describe_target(run['batches'], run['time_budget_s'])}; hyperparameters {hparams.to_dict()}; "
+          f"outputs in {args.out}/", flush=True)
     summary = loop.run(
-        config, hparams, args.out, seed=args.seed, batches=batches, time_budget_s=args.time_budget,
-        resume=args.resume, checkpoint_every=args.checkpoint_every, log=lambda m: print(m, flush=True),
-        title=f"czjax train --preset {args.preset} (seed {args.seed})",
+        config, hparams, args.out, seed=run["seed"], batches=run["batches"], time_budget_s=run["time_budget_s"],
+        resume=args.resume, overwrite=args.overwrite, checkpoint_every=args.checkpoint_every,
+        checkpoint_every_s=args.checkpoint_seconds, log=lambda m: print(m, flush=True), title=run.get("title", ""),
     )
     last = summary["last"]
     print(
@@ -174,9 +187,9 @@ def cmd_train(args) -> int:
         + (f", {summary['promotions']} checkpoint promotions" if config.opponent == "self" else "")
         + (f", {summary['promotions']} league additions" if config.league else "")
     )
-    print(f"outputs: {summary['checkpoint']}, {summary['metrics']}, {summary['dashboard']}")
+    print(f"outputs: {summary['checkpoint']}, {summary['metrics']}, {summary['dashboard']}, {summary['run_json']}")
     if summary["interrupted"]:
-        print(f"continue with: czjax train --resume --out {args.out}")
+        print(f"continue with: czjax train --resume --out {shlex.quote(str(args.out))}")
         return 130
     return 0
 
@@ -199,7 +212,7 @@ def cmd_scan(args) -> int:
           f"{config.model} against {config.opponent}, {config.games_per_batch} games per batch, {batches:,} batches each; "
           f"outputs in {out}/", flush=True)
     rows = scan.run_scan(config, base, settings, seeds, out, batches, chunk=args.chunk, resume=args.resume,
-                         log=lambda m: print(m, flush=True))
+                         overwrite=args.overwrite, log=lambda m: print(m, flush=True))
     scan.scan_figure(rows, out / "scan.png", title=f"czjax scan --preset {args.preset} " + " ".join(args.grid))
     table = scan.summary_table(rows, sort_by=args.sort)
     names = [k for k in scan.SCANNABLE if k in grid]
@@ -278,7 +291,8 @@ def cmd_tournament(args) -> int:
 def cmd_play(args) -> int:
     from czjax import agents, interactive
 
-    interactive.play(agents.load_agent(args.player), first=args.first, temperature=args.temperature, seed=args.seed)
+    agent = agents.load_agent(args.player)
+    interactive.play(agent, first=args.first, temperature=agent.temperature(args.temperature), seed=args.seed)
     return 0
 
 
@@ -336,16 +350,20 @@ def cmd_serve(args) -> int:
 
     agent = agents.load_agent(args.player)
     try:
-        server = serve.make_server(agent, args.host, args.port, temperature=args.temperature, seed=args.seed)
+        server = serve.make_server(agent, args.host, args.port, temperature=agent.temperature(args.temperature), seed=args.seed)
     except OSError as err:  # port taken, host unknown
         raise ValueError(f"cannot serve on {args.host}:{args.port}: {err.strerror or err}") from None
     host, port = server.server_address[:2]
-    print(f"playing {agent.name} at http://{host}:{port}/  (Ctrl-C stops)", flush=True)
+    print(f"playing {agent.name} at temperature {agent.temperature(args.temperature):g} at http://{host}:{port}/  (Ctrl-C stops)", flush=True)
     try:
         server.serve_forever()
     finally:
         server.server_close()
     return 0
+
+
+TEMPERATURE_HELP = ("the opponent's sampling temperature; 0 plays its most likely column, 1 samples its policy "
+                    "(default: 0 for a checkpoint, 1 for the built-in random and random-punisher)")
 
 
 def _add_player_arg(parser: argparse.ArgumentParser) -> None:
@@ -416,8 +434,7 @@ def _add_evaluation_commands(commands) -> None:
     )
     _add_player_arg(play)
     play.add_argument("--first", default="human", choices=["human", "model", "random"], help="who starts (default: %(default)s)")
-    play.add_argument("--temperature", type=_non_negative_float, default=0.0,
-                      help="the model's sampling temperature; 0 plays its most likely column (default: %(default)s)")
+    play.add_argument("--temperature", type=_non_negative_float, default=None, help=TEMPERATURE_HELP)
     play.add_argument("--seed", type=int, default=0)
     play.set_defaults(func=cmd_play)
 
@@ -494,8 +511,7 @@ def _add_evaluation_commands(commands) -> None:
     _add_player_arg(serve)
     serve.add_argument("--port", type=int, default=8000, help="(default: %(default)s; 0 picks a free port)")
     serve.add_argument("--host", default="127.0.0.1", help="(default: %(default)s, this machine only)")
-    serve.add_argument("--temperature", type=_non_negative_float, default=0.0,
-                       help="the model's sampling temperature; 0 plays its most likely column (default: %(default)s)")
+    serve.add_argument("--temperature", type=_non_negative_float, default=None, help=TEMPERATURE_HELP)
     serve.add_argument("--seed", type=int, default=0)
     serve.set_defaults(func=cmd_serve)
 
@@ -507,7 +523,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    bench = commands.add_parser("bench", help="measure throughput: `czjax bench rollout`, `czjax bench train`")
+    bench = commands.add_parser("bench", help="measure throughput: `czjax bench rollout`, `czjax bench train`, `czjax bench scan`")
     bench_commands = bench.add_subparsers(dest="bench_command", metavar="WHAT", required=True)
     rollout = bench_commands.add_parser(
         "rollout",
@@ -575,10 +591,10 @@ def build_parser() -> argparse.ArgumentParser:
             + "\n".join(f"  {name:13s} {p.description} ({p.batches:,} batches)" for name, p in PRESETS.items())
         ),
     )
-    train.add_argument("--preset", default="default", help="named settings (default: %(default)s); flags override them")
+    train.add_argument("--preset", default=None, help="named settings (default: default); flags override them")
     _add_setting_flags(train)
     train.add_argument("--batches", type=_positive_int, default=None, help="stop after this many batches in all (default: the preset's)")
-    train.add_argument("--time-budget", type=_non_negative_float, default=None, metavar="SECONDS", help="stop after this many seconds")
+    train.add_argument("--time-budget", type=_non_negative_float, default=None, metavar="SECONDS", help="stop after this many seconds of training in all (a resumed run counts its earlier time)")
     train.add_argument("--learning-rate", "--lr", dest="learning_rate", type=_non_negative_float, default=None)
     train.add_argument("--entropy-bonus", type=_non_negative_float, default=None)
     train.add_argument("--value-weight", type=_non_negative_float, default=None)
@@ -586,9 +602,14 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--temperature", type=_non_negative_float, default=None, help="sampling temperature of the learner")
     train.add_argument("--no-baseline", action="store_true", help="plain REINFORCE even with a value head")
     train.add_argument("--out", default=None, help="output folder (default: runs/PRESET-seedSEED)")
-    train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
-    train.add_argument("--checkpoint-every", type=_positive_int, default=10, metavar="CHUNKS", help="checkpoint interval (default: %(default)s)")
+    train.add_argument("--seed", type=int, default=None, help="(default: 0)")
+    train.add_argument("--resume", action="store_true",
+                       help="continue the run in --out with its stored settings and target (--batches or --time-budget change the target)")
+    train.add_argument("--overwrite", action="store_true", help="start again in an --out that already holds a run, deleting it")
+    train.add_argument("--checkpoint-every", type=_positive_int, default=10, metavar="CHUNKS",
+                       help="checkpoint at least every this many chunks (default: %(default)s)")
+    train.add_argument("--checkpoint-seconds", type=_non_negative_float, default=60.0, metavar="SECONDS",
+                       help="and at least every this many seconds of training, so a kill loses at most this much (default: %(default)s)")
     train.set_defaults(func=cmd_train)
 
     scan = commands.add_parser(
@@ -612,6 +633,7 @@ def build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--sort", default="eval_win_rate", help="summary order: eval_win_rate, win_rate, entropy or game_length")
     scan.add_argument("--out", default=None, help="output folder (default: runs/scan-PRESET)")
     scan.add_argument("--resume", action="store_true", help="continue the scan in --out")
+    scan.add_argument("--overwrite", action="store_true", help="start again in an --out that already holds a scan, deleting it")
     scan.set_defaults(func=cmd_scan)
     _add_evaluation_commands(commands)
     return parser

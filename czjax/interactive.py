@@ -49,7 +49,7 @@ def format_probs(probs: np.ndarray) -> str:
     return "  ".join(f"{c + 1}:{p:4.2f}" if p > 0 else f"{c + 1}: -- " for c, p in enumerate(probs))
 
 
-def _choose(probs: np.ndarray, greedy: int, temperature: float, rng: np.random.Generator) -> int:
+def choose_move(probs: np.ndarray, greedy: int, temperature: float, rng: np.random.Generator) -> int:
     if temperature == 0:
         return int(greedy)
     logits = np.where(probs > 0, np.log(np.maximum(probs, 1e-30)) / temperature, -np.inf)
@@ -76,8 +76,9 @@ def play(
     human_first = first == "human" or (first == "random" and bool(rng.integers(2)))
     human_side = 0 if human_first else 1
     marks = ("X", "O")
-    write(f"You play {marks[human_side]} ({'first' if human_first else 'second'}) against {agent.name}. "
-          "Type a column 1-7 and Enter; q quits.")
+    how = "its most likely column" if temperature == 0 else "sampled from its move probabilities"
+    write(f"You play {marks[human_side]} ({'first' if human_first else 'second'}) against {agent.name}, which plays at "
+          f"temperature {temperature:g} ({how}; --temperature changes it). Type a column 1-7 and Enter; q quits.")
     moves: list[int] = []
     result = None
     while result is None:
@@ -107,7 +108,7 @@ def play(
                 write(f"column {col + 1} is full: choose another")
                 continue
         else:
-            col = _choose(probs, greedy, temperature, rng)
+            col = choose_move(probs, greedy, temperature, rng)
             value_text = "" if np.isnan(value) else f"; its value for this position {value:+.2f}"
             write(f"{agent.name} plays {col + 1} (probabilities {format_probs(probs)}{value_text})")
         moves.append(col)
@@ -131,7 +132,7 @@ def self_play_moves(agent: Agent, temperature: float, seed: int) -> list[int]:
     moves: list[int] = []
     while game_result(moves) is None:
         probs, _, greedy = (x[0] for x in policy(agent, game.apply_moves(moves)[None]))
-        moves.append(_choose(probs, greedy, temperature, rng))
+        moves.append(choose_move(probs, greedy, temperature, rng))
     return moves
 
 

@@ -1,15 +1,25 @@
 """The host-side training loop: compiled chunks, metrics, dashboard, checkpoints, resume.
 
-A run's folder holds ``checkpoint.msgpack`` (written atomically every few chunks, at the end,
-and when the run is interrupted), ``metrics.jsonl`` (one object per chunk) and
-``dashboard.png`` (refreshed during the run). ``resume=True`` continues from the checkpoint
-with the checkpoint's settings; rows logged after it are dropped first, so a resumed run gives
-the same metrics and parameters as an uninterrupted one with the same seed.
+A run's folder holds ``run.json`` (what the run is: settings, seed, and its target in batches
+or seconds), ``checkpoint.msgpack`` (the same description and the TrainState, written
+atomically), ``metrics.jsonl`` (one object per chunk) and ``dashboard.png`` (refreshed during
+the run).
+
+Nothing is lost silently:
+- A folder that holds a run is never started over unless asked (``overwrite=True``).
+- A checkpoint is written every ``checkpoint_every`` chunks *or* ``checkpoint_every_s``
+  seconds (default 60), whichever comes first, at the end, and when the run is interrupted,
+  so ``kill -9`` at any moment loses at most that much training.
+- ``resume=True`` continues from the checkpoint with the checkpoint's settings and target;
+  rows logged after it are dropped first, so a resumed run gives the same metrics and
+  parameters as an uninterrupted one with the same seed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -23,6 +33,8 @@ from czjax.train import HParams, TrainConfig, make_trainer
 CHECKPOINT = checkpoint.FILENAME
 METRICS = "metrics.jsonl"
 DASHBOARD = "dashboard.png"
+RUN = "run.json"
+RUN_FILES = (CHECKPOINT, METRICS, RUN, DASHBOARD)
 
 # Compiled chunks, by what determines the program (config, number of batches, and for scans
 # the number of configurations); hyperparameters are traced.
@@ -34,25 +46,68 @@ def compiled_chunk(cache_key, chunk: Callable, args: tuple, num_steps: int, log:
     ``cache_key``; logs the compile time, which progress figures then leave out."""
     if cache_key not in _COMPILED:
         start = time.perf_counter()
-        _COMPILED[cache_key] = chunk.lower(*args, num_steps).compile()
+        with heartbeat(log, lambda: f"  ... compiling a chunk of {num_steps} batches {what} ({time.perf_counter() - start:.0f} s)"):
+            _COMPILED[cache_key] = chunk.lower(*args, num_steps).compile()
         log(f"compiled a chunk of {num_steps} batches {what} in {time.perf_counter() - start:.1f} s")
     return _COMPILED[cache_key]
 
+
+HEARTBEAT_S = 5.0  # the longest silence while a compile or a slow chunk runs
+
+
+@contextlib.contextmanager
+def heartbeat(log: Callable[[str], None], message: Callable[[], str], every_s: float | None = None):
+    """While the body runs, log ``message()`` every ``every_s`` seconds from a daemon thread,
+    so that a slow compile or compiled chunk still shows it is alive (the compiled program
+    itself never calls back to the host)."""
+    every_s = HEARTBEAT_S if every_s is None else every_s
+    stop = threading.Event()
+
+    def beat():
+        while not stop.wait(every_s):
+            log(message())
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 # Keys whose values depend on the machine's speed, not on the run.
 TIMING_KEYS = ("games_per_s", "elapsed_s", "chunk_s")
+INT_KEYS = ("batches", "games", "promotions", "positions")
 
 
 def read_metrics(path) -> list[dict]:
+    """The rows of a metrics file; a last line cut short by a kill is dropped."""
     path = Path(path)
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = []
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    for i, line in enumerate(lines):
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i < len(lines) - 1:
+                raise ValueError(f"{path} is damaged at line {i + 1}") from None
+    return rows
 
 
 def write_metrics(path, rows: list[dict]) -> None:
     tmp = Path(str(path) + ".tmp")
     tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
     tmp.replace(path)
+
+
+def metric_row(metrics: dict, index=None) -> dict:
+    """A compiled chunk's metrics (fetched to the host) as a JSON row; ``index`` picks one
+    configuration of a scan."""
+    pick = (lambda v: v) if index is None else (lambda v: v[index])
+    return {key: (int(pick(v)) if key in INT_KEYS else float(pick(v))) for key, v in metrics.items()}
 
 
 def format_progress(row: dict, total_batches: int | None) -> str:
@@ -64,6 +119,37 @@ def format_progress(row: dict, total_batches: int | None) -> str:
     )
 
 
+def describe_target(batches: int | None, time_budget_s: float | None) -> str:
+    """``until 1,500 batches``, ``for 600 s of training``, or both joined by ``or``."""
+    parts = ([f"until {batches:,} batches"] if batches is not None else [])
+    parts += [f"for {time_budget_s:g} s of training"] if time_budget_s is not None else []
+    return " or ".join(parts)
+
+
+def guard_fresh(out_dir: Path, files, overwrite: bool) -> None:
+    """Refuse to start a run in ``out_dir`` when it holds one, unless ``overwrite`` (then its
+    files are removed)."""
+    held = [name for name in files if (out_dir / name).exists()]
+    if held and not overwrite:
+        raise ValueError(f"{out_dir} already holds a run ({held[0]}): continue it with --resume, "
+                         "start it again with --overwrite, or choose another --out")
+    for name in held:
+        (out_dir / name).unlink()
+
+
+def read_run(out_dir) -> dict:
+    """What a run folder's run is (``config``, ``hparams``, ``run``: seed, batches,
+    time_budget_s, title): from its checkpoint, or from ``run.json`` when it was stopped
+    before its first checkpoint."""
+    out_dir = Path(out_dir)
+    if (out_dir / CHECKPOINT).exists():
+        meta, _ = checkpoint.read_meta(out_dir / CHECKPOINT)
+        return {"config": meta["config"], "hparams": meta["hparams"], "run": meta.get("extra", {})}
+    if (out_dir / RUN).exists():
+        return json.loads((out_dir / RUN).read_text())
+    raise ValueError(f"nothing to resume in {out_dir}: it holds no {CHECKPOINT} or {RUN}")
+
+
 def run(
     config: TrainConfig,
     hparams: HParams,
@@ -72,13 +158,15 @@ def run(
     batches: int | None = None,
     time_budget_s: float | None = None,
     resume: bool = False,
+    overwrite: bool = False,
     checkpoint_every: int = 10,
+    checkpoint_every_s: float = 60.0,
     plot_every_s: float = 20.0,
     log: Callable[[str], None] = print,
     title: str = "",
 ) -> dict:
-    """Train until ``batches`` batches in all (counting those before a resume) or
-    ``time_budget_s`` seconds of this invocation, whichever comes first; returns a summary."""
+    """Train until ``batches`` batches in all or ``time_budget_s`` seconds of training in all
+    (both counting what came before a resume), whichever comes first; returns a summary."""
     if batches is None and time_budget_s is None:
         raise ValueError("give a number of batches or a time budget")
     out_dir = Path(out_dir)
@@ -88,20 +176,23 @@ def run(
     state = trainer.init(seed)
     rows: list[dict] = []
     elapsed_before = 0.0
-    if resume:
+    if resume and ckpt_path.exists():
         state, _ = checkpoint.load(ckpt_path, state, expected_model=config.model)
         done = int(state.step)
         rows = [r for r in read_metrics(metrics_path) if r["batches"] <= done]
         write_metrics(metrics_path, rows)
         elapsed_before = rows[-1]["elapsed_s"] if rows else 0.0
         log(f"resuming {ckpt_path} at batch {done:,} ({int(state.games):,} games)")
-    elif metrics_path.exists() or ckpt_path.exists():
-        for p in (metrics_path, ckpt_path):
-            p.unlink(missing_ok=True)
-    (out_dir / "run.json").write_text(json.dumps({"config": config.to_dict(), "hparams": hparams.to_dict(), "seed": seed}, indent=1))
+    elif resume:
+        log(f"{out_dir} has no checkpoint yet: starting its run from the beginning")
+        metrics_path.unlink(missing_ok=True)
+    else:
+        guard_fresh(out_dir, RUN_FILES, overwrite)
+    description = {"seed": seed, "batches": batches, "time_budget_s": time_budget_s, "title": title}
+    (out_dir / RUN).write_text(json.dumps({"config": config.to_dict(), "hparams": hparams.to_dict(), "run": description}, indent=1))
 
     def save_checkpoint():
-        checkpoint.save(ckpt_path, state, config.to_dict(), hparams.to_dict(), {"seed": seed})
+        checkpoint.save(ckpt_path, state, config.to_dict(), hparams.to_dict(), description)
 
     def save_dashboard():
         if rows:
@@ -114,7 +205,7 @@ def run(
                               f"of {config.games_per_batch} games")
 
     start = time.perf_counter()
-    last_print = last_plot = 0.0
+    last_print = last_plot = last_save = 0.0
     chunks = 0
     interrupted = False
     try:
@@ -122,16 +213,17 @@ def run(
             done = int(state.step)
             if batches is not None and done >= batches:
                 break
-            if time_budget_s is not None and time.perf_counter() - start >= time_budget_s:
+            if time_budget_s is not None and elapsed_before + time.perf_counter() - start >= time_budget_s:
                 break
             num_steps = k if batches is None else min(k, batches - done)
             fn = chunk_fn(num_steps)
             t0 = time.perf_counter()
-            new_state, metrics = fn(state, hparams)
-            metrics = jax.device_get(metrics)
+            with heartbeat(log, lambda: f"  ... batches {done + 1:,}-{done + num_steps:,} running ({time.perf_counter() - t0:.0f} s)"):
+                new_state, metrics = fn(state, hparams)
+                metrics = jax.device_get(metrics)
             state = new_state
             chunk_s = time.perf_counter() - t0
-            row = {key: (int(v) if key in ("batches", "games", "promotions", "positions") else float(v)) for key, v in metrics.items()}
+            row = metric_row(metrics)
             row.update(
                 games_per_s=num_steps * config.games_per_batch / chunk_s,
                 chunk_s=chunk_s,
@@ -145,8 +237,9 @@ def run(
             if now - last_print >= 2.0 or chunks == 1:
                 log(format_progress(row, batches))
                 last_print = now
-            if chunks % checkpoint_every == 0:
+            if chunks % checkpoint_every == 0 or now - last_save >= checkpoint_every_s:
                 save_checkpoint()
+                last_save = now
             if now - last_plot >= plot_every_s:
                 save_dashboard()
                 last_plot = now
@@ -160,12 +253,13 @@ def run(
         "batches": int(state.step),
         "games": int(state.games),
         "promotions": int(state.promotions),
-        "elapsed_s": rows[-1]["elapsed_s"] if rows else 0.0,
+        "elapsed_s": rows[-1]["elapsed_s"] if rows else elapsed_before,
         "interrupted": interrupted,
         "last": rows[-1] if rows else {},
         "checkpoint": str(ckpt_path),
         "metrics": str(metrics_path),
         "dashboard": str(dash_path),
+        "run_json": str(out_dir / RUN),
     }
     return summary
 

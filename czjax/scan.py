@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from czjax import checkpoint
-from czjax.loop import METRICS, TIMING_KEYS, compiled_chunk, read_metrics, write_metrics
+from czjax.loop import METRICS, TIMING_KEYS, compiled_chunk, guard_fresh, heartbeat, metric_row, read_metrics, write_metrics
 from czjax.train import HParams, TrainConfig, make_trainer
 
 AXIS = "configuration"  # the vmapped axis: skips (lax.cond) hold for all configurations at once
@@ -90,6 +90,7 @@ def run_scan(
     batches: int,
     chunk: int | None = None,
     resume: bool = False,
+    overwrite: bool = False,
     log: Callable[[str], None] = print,
 ) -> list[dict]:
     """Run every configuration for ``batches`` batches; returns the metric rows (one per
@@ -112,8 +113,7 @@ def run_scan(
         rows = read_metrics(metrics_path)
     else:
         rows = []
-        for p in [metrics_path, *out_dir.glob("checkpoint-group*.msgpack")]:
-            p.unlink(missing_ok=True)
+        guard_fresh(out_dir, [METRICS, "scan.json", *(p.name for p in sorted(out_dir.glob("checkpoint-group*.msgpack")))], overwrite)
     (out_dir / "scan.json").write_text(json.dumps(description, indent=1))
     init, run_chunk = make_scan_fns(config)
     k = config.batches_per_chunk
@@ -137,14 +137,14 @@ def run_scan(
             fn = compiled_chunk(("scan", config, num_steps, len(group)), run_chunk, (states, hparams), num_steps, log,
                                 f"for {len(group)} configurations")
             t0 = time.perf_counter()
-            states, metrics = fn(states, hparams)
-            metrics = jax.device_get(metrics)
+            with heartbeat(log, lambda: f"  ... group {g + 1}/{len(groups)}: {num_steps} batches running ({time.perf_counter() - t0:.0f} s)"):
+                states, metrics = fn(states, hparams)
+                metrics = jax.device_get(metrics)
             elapsed = time.perf_counter() - t0
             new_rows = []
             for j, c in enumerate(group):
                 row = {"config": c["config"], "setting": c["setting"], "seed": c["seed"], **{n: c[n] for n in c if n in SCANNABLE}}
-                for key, v in metrics.items():
-                    row[key] = int(v[j]) if key in ("batches", "games", "promotions", "positions") else float(v[j])
+                row.update(metric_row(metrics, j))
                 row["games_per_s"] = len(group) * num_steps * config.games_per_batch / elapsed
                 row["elapsed_s"] = time.perf_counter() - start
                 new_rows.append(row)

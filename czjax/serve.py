@@ -14,7 +14,9 @@ API (JSON in, JSON out; columns 1-based as in move strings):
   to move (``value`` null without a value head).
 * ``POST /api/model-move {"moves": ...}`` -> the model's move (``move``), with ``probs`` and
   ``value`` of the position it moved from, and the position after it as above.
-* An illegal or malformed move string -> HTTP 400 ``{"error": ...}``.
+* ``GET /api/info`` -> ``player`` and ``has_value``.
+* An illegal or malformed move string -> HTTP 400 ``{"error": ...}``; a GET on a POST
+  endpoint -> 405 naming POST; any other path -> 404.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import numpy as np
 
 from czjax import game
 from czjax.agents import Agent, policy
-from czjax.interactive import _choose, absolute_board, game_result
+from czjax.interactive import absolute_board, choose_move, game_result
 
 RESULTS = {None: None, 0: "draw", 1: "first", -1: "second"}
 
@@ -36,8 +38,8 @@ RESULTS = {None: None, 0: "draw", 1: "first", -1: "second"}
 class GameService:
     """The JSON API's logic, separate from HTTP so it can be called directly."""
 
-    def __init__(self, agent: Agent, temperature: float = 0.0, seed: int = 0):
-        self.agent, self.temperature = agent, temperature
+    def __init__(self, agent: Agent, temperature: float | None = None, seed: int = 0):
+        self.agent, self.temperature = agent, agent.temperature(temperature)
         self.rng = np.random.default_rng(seed)
         self.lock = threading.Lock()
 
@@ -67,7 +69,7 @@ class GameService:
             raise ValueError("the game is over")
         probs, value, greedy = self._evaluate(moves)
         with self.lock:
-            col = _choose(probs, greedy, self.temperature, self.rng)
+            col = choose_move(probs, greedy, self.temperature, self.rng)
         after = self.position(moves + [col])
         return dict(after, move=col + 1, move_probs=[float(p) for p in probs], move_value=value)
 
@@ -86,33 +88,40 @@ def page_html(agent: Agent) -> str:
     return html.replace("{{PLAYER}}", json.dumps(agent.name)[1:-1].replace("<", "&lt;"))
 
 
-def make_server(agent: Agent, host: str = "127.0.0.1", port: int = 8000, temperature: float = 0.0, seed: int = 0) -> ThreadingHTTPServer:
-    """An HTTP server for the page and the API (not started: call ``serve_forever``)."""
+def make_server(agent: Agent, host: str = "127.0.0.1", port: int = 8000, temperature: float | None = None,
+                seed: int = 0) -> ThreadingHTTPServer:
+    """An HTTP server for the page and the API (not started: call ``serve_forever``).
+    ``temperature`` None: the agent's default (sampling for built-in players, greedy for models)."""
     service = GameService(agent, temperature, seed)
     page = page_html(agent).encode()
+    routes = {"/api/position": service.position, "/api/model-move": service.model_move}
 
     class Handler(BaseHTTPRequestHandler):
-        def _send(self, status: int, body: bytes, content_type: str) -> None:
+        def _send(self, status: int, body: bytes, content_type: str, headers: dict | None = None) -> None:
             self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")
             self.end_headers()
             self.wfile.write(body)
 
-        def _json(self, status: int, payload: dict) -> None:
-            self._send(status, json.dumps(payload).encode(), "application/json")
+        def _json(self, status: int, payload: dict, headers: dict | None = None) -> None:
+            self._send(status, json.dumps(payload).encode(), "application/json", headers)
 
         def do_GET(self):  # noqa: N802 (http.server's naming)
             if self.path in ("/", "/index.html"):
                 self._send(200, page, "text/html; charset=utf-8")
             elif self.path == "/api/info":
                 self._json(200, {"player": agent.name, "has_value": agent.has_value})
+            elif self.path in routes:
+                self._json(405, {"error": f"{self.path} takes POST with a JSON body such as {{\"moves\": \"4453\"}}, not GET"},
+                           {"Allow": "POST"})
             else:
-                self._json(404, {"error": f"no page {self.path}"})
+                self._json(404, {"error": f"no page or endpoint {self.path}: the page is /, the API POST /api/position and POST /api/model-move"})
 
         def do_POST(self):  # noqa: N802
-            routes = {"/api/position": service.position, "/api/model-move": service.model_move}
             if self.path not in routes:
                 self._json(404, {"error": f"no endpoint {self.path}"})
                 return

@@ -22,6 +22,7 @@ def run_preset(name: str, doc: str, verdict: Callable[[list[dict]], str] | None 
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=f"runs/{name}", help="output folder (default: %(default)s)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
+    parser.add_argument("--overwrite", action="store_true", help="start again where --out already holds a run")
     args = parser.parse_args(argv)
     if args.batches <= 0 or args.games_per_batch < 2:
         parser.error("--batches must be positive and --games-per-batch at least 2")
@@ -29,7 +30,7 @@ def run_preset(name: str, doc: str, verdict: Callable[[list[dict]], str] | None 
     print(f"{name}: {preset.description}; {args.batches:,} batches of {args.games_per_batch} games; outputs in {args.out}/", flush=True)
     summary = loop.run(
         config, HParams.create(**preset.hparams), args.out, seed=args.seed, batches=args.batches,
-        time_budget_s=args.time_budget, resume=args.resume, log=lambda m: print(m, flush=True),
+        time_budget_s=args.time_budget, resume=args.resume, overwrite=args.overwrite, log=lambda m: print(m, flush=True),
         title=f"{name} (seed {args.seed}, {args.games_per_batch} games per batch)",
     )
     rows = loop.read_metrics(Path(args.out) / loop.METRICS)

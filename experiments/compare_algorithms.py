@@ -83,6 +83,7 @@ def main(argv=None) -> int:
     parser.add_argument("--smoothing", type=int, default=5, help="moving average over logged intervals in the figure")
     parser.add_argument("--out", default="runs/compare-algorithms")
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--overwrite", action="store_true", help="start again where --out already holds runs")
     args = parser.parse_args(argv)
     out = Path(args.out)
     results = {}
@@ -92,6 +93,7 @@ def main(argv=None) -> int:
                    "--out", str(out / algorithm)]
         command += ["--grid", f"learning_rate={args.learning_rate}"] if args.learning_rate is not None else []
         command += ["--resume"] if args.resume and (out / algorithm / "scan.json").exists() else []
+        command += ["--overwrite"] if args.overwrite else []
         print(f"== {ALGORITHMS[algorithm]}: czjax {' '.join(command)}", flush=True)
         if cli.main(command) != 0:
             return 1

@@ -17,11 +17,13 @@ def main(argv=None) -> int:
     parser.add_argument("--chunk", type=int, default=None, help="configurations at a time (default: all)")
     parser.add_argument("--out", default="runs/scan-entropy")
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--overwrite", action="store_true", help="start again where --out already holds a scan")
     args = parser.parse_args(argv)
     command = ["scan", "--preset", "ex2-entropy", "--grid", "entropy_bonus=0,0.01,0.02,0.05,0.1", "--seeds", str(args.seeds),
                "--batches", str(args.batches), "--out", args.out, "--sort", "entropy"]
     command += ["--chunk", str(args.chunk)] if args.chunk else []
     command += ["--resume"] if args.resume else []
+    command += ["--overwrite"] if args.overwrite else []
     return cli.main(command)
 
 

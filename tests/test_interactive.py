@@ -16,9 +16,9 @@ from czjax import agents, cli, interactive
 SCRIPT = ["abc", "9", "", "0", "1", "1", "1", "1", "4", "4", "4", "4"]
 
 
-def run_cli_play(monkeypatch, capsys, lines, *extra):
+def run_cli_play(monkeypatch, capsys, lines, *extra, temperature=("--temperature", "0")):
     monkeypatch.setattr("sys.stdin", io.StringIO("".join(line + "\n" for line in lines)))
-    assert cli.main(["play", "random", *extra]) == 0
+    assert cli.main(["play", "random", *temperature, *extra]) == 0
     return capsys.readouterr().out
 
 
@@ -31,6 +31,17 @@ def test_play_a_whole_game_with_illegal_input(monkeypatch, capsys):
     assert "game over: you win after 13 moves; moves 1111114242424" in out
     assert out.count("random plays") == 6
     assert "1: --   2:0.17" in out  # column 1 full: uniform over the 6 legal columns
+
+
+def test_play_samples_a_built_in_player_by_default_and_says_so(monkeypatch, capsys):
+    replies = set()
+    for seed in range(6):
+        out = run_cli_play(monkeypatch, capsys, ["4", "q"], "--seed", str(seed), temperature=())
+        assert "temperature 1 (sampled from its move probabilities" in out
+        replies.add(out.split("random plays ")[1][0])
+    assert len(replies) > 1  # all six replies in one column: probability 7 * (1/7)**6 < 1e-4
+    out = run_cli_play(monkeypatch, capsys, ["q"])
+    assert "temperature 0 (its most likely column" in out
 
 
 def test_play_checks_the_result_and_the_moves():

@@ -89,3 +89,13 @@ def test_summary_and_figure(scanned):
 def test_cli_scan_bad_grid_is_a_one_line_error(tmp_path, capsys):
     assert cli.main(["scan", "--grid", "gamma=0.9", "--out", str(tmp_path)]) == 2
     assert "cannot scan 'gamma'" in capsys.readouterr().err
+
+
+def test_a_folder_that_holds_a_scan_is_never_overwritten(scanned, capsys):
+    _, out = scanned
+    before = (out / "metrics.jsonl").read_text()
+    with pytest.raises(ValueError, match="already holds a run .*--resume.*--overwrite"):
+        scan.run_scan(CONFIG, BASE, SETTINGS, SEEDS, out, BATCHES, log=quiet)
+    assert cli.main(["scan", "--preset", "ex2-entropy", "--batches", "1", "--out", str(out)]) == 2
+    assert "already holds a run" in capsys.readouterr().err
+    assert (out / "metrics.jsonl").read_text() == before

@@ -1,11 +1,14 @@
 """`czjax serve`: the JSON API, and a whole game played by clicking in headless Chromium.
 
-The browser test drives Debian's Chromium (/usr/bin/chromium, which `.ci/run` installs) with
-Playwright. The opponent is the built-in ``random`` player at temperature 0, which plays its
-lowest legal column, so the game's course is known in advance.
+The browser tests drive Debian's Chromium (/usr/bin/chromium, which `./test.sh` installs where
+it can, as on CI) with Playwright; without it they skip and say how to get it (`apt-get install
+chromium`, or CZJAX_CHROMIUM=PATH for another Chromium). The opponent is the built-in ``random``
+player at temperature 0, which plays its lowest legal column, so the game's course is known in
+advance.
 """
 
 import json
+import os
 import re
 import threading
 import urllib.error
@@ -16,15 +19,15 @@ from playwright.sync_api import expect, sync_playwright
 
 from czjax import agents, serve
 
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = os.environ.get("CZJAX_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 
 
-def start(spec):
-    server = serve.make_server(agents.load_agent(spec), port=0)
+def start(spec, temperature=0.0):
+    server = serve.make_server(agents.load_agent(spec), port=0, temperature=temperature)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}/"
 
@@ -39,6 +42,9 @@ def random_server():
 
 @pytest.fixture(scope="module")
 def browser():
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.skip(f"browser test: no Chromium at {CHROMIUM} (`apt-get install chromium`, which ./test.sh does where it "
+                    "can, or CZJAX_CHROMIUM=PATH)")
     with sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield chromium
@@ -68,6 +74,32 @@ def test_api_positions_moves_and_errors(random_server):
     assert status == 400 and "column 1 is full" in err["error"]
     assert post(random_server, "/api/position", {"moves": "48"})[0] == 400
     assert post(random_server, "/api/position", {"moves": 4})[0] == 400
+
+
+def get(url, path):
+    try:
+        with urllib.request.urlopen(url + path.lstrip("/")) as response:
+            return response.status, dict(response.headers), json.loads(response.read())
+    except urllib.error.HTTPError as err:
+        return err.code, dict(err.headers), json.loads(err.read())
+
+
+def test_api_answers_get_on_post_endpoints_with_405(random_server):
+    for path in ("/api/position", "/api/model-move"):
+        status, headers, body = get(random_server, path)
+        assert status == 405 and headers["Allow"] == "POST" and "POST" in body["error"] and path in body["error"]
+    status, _, body = get(random_server, "/api/nothing")
+    assert status == 404 and "POST /api/position" in body["error"]
+    assert get(random_server, "/api/info")[::2] == (200, {"player": "random", "has_value": False})
+
+
+def test_built_in_players_sample_unless_a_temperature_is_given():
+    random_agent = agents.load_agent("random")
+    assert random_agent.temperature() == 1.0 and random_agent.temperature(0.0) == 0.0
+    service = serve.GameService(random_agent, seed=0)
+    first_moves = {service.model_move([])["move"] for _ in range(60)}
+    assert len(first_moves) == 7  # uniform over 7 columns: all seen in 60 draws but with probability ~1e-3
+    assert {serve.GameService(random_agent, temperature=0.0).model_move([])["move"] for _ in range(5)} == {1}
 
 
 def test_a_whole_game_by_clicking(random_server, browser, tmp_path):

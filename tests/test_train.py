@@ -1,7 +1,14 @@
 """Models, the compiled training iteration, checkpoints, resume, and `czjax train`."""
 
 import json
+import os
+import shlex
 import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -102,8 +109,8 @@ def uninterrupted(tmp_path_factory):
     return out / "run"
 
 
-def final_params(out):
-    state, _ = checkpoint.load(out / loop.CHECKPOINT, make_trainer(CONFIG).init(0), CONFIG.model)
+def final_params(out, config=CONFIG):
+    state, _ = checkpoint.load(out / loop.CHECKPOINT, make_trainer(config).init(0), config.model)
     return state
 
 
@@ -153,11 +160,13 @@ def test_damaged_and_mismatched_checkpoints_give_one_line_errors(tmp_path, unint
         checkpoint.load(tmp_path / "missing.msgpack", template)
 
 
+CLI_ARGS = ["--preset", "ex2-entropy", "--games-per-batch", "8", "--eval-every", "2", "--eval-games", "4",
+            "--learning-rate", "1e-3", "--entropy-bonus", "0.05", "--value-weight", "0", "--seed", "3"]
+CLI_CONFIG = cli.train_settings(cli.build_parser().parse_args(["train", *CLI_ARGS]))[0]
+
+
 def cli_train(tmp_path, *extra):
-    return cli.main(
-        ["train", "--preset", "ex2-entropy", "--games-per-batch", "8", "--eval-every", "2", "--eval-games", "4",
-         "--learning-rate", "1e-3", "--entropy-bonus", "0.05", "--value-weight", "0", "--seed", "3", "--out", str(tmp_path), *extra]
-    )
+    return cli.main(["train", *CLI_ARGS, "--out", str(tmp_path), *extra])
 
 
 def test_cli_train_runs_resumes_and_reports(tmp_path, capsys):
@@ -169,6 +178,97 @@ def test_cli_train_runs_resumes_and_reports(tmp_path, capsys):
     assert [r["batches"] for r in rows] == [2, 4]
     assert {"win_rate", "eval_win_rate", "entropy", "policy_loss", "value_loss", "returns_std", "advantage_std",
             "game_length", "games", "promotions", "games_per_s"} <= set(rows[-1])
+
+
+def test_a_folder_that_holds_a_run_is_never_overwritten(tmp_path, capsys):
+    assert cli_train(tmp_path, "--batches", "4") == 0
+    before = (tmp_path / loop.METRICS).read_text()
+    capsys.readouterr()
+    assert cli_train(tmp_path, "--batches", "2") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "already holds a run" in err and "--resume" in err and "--overwrite" in err
+    assert (tmp_path / loop.METRICS).read_text() == before
+    assert cli_train(tmp_path, "--batches", "2", "--overwrite") == 0
+    assert [r["batches"] for r in loop.read_metrics(tmp_path / loop.METRICS)] == [2]
+
+
+def printed_resume_command(out: str) -> list[str]:
+    line = [line for line in out.splitlines() if line.startswith("continue with: ")][-1]
+    command = shlex.split(line.removeprefix("continue with: "))
+    assert command[0] == "czjax"
+    return command[1:]
+
+
+def test_ctrl_c_then_the_printed_command_equals_an_uninterrupted_run(tmp_path, capsys, monkeypatch):
+    assert cli_train(tmp_path / "straight", "--batches", "8") == 0
+    progress = loop.format_progress
+
+    def ctrl_c_after_the_first_chunk(row, total):
+        signal.raise_signal(signal.SIGINT)  # what Ctrl-C sends; Python raises KeyboardInterrupt from it
+        return progress(row, total)
+
+    monkeypatch.setattr(loop, "format_progress", ctrl_c_after_the_first_chunk)
+    capsys.readouterr()
+    assert cli_train(tmp_path / "stopped", "--batches", "8") == 130
+    out = capsys.readouterr().out
+    assert "stopped: 2 batches" in out
+    monkeypatch.setattr(loop, "format_progress", progress)
+    assert cli.main(printed_resume_command(out)) == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    assert "games per batch, until 8 batches; hyperparameters" in header
+    straight, resumed = (loop.read_metrics(tmp_path / name / loop.METRICS) for name in ("straight", "stopped"))
+    assert [loop.deterministic(r) for r in resumed] == [loop.deterministic(r) for r in straight]
+    a, b = final_params(tmp_path / "stopped", CLI_CONFIG), final_params(tmp_path / "straight", CLI_CONFIG)
+    assert loop.params_equal(a.params, b.params) and loop.params_equal(a.opt_state, b.opt_state)
+
+
+def test_kill_9_mid_run_loses_at_most_the_checkpoint_interval(tmp_path):
+    """A real ``kill -9`` of a running ``czjax train``, then ``--resume``: nothing before the
+    last time-based checkpoint is lost, and the continuation equals an uninterrupted run."""
+    out = tmp_path / "killed"
+    command = [sys.executable, "-m", "czjax.cli", "train", *CLI_ARGS, "--out", str(out), "--batches", "1000000",
+               "--checkpoint-every", "1000000", "--checkpoint-seconds", "0.2"]
+    env = dict(os.environ, PYTHONPATH=str(Path(cli.__file__).parents[1]))
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 240
+        while not ((out / loop.CHECKPOINT).exists() and len(loop.read_metrics(out / loop.METRICS)) >= 6):
+            assert proc.poll() is None, proc.stderr.read().decode()
+            assert time.monotonic() < deadline, "the run made no checkpoint"
+            time.sleep(0.05)
+    finally:
+        proc.kill()  # SIGKILL: no handler runs, nothing is saved on the way out
+        proc.wait()
+    meta, _ = checkpoint.read_meta(out / loop.CHECKPOINT)
+    assert meta["extra"]["batches"] == 1000000  # the target is stored with the run
+    done = int(checkpoint.load(out / loop.CHECKPOINT, make_trainer(CLI_CONFIG).init(0))[0].step)
+    rows = loop.read_metrics(out / loop.METRICS)
+    saved = next(r for r in rows if r["batches"] == done)
+    # what the kill lost: the rows after the checkpoint, at most the 0.2 s interval of training (plus writing a checkpoint)
+    assert rows[-1]["elapsed_s"] - saved["elapsed_s"] < 1.0
+    target = str(done + 4)
+    assert cli.main(["train", "--resume", "--out", str(out), "--batches", target]) == 0
+    assert cli_train(tmp_path / "straight", "--batches", target) == 0
+    killed, straight = (loop.read_metrics(tmp_path / name / loop.METRICS) for name in ("killed", "straight"))
+    assert [loop.deterministic(r) for r in killed] == [loop.deterministic(r) for r in straight]
+    a, b = final_params(out, CLI_CONFIG), final_params(tmp_path / "straight", CLI_CONFIG)
+    assert loop.params_equal(a.params, b.params) and loop.params_equal(a.opt_state, b.opt_state)
+
+
+def test_resume_before_the_first_checkpoint_and_with_a_stored_time_budget(tmp_path, capsys):
+    assert cli_train(tmp_path / "a", "--batches", "4") == 0
+    (tmp_path / "a" / loop.CHECKPOINT).unlink()  # as if killed before its first checkpoint: run.json is there
+    assert cli.main(["train", "--resume", "--out", str(tmp_path / "a")]) == 0
+    assert "no checkpoint yet: starting its run from the beginning" in capsys.readouterr().out
+    assert [r["batches"] for r in loop.read_metrics(tmp_path / "a" / loop.METRICS)] == [2, 4]
+    assert cli_train(tmp_path / "b", "--time-budget", "0") == 0  # a spent budget trains nothing, before or after resume
+    assert cli.main(["train", "--resume", "--out", str(tmp_path / "b")]) == 0
+    out = capsys.readouterr().out
+    assert "for 0 s of training" in out and "done: 0 batches" in out
+    assert cli.main(["train", "--resume", "--out", str(tmp_path / "b"), "--batches", "2"]) == 0  # a new target
+    assert [r["batches"] for r in loop.read_metrics(tmp_path / "b" / loop.METRICS)] == [2]
+    assert cli.main(["train", "--resume", "--out", str(tmp_path / "b"), "--seed", "0"]) == 2
+    assert "drop --seed" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
