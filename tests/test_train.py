@@ -141,6 +141,20 @@ def test_interrupt_saves_the_last_chunk_and_resumes_identically(tmp_path, uninte
     assert loop.params_equal(final_params(tmp_path / "run").params, final_params(uninterrupted).params)
 
 
+def test_progress_while_a_chunk_or_a_compile_runs(tmp_path, monkeypatch):
+    beats = []
+    with loop.heartbeat(beats.append, lambda: "alive", every_s=0.02):
+        time.sleep(0.3)
+    assert 5 <= len(beats) <= 15 and set(beats) == {"alive"}
+    time.sleep(0.1)
+    assert len(beats) <= 15  # the thread stops with the body
+    monkeypatch.setattr(loop, "HEARTBEAT_S", 0.0005)  # every chunk is "slow" now
+    messages = []
+    loop.run(CONFIG, HP, tmp_path / "run", seed=3, batches=4, log=messages.append)
+    assert any(m.startswith("  ... batches 1-2 running") for m in messages)
+    assert any(m.startswith("  ... batches 3-4 running") for m in messages)
+
+
 def test_damaged_and_mismatched_checkpoints_give_one_line_errors(tmp_path, uninterrupted):
     template = make_trainer(CONFIG).init(0)
     damaged = tmp_path / "damaged.msgpack"

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The tests: set up .venv with the test extras if needed, make Chromium available for the browser
+# test where this machine allows it, then run the whole suite (extra arguments go to pytest).
+set -euo pipefail
+cd "$(dirname "$0")"
+scripts/setup-venv.sh test
+
+# The browser test drives Debian's Chromium at /usr/bin/chromium; without it that test skips
+# and says why. Installed here only where apt-get runs without a password (root, as on CI).
+if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then
+  sudo=""; [ "$(id -u)" = 0 ] || { sudo -n true 2>/dev/null && sudo="sudo -n"; } || sudo="none"
+  if [ "$sudo" != none ]; then
+    echo "test: installing Chromium for the browser test (apt-get install chromium)"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get install -y -qq chromium >/dev/null 2>&1 \
+      || { $sudo apt-get update -qq >/dev/null 2>&1 && $sudo apt-get install -y -qq chromium >/dev/null 2>&1; } \
+      || echo "test: could not install Chromium: the browser test will skip"
+  fi
+fi
+[ -x /usr/bin/chromium ] || echo "test: no /usr/bin/chromium: the browser test will skip (apt-get install chromium as root to run it)"
+
+.venv/bin/python -c "import jax, flax, optax, chex; print('jax', jax.__version__, 'flax', flax.__version__, 'optax', optax.__version__, jax.devices())"
+. .venv/bin/activate
+exec python -m pytest -q tests "$@"
