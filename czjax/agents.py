@@ -22,7 +22,7 @@ from czjax.players import BUILTIN_PLAYERS, Player, mask_for_sampling
 
 class Agent(NamedTuple):
     name: str
-    player: Player  # (params, boards, key) -> logits or (logits, value); static under jit
+    player: Player  # (params, boards, key) -> PlayerOutput; static under jit
     params: Any  # None for the built-in players
     model_name: str | None  # registry name, None for a built-in player
 
@@ -76,7 +76,8 @@ def load_agent(spec: str) -> Agent:
 @functools.partial(jax.jit, static_argnames="player")
 def _policy(player: Player, params, boards: jax.Array):
     out = player(params, boards, jax.random.key(0))
-    logits, value = (out[0], out[1]) if isinstance(out, (tuple, list)) else (out, jnp.full(boards.shape[:1], jnp.nan))
+    logits = out.logits
+    value = jnp.full(boards.shape[:1], jnp.nan) if out.value is None else out.value
     legal = game.legal_mask(boards)
     probs = jax.nn.softmax(mask_for_sampling(legal, logits.astype(jnp.float32)), axis=-1)
     # greedy: the most likely legal column; ties go to the lowest column

@@ -121,7 +121,7 @@ def has_four(lo: jax.Array, hi: jax.Array) -> jax.Array:
     return (_has_four_window(lo) | _has_four_window(mid) | _has_four_window(hi)) != 0
 
 
-def _cell_bits(row: jax.Array, col: jax.Array) -> tuple[jax.Array, jax.Array]:
+def cell_bits(row: jax.Array, col: jax.Array) -> tuple[jax.Array, jax.Array]:
     """The ``(lo, hi)`` bit masks of cell (row, col); row 0 is the top. Zero off the board."""
     on_board = (row >= 0) & (row < ROWS) & (col >= 0) & (col < COLS)
     lo_shift = jnp.clip(8 * row + col, 0, 31).astype(_U32)
@@ -154,7 +154,7 @@ def position_step(pos: Position, cols: jax.Array) -> tuple[Position, jax.Array, 
     safe_cols = jnp.clip(cols, 0, COLS - 1)
     height = ((pos.heights >> (3 * safe_cols).astype(_U32)) & 7).astype(jnp.int32)
     legal = in_range & (height < ROWS)
-    lo_bit, hi_bit = _cell_bits(ROWS - 1 - height, safe_cols)
+    lo_bit, hi_bit = cell_bits(ROWS - 1 - height, safe_cols)
     mine_lo = pos.mine_lo | jnp.where(legal, lo_bit, _U32(0))
     mine_hi = pos.mine_hi | jnp.where(legal, hi_bit, _U32(0))
     heights = pos.heights + jnp.where(legal, _U32(1) << (3 * safe_cols).astype(_U32), _U32(0))
@@ -263,7 +263,7 @@ def apply_moves(cols: Sequence[int], board=None, column_base: int = 0) -> np.nda
     has ended. Messages number columns from ``column_base`` (1 for games given as move strings).
     """
     board = np.zeros((ROWS, COLS), np.int8) if board is None else _one_board(board).astype(np.int8)
-    if _host_has_four(board == -1):
+    if host_has_four(board == -1):
         raise ValueError("the game is already over")
     grid = board.tolist()  # plain lists: this runs per record when files of games are read
     heights = [sum(1 for r in range(ROWS) if grid[r][c] != 0) for c in range(COLS)]
@@ -302,7 +302,7 @@ def _four_through(grid: list, row: int, col: int, side: int) -> bool:
     return False
 
 
-def _host_has_four(mask: np.ndarray) -> bool:
+def host_has_four(mask: np.ndarray) -> bool:
     m = mask.astype(bool)
     return bool(
         (m[:, :-3] & m[:, 1:-2] & m[:, 2:-1] & m[:, 3:]).any()
@@ -387,5 +387,5 @@ def check_board(board) -> None:
             f"the side to move (+1/X) has {(board == 1).sum()} pieces and the opponent {(board == -1).sum()}: "
             "the opponent must have as many or one more"
         )
-    if _host_has_four(board == 1):
+    if host_has_four(board == 1):
         raise ValueError("the side to move already has four in a row")

@@ -35,7 +35,7 @@ def game_result(moves: list[int]) -> int | None:
     """``+1``/``-1`` if the first/second player has won, 0 for a draw, None while going on."""
     board = absolute_board(moves)
     for side in (1, -1):
-        if game._host_has_four(board == side):
+        if game.host_has_four(board == side):
             return side
     return 0 if len(moves) == game.NUM_CELLS else None
 

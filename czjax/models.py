@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from czjax import game
+from czjax.players import PlayerOutput
 
 TORCH_EPS = 1e-5
 
@@ -149,7 +150,8 @@ def has_value_head(model: nn.Module) -> bool:
 
 
 def model_player(model: nn.Module):
-    """The model as a player ``(params, boards, key) -> logits`` or ``(logits, value)``.
+    """The model as a player ``(params, boards, key) -> PlayerOutput`` (logits, and the value
+    when it has a value head).
 
     Cached per model (flax modules compare by their fields), so the same model gives the same
     function and jitted callers are not recompiled.
@@ -165,7 +167,8 @@ def _model_player(model):
 
         def player(params, boards, key):
             del key
-            return model.apply(params, boards)
+            logits, value = apply_model(model, params, boards)
+            return PlayerOutput(logits=logits, value=value)
 
         player.__name__ = f"{type(model).__name__}_player"
         _PLAYERS[model] = player

@@ -1,8 +1,9 @@
-"""Players: pure functions ``(params, boards, key) -> logits (B, 7)``; masking and sampling.
+"""Players: pure functions ``(params, boards, key) -> PlayerOutput``; masking and sampling.
 
-A player may also return ``(logits, values)`` when it has a value head; :func:`player_logits`
-takes either form. Logits are raw (unmasked): the rollout masks illegal columns itself, so a
-player never needs to. Built-in players ignore ``params`` (pass ``None``).
+A :class:`PlayerOutput` holds the logits ``(B, 7)``, a value ``(B,)`` when the player has one,
+and room for a policy target such as a search's visit distribution. Logits are raw (unmasked):
+the rollout masks illegal columns itself, so a player never needs to. Built-in players ignore
+``params`` (pass ``None``).
 
 Masking follows DESIGN.md: for sampling, illegal logits become ``-inf``; for losses and entropy
 ``-1e9`` is *added*, so probabilities of illegal columns are 0 and ``p * log p`` stays finite.
@@ -12,19 +13,31 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import chex
 import jax
 import jax.numpy as jnp
 
 from czjax import game
 
-Player = Callable[[Any, jax.Array, jax.Array], Any]
-
 LOSS_MASK_VALUE = -1e9
 
 
-def player_logits(output) -> jax.Array:
-    """Logits of a player's output, whether it is ``logits`` or ``(logits, values)``."""
-    return output[0] if isinstance(output, (tuple, list)) else output
+@chex.dataclass(frozen=True)
+class PlayerOutput:
+    """What a player says about a batch of boards.
+
+    logits: ``float (B, 7)``, raw: illegal columns are masked by whoever samples.
+    value: ``float (B,)`` in ``[-1, 1]`` from the side to move's point of view, or None.
+    policy_target: ``float (B, 7)``, a distribution to train towards (a search's visit
+        counts, say), or None: the move distribution is then ``softmax(logits)``.
+    """
+
+    logits: chex.Array
+    value: chex.Array | None = None
+    policy_target: chex.Array | None = None
+
+
+Player = Callable[[Any, jax.Array, jax.Array], PlayerOutput]
 
 
 def mask_for_sampling(legal: jax.Array, logits: jax.Array) -> jax.Array:
@@ -101,10 +114,10 @@ def sample(key: jax.Array, boards: jax.Array, logits: jax.Array, temperature=1.0
 # Built-in players
 
 
-def random_player(params, boards: jax.Array, key: jax.Array) -> jax.Array:
+def random_player(params, boards: jax.Array, key: jax.Array) -> PlayerOutput:
     """Uniform over the legal columns (the rollout masks the illegal ones)."""
     del params, key
-    return jnp.zeros(boards.shape[:-2] + (game.COLS,), jnp.float32)
+    return PlayerOutput(logits=jnp.zeros(boards.shape[:-2] + (game.COLS,), jnp.float32))
 
 
 def winning_columns(boards: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -113,7 +126,7 @@ def winning_columns(boards: jax.Array) -> tuple[jax.Array, jax.Array]:
     pos = game.pack(boards)
     heights = game.column_heights(pos)  # (..., 7)
     cols = jnp.arange(game.COLS)
-    lo_bit, hi_bit = game._cell_bits(game.ROWS - 1 - heights, cols)  # zero for full columns
+    lo_bit, hi_bit = game.cell_bits(game.ROWS - 1 - heights, cols)  # zero for full columns
     playable = heights < game.ROWS
 
     def completes(lo, hi):
@@ -122,14 +135,14 @@ def winning_columns(boards: jax.Array) -> tuple[jax.Array, jax.Array]:
     return completes(pos.mine_lo, pos.mine_hi), completes(pos.theirs_lo, pos.theirs_hi)
 
 
-def random_punisher(params, boards: jax.Array, key: jax.Array) -> jax.Array:
+def random_punisher(params, boards: jax.Array, key: jax.Array) -> PlayerOutput:
     """Win now if possible, else block an opponent's immediate win, else uniform over legal
     columns. Ties (several wins, several threats) are uniform among them."""
     del params, key
     wins, threats = winning_columns(boards)
     choice = jnp.where(wins.any(-1, keepdims=True), wins, threats)
     choice = jnp.where(choice.any(-1, keepdims=True), choice, True)
-    return jnp.where(choice, 0.0, LOSS_MASK_VALUE).astype(jnp.float32)
+    return PlayerOutput(logits=jnp.where(choice, 0.0, LOSS_MASK_VALUE).astype(jnp.float32))
 
 
 BUILTIN_PLAYERS: dict[str, Player] = {

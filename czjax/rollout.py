@@ -20,8 +20,9 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from czjax import game
-from czjax.players import Player, player_logits, sample_masked_uniform
+from czjax import compaction, game
+from czjax.compaction import all_configurations
+from czjax.players import Player, sample_masked_uniform
 
 PLIES = game.NUM_CELLS  # 42: the longest possible game
 
@@ -67,87 +68,29 @@ def first_player_split(num_games: int) -> int:
     return num_games - num_games // 2
 
 
-def all_configurations(predicate: jax.Array, axis_name: str | None) -> jax.Array:
-    """``predicate`` for every configuration of a vmapped scan (``axis_name``), else itself.
-
-    Under ``vmap`` a ``lax.cond`` on a batched predicate becomes a select that runs both
-    branches; reduced over the named axis with a collective, the predicate is unbatched and
-    the cond stays a real branch (skipped when it holds for all configurations).
-    """
-    if axis_name is None:
-        return predicate
-    return lax.psum((~predicate).astype(jnp.int32), axis_name) == 0
-
-
-# Evaluating only the games still running pays when the model is expensive: with Mk4 (19
-# MFLOP a position) a 50-game rollout is 1.3x faster and a 512-game one 1.9x; with the 28-kFLOP
-# MLP the compaction costs more than the forward passes it skips.
-COMPACT_MIN_FLOPS = 2e5
-COMPACT_CHUNKS = 4
-
-
-def player_flops(player: Player, params) -> float:
-    """XLA's count of the FLOPs of one call of ``player`` on one board (nothing is compiled;
-    cached per player and parameter shapes)."""
-    leaves, treedef = jax.tree.flatten(params)
-    return _player_flops(player, treedef, tuple((tuple(x.shape), str(x.dtype)) for x in leaves))
-
-
-@functools.lru_cache(maxsize=None)
-def _player_flops(player, treedef, shapes) -> float:
-    params = jax.tree.unflatten(treedef, [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in shapes])
-    cost = jax.jit(player).lower(params, game.new_boards(1), jax.random.key(0)).cost_analysis() or {}
-    return float(cost.get("flops", 0.0))
-
-
 def default_chunks(player: Player, params, boards_per_call: int) -> int:
-    """Chunks for :func:`evaluate_active`: :data:`COMPACT_CHUNKS` for an expensive player on
-    enough boards, else 1 (evaluate every board)."""
-    expensive = player_flops(player, params) >= COMPACT_MIN_FLOPS
-    return COMPACT_CHUNKS if expensive and boards_per_call >= 2 * COMPACT_CHUNKS else 1
-
-
-def valid_first(valid: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """``(order, destination)`` of the stable partition that moves the True entries of ``valid
-    (n,)`` to the front: ``x[order]`` has them first, both groups in their original order, and
-    entry ``i`` lands at ``destination[i]`` (so ``y[destination]`` undoes it). ``order`` equals
-    ``argsort(~valid, stable=True)``; a cumulative sum and one scatter are 5-10x faster than
-    XLA's CPU sort."""
-    flags = valid.astype(jnp.int32)
-    n = flags.shape[0]
-    destination = jnp.where(valid, jnp.cumsum(flags) - 1, flags.sum() + jnp.cumsum(1 - flags) - 1)
-    order = jnp.zeros((n,), jnp.int32).at[destination].set(jnp.arange(n, dtype=jnp.int32), unique_indices=True)
-    return order, destination
+    """Chunks for :func:`evaluate_active`: several for an expensive player on enough boards,
+    else 1 (evaluate every board); see :func:`czjax.compaction.rollout_chunks`."""
+    return compaction.rollout_chunks(compaction.flops_per_board(player, params), boards_per_call)
 
 
 def evaluate_active(player: Player, params, boards: jax.Array, key, active: jax.Array, num_chunks: int, axis_name=None) -> jax.Array:
     """The player's float32 logits ``(B, 7)`` on the ``active`` boards; the rows of the other
     boards are not to be used (zeros, or the player's logits when every board is evaluated).
 
-    The active boards are moved to the front and evaluated in ``num_chunks`` static chunks;
-    chunks with no active board are skipped with ``lax.cond``. Games end at different plies,
-    and a fixed-shape rollout would otherwise run the model on every finished game until the
-    longest one ends. ``num_chunks <= 1`` evaluates every board.
+    Games end at different plies, and a fixed-shape rollout would otherwise run the model on
+    every finished game until the longest one ends: the active boards are evaluated in
+    ``num_chunks`` static chunks, idle chunks skipped (:func:`czjax.compaction.over_valid_chunks`).
+    ``num_chunks <= 1`` evaluates every board.
     """
     if num_chunks <= 1:
-        return player_logits(player(params, boards, key)).astype(jnp.float32)
-    n = boards.shape[0]
-    size = -(-n // num_chunks)
-    order, destination = valid_first(active)
-    chunks = jnp.pad(boards[order], ((0, size * num_chunks - n), (0, 0), (0, 0))).reshape((num_chunks, size) + boards.shape[1:])
-    num_active = active.sum()
+        return player(params, boards, key).logits.astype(jnp.float32)
 
-    def chunk(_, indexed):
-        index, chunk_boards = indexed
+    def run(index, chunk_boards):
+        return player(params, chunk_boards, jax.random.fold_in(key, index)).logits.astype(jnp.float32)
 
-        def run(b):
-            return player_logits(player(params, b, jax.random.fold_in(key, index))).astype(jnp.float32)
-
-        idle = all_configurations(index * size >= num_active, axis_name)
-        return None, lax.cond(idle, lambda b: jnp.zeros((size, game.COLS), jnp.float32), run, chunk_boards)
-
-    _, logits = lax.scan(chunk, None, (jnp.arange(num_chunks), chunks))
-    return logits.reshape(size * num_chunks, game.COLS)[destination]
+    logits, destination = compaction.over_valid_chunks(run, boards, active, num_chunks, axis_name)
+    return logits.reshape(-1, game.COLS)[destination]
 
 
 @functools.partial(jax.jit, static_argnames=("player_a", "player_b", "num_games", "axis_name", "chunks"))
@@ -165,7 +108,7 @@ def play_games(
 ) -> tuple[Trajectory, GameResults]:
     """Play ``num_games`` whole games between two players; returns ``(trajectory, results)``.
 
-    Players are pure functions ``(params, boards, key) -> logits`` (or ``(logits, values)``);
+    Players are pure functions ``(params, boards, key) -> PlayerOutput``;
     they and ``num_games`` are static, parameters and temperatures are traced. The same key
     gives the same games. ``axis_name``: the vmapped axis of a scan, if any (see
     :func:`all_configurations`). ``chunks``: how :func:`evaluate_active` splits each player's

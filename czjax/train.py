@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import optax
 from jax import lax
 
-from czjax import game, models, players, rollout
+from czjax import compaction, game, models, players, rollout
 from czjax.losses import LossInputs, a2c_targets, discounted_returns, metrics_from_sums, mirror, policy_gradient_sums, ppo_sums
 from czjax.players import masked_log_probs
 
@@ -201,63 +201,26 @@ class Trainer(NamedTuple):
     learner: Callable  # the model as a player
 
 
-LOSS_CHUNKS = 8
-# Below this many forward-pass FLOPs for the learner's whole batch the update takes the plain
-# gradient over every position: the compaction and per-chunk branches cost more than the
-# computation they skip (measured on a 2-core CPU: mlp at 50 games is 20% faster without them,
-# at 4,096 games 40% faster with them; Mk4 at 50 games twice as fast with them).
-CHUNKED_MIN_FLOPS = 1e8
-
-
-def loss_chunks(flops_per_position: float, positions: int) -> int:
-    """How many chunks :func:`sparse_value_and_grad` cuts the learner's batch into."""
-    return LOSS_CHUNKS if flops_per_position * positions >= CHUNKED_MIN_FLOPS else 1
-
-
-def sparse_value_and_grad(chunk_loss: Callable, params, boards, batch: LossInputs, num_chunks: int = LOSS_CHUNKS, axis_name=None):
+def sparse_value_and_grad(chunk_loss: Callable, params, boards, batch: LossInputs, num_chunks: int = compaction.LOSS_CHUNKS, axis_name=None):
     """Gradient and summed statistics of a loss that is a sum over positions, computed only
     where positions are valid.
 
     About half of the learner's static half of the plies did not happen (games end early).
-    The valid positions are moved to the front (:func:`czjax.rollout.valid_first`), the batch is cut
-    into ``num_chunks`` static chunks, and chunks without a valid position are skipped with
-    ``lax.cond``. The result equals the gradient over the whole batch up to float summation
-    order. In a vmapped scan (``axis_name``) a chunk is skipped when it is empty for every
-    configuration. ``num_chunks=1`` is the plain gradient over the whole batch (the loss
-    masks invalid positions itself).
+    The valid positions are taken in ``num_chunks`` static chunks and empty chunks skipped
+    (:func:`czjax.compaction.over_valid_chunks`). The result equals the gradient over the whole
+    batch up to float summation order. ``num_chunks=1`` is the plain gradient over the whole
+    batch (the loss masks invalid positions itself).
     """
-    if num_chunks == 1:
-        (_, sums), grads = jax.value_and_grad(chunk_loss, has_aux=True)(params, boards, batch)
-        return grads, sums
-    n = batch.valid.shape[0]
-    size = -(-n // num_chunks)
-    order, _ = rollout.valid_first(batch.valid)
-    pad = size * num_chunks - n
-
-    def arrange(x):
-        x = jnp.take(x, order, axis=0)
-        x = jnp.pad(x, [(0, pad)] + [(0, 0)] * (x.ndim - 1))
-        return x.reshape((num_chunks, size) + x.shape[1:])
-
-    chunks = jax.tree.map(arrange, (boards, batch))
     grad_fn = jax.value_and_grad(chunk_loss, has_aux=True)
-    zero_grads = jax.tree.map(jnp.zeros_like, params)
-    _, zero_sums = jax.eval_shape(chunk_loss, params, *jax.tree.map(lambda x: x[0], chunks))
-    zero_sums = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), zero_sums)
+    if num_chunks == 1:
+        (_, sums), grads = grad_fn(params, boards, batch)
+        return grads, sums
 
-    def body(acc, chunk):
-        chunk_boards, chunk_batch = chunk
+    def chunk_grads(index, chunk):
+        (_, sums), grads = grad_fn(params, *chunk)
+        return grads, sums
 
-        def compute(_):
-            (_, sums), grads = grad_fn(params, chunk_boards, chunk_batch)
-            return grads, sums
-
-        empty = rollout.all_configurations(~chunk_batch.valid.any(), axis_name)
-        grads, sums = lax.cond(empty, lambda _: (zero_grads, zero_sums), compute, None)
-        return jax.tree.map(jnp.add, acc, (grads, sums)), None
-
-    (grads, sums), _ = lax.scan(body, (zero_grads, zero_sums), chunks)
-    return grads, sums
+    return compaction.over_valid_chunks(chunk_grads, (boards, batch), batch.valid, num_chunks, axis_name, accumulate=True)
 
 
 def _pool_member(spec: str):
@@ -292,7 +255,7 @@ def make_trainer(config: TrainConfig, axis_name: str | None = None) -> Trainer:
     members = [_pool_member(spec) for spec in config.pool]  # (player, params) per fixed member
     num_members, slots = len(members), (config.league_slots if config.league else 0)
     positions = (rollout.PLIES // 2) * n * (2 if config.mirror else 1)  # the learner's batch
-    num_chunks = loss_chunks(rollout.player_flops(learner, jax.eval_shape(lambda: models.init_params(model, jax.random.key(0)))), positions)
+    num_chunks = compaction.loss_chunks(compaction.flops_per_board(learner, jax.eval_shape(lambda: models.init_params(model, jax.random.key(0)))), positions)
 
     def init(seed: int) -> TrainState:
         key = jax.random.key(seed)
@@ -413,7 +376,7 @@ def make_trainer(config: TrainConfig, axis_name: str | None = None) -> Trainer:
                 zeros = jax.eval_shape(run, None)[1]
                 return (params, opt_state, stopped), jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), zeros)
 
-            return lax.cond(rollout.all_configurations(stopped, axis_name), skip, run, None)
+            return lax.cond(compaction.all_configurations(stopped, axis_name), skip, run, None)
 
         (params, opt_state, _), (sums, kls, applied) = lax.scan(
             epoch, (params, opt_state, jnp.zeros((), bool)), jnp.arange(config.ppo_epochs)

@@ -16,7 +16,7 @@ from tests.reference import COLS, random_game, replay
 CHI2_CRITICAL_P001 = {1: 10.83, 2: 13.82, 3: 16.27, 4: 18.47, 5: 20.52, 6: 22.46}
 
 sample_jit = jax.jit(players.sample_masked)
-punisher_jit = jax.jit(lambda boards: players.random_punisher(None, boards, None))
+punisher_jit = jax.jit(lambda boards: players.random_punisher(None, boards, None).logits)
 
 
 def chi2(counts, probs):
@@ -173,4 +173,4 @@ def test_punisher_is_uniform_over_legal_columns_without_tactics(built_positions)
 
 def test_random_player_gives_uniform_logits():
     boards = game.new_boards(3)
-    np.testing.assert_array_equal(np.asarray(players.random_player(None, boards, jax.random.key(0))), np.zeros((3, COLS)))
+    np.testing.assert_array_equal(np.asarray(players.random_player(None, boards, jax.random.key(0)).logits), np.zeros((3, COLS)))

@@ -85,7 +85,7 @@ def test_punisher_beats_random_and_never_misses_a_win(games):
 
 def test_players_with_broken_logits_still_play_legal_games():
     def nan_player(params, boards, key):
-        return jnp.full(boards.shape[:-2] + (7,), jnp.nan)
+        return players.PlayerOutput(logits=jnp.full(boards.shape[:-2] + (7,), jnp.nan))
 
     traj, results, boards = play(jax.random.key(0), a=nan_player, b=players.random_player, n=64)
     legal = boards[:, :, 0, :] == 0
@@ -95,7 +95,7 @@ def test_players_with_broken_logits_still_play_legal_games():
 
 def test_temperature_zero_makes_games_deterministic():
     def first_col_player(params, boards, key):
-        return jnp.broadcast_to(-jnp.arange(7.0), boards.shape[:-2] + (7,))
+        return players.PlayerOutput(logits=jnp.broadcast_to(-jnp.arange(7.0), boards.shape[:-2] + (7,)))
 
     traj, results, _ = play(jax.random.key(1), a=first_col_player, b=first_col_player, n=4, temperature_a=0.0, temperature_b=0.0)
     # both sides always play the leftmost free column (0,0,0,0,0,0,1,...): every game is the same
@@ -109,15 +109,6 @@ def test_temperature_zero_makes_games_deterministic():
 def test_play_games_rejects_tiny_batches():
     with pytest.raises(ValueError, match="at least 2"):
         rollout.play_games(jax.random.key(0), players.random_player, None, players.random_player, None, 1)
-
-
-def test_valid_first_is_the_stable_partition():
-    rng = np.random.default_rng(0)
-    for n, p in [(1, 0.5), (7, 0.0), (7, 1.0), (300, 0.3), (1050, 0.55)]:
-        valid = rng.random(n) < p
-        order, destination = rollout.valid_first(jnp.asarray(valid))
-        np.testing.assert_array_equal(np.asarray(order), np.argsort(~valid, kind="stable"))
-        np.testing.assert_array_equal(np.asarray(order)[np.asarray(destination)], np.arange(n))
 
 
 @pytest.fixture(scope="module")
@@ -147,15 +138,3 @@ def test_evaluating_only_running_games_plays_the_same_games(mlp_pair):
             for a, b in zip(got, whole):
                 np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert (np.asarray(whole[3]) < 42).any()  # some games ended early: chunks were skipped
-
-
-def test_expensive_players_evaluate_only_running_games(mlp_pair):
-    from czjax import models
-
-    player, params, _ = mlp_pair
-    assert rollout.default_chunks(player, params, 25) == 1  # 28 kFLOP: compaction costs more than it saves
-    mk4 = models.get_model("cnn-mk4")
-    mk4_params = jax.eval_shape(lambda: models.init_params(mk4, jax.random.key(0)))
-    assert rollout.player_flops(models.model_player(mk4), mk4_params) > 1e7
-    assert rollout.default_chunks(models.model_player(mk4), mk4_params, 25) == rollout.COMPACT_CHUNKS
-    assert rollout.default_chunks(models.model_player(mk4), mk4_params, 3) == 1  # too few boards to split

@@ -1,0 +1,66 @@
+"""The one compaction helper and the one cost estimate, against plain computations and hand counts."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from czjax import compaction, models, players, rollout
+
+
+def test_valid_first_is_the_stable_partition():
+    rng = np.random.default_rng(0)
+    for n, p in [(1, 0.5), (7, 0.0), (7, 1.0), (300, 0.3), (1050, 0.55)]:
+        valid = rng.random(n) < p
+        order, destination = compaction.valid_first(jnp.asarray(valid))
+        np.testing.assert_array_equal(np.asarray(order), np.argsort(~valid, kind="stable"))
+        np.testing.assert_array_equal(np.asarray(order)[np.asarray(destination)], np.arange(n))
+
+
+@pytest.mark.parametrize("p_valid", [0.0, 0.3, 1.0])
+def test_over_valid_chunks_computes_valid_rows_only_and_skips_empty_chunks(p_valid):
+    rng = np.random.default_rng(1)
+    n, num_chunks = 23, 4  # chunks of 6, the last one padded
+    x = rng.normal(size=(n, 3)).astype(np.float32)
+    valid = rng.random(n) < p_valid
+    calls = []
+
+    def row_sums(index, chunk):
+        jax.debug.callback(lambda i: calls.append(int(i)), index)  # which chunks ran
+        return chunk.sum(-1)
+
+    out, destination = jax.jit(lambda x, v: compaction.over_valid_chunks(row_sums, x, v, num_chunks))(x, valid)
+    per_row = np.asarray(out.reshape(-1)[destination])
+    np.testing.assert_allclose(per_row[valid], x[valid].sum(-1), rtol=1e-6)
+    assert sorted(calls) == list(range(-(-valid.sum() // 6)))  # only chunks holding valid rows ran
+
+    total = jax.jit(lambda x, v: compaction.over_valid_chunks(lambda i, c: c.sum(0) * 0 + (c * c).sum(), x,
+                                                              jnp.asarray(v), num_chunks, accumulate=True))
+    # accumulated: the padding rows are zeros, so the sum over chunks is the sum over valid rows
+    masked = np.where(valid[:, None], x, 0.0)
+    np.testing.assert_allclose(np.asarray(total(jnp.asarray(masked), valid)), np.full(3, (masked**2).sum()), rtol=1e-5)
+
+
+def test_flops_are_counted_from_the_program_the_same_on_every_backend():
+    def flops(name):
+        model = models.get_model(name)
+        return compaction.flops_per_board(models.model_player(model), jax.eval_shape(lambda: models.init_params(model, jax.random.key(0))))
+
+    # SimpleMLP 42-128-64-7: one multiply-add per weight
+    assert flops("mlp") == 2 * (42 * 128 + 128 * 64 + 64 * 7)
+    # Mk4: seven 3x3 convolutions at 42 cells (3 -> 64, then 64 -> 64), the (6, 1) column conv at 7 columns,
+    # the policy MLP 448-128-128-7; the value head adds 448-64-64-1
+    convs = 42 * 9 * (3 * 64 + 6 * 64 * 64) + 7 * 6 * 64 * 64
+    policy = 448 * 128 + 128 * 128 + 128 * 7
+    assert flops("cnn-mk4") == 2 * (convs + policy)
+    assert flops("cnn-mk4-value") == 2 * (convs + policy + 448 * 64 + 64 * 64 + 64)
+    assert compaction.flops_per_board(players.random_punisher, None) == 0  # no matrix products: cheap
+    # the decisions that follow
+    assert compaction.rollout_chunks(flops("mlp"), 25) == 1  # 28 kFLOP: compaction costs more than it saves
+    assert compaction.rollout_chunks(flops("cnn-mk4"), 25) == compaction.ROLLOUT_CHUNKS
+    assert compaction.rollout_chunks(flops("cnn-mk4"), 3) == 1  # too few boards to split
+    assert compaction.loss_chunks(flops("mlp"), 21 * 50) == 1 and compaction.loss_chunks(flops("mlp"), 21 * 4096) > 1
+    assert compaction.loss_chunks(flops("cnn-mk4-value"), 21 * 50) > 1
+    model = models.get_model("cnn-mk4")
+    params = jax.eval_shape(lambda: models.init_params(model, jax.random.key(0)))
+    assert rollout.default_chunks(models.model_player(model), params, 25) == compaction.ROLLOUT_CHUNKS
