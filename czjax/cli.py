@@ -111,7 +111,7 @@ def _non_negative_float(text: str) -> float:
 SETTING_FLAGS = {
     "model": "model", "games_per_batch": "games_per_batch", "opponent": "opponent", "eval_every": "batches_per_chunk",
     "eval_games": "eval_games", "algorithm": "algorithm", "mirror": "mirror", "pool": "pool", "league": "league",
-    "ppo_epochs": "ppo_epochs", "target_kl": "target_kl", "ppo_clip": "ppo_clip",
+    "ppo_epochs": "ppo_epochs", "target_kl": "target_kl", "ppo_clip": "ppo_clip", "ppo_kl_stop": "ppo_kl_stop",
 }
 HPARAM_FLAGS = ("learning_rate", "entropy_bonus", "value_weight", "discount", "temperature")
 
@@ -244,6 +244,9 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ppo-epochs", type=_positive_int, default=None)
     parser.add_argument("--target-kl", type=_non_negative_float, default=None)
     parser.add_argument("--ppo-clip", type=_non_negative_float, default=None)
+    parser.add_argument("--ppo-kl-stop", default=None, choices=["after-step", "before-step"],
+                        help="after-step (default, as the PyTorch project): the epoch whose KL exceeds --target-kl still "
+                             "takes its step, then PPO stops; before-step: it stops without that step")
     parser.add_argument("--eval-every", type=_positive_int, default=None, metavar="BATCHES",
                         help="batches per compiled chunk: log, evaluate against RandomPunisher, and check the clock this often")
     parser.add_argument("--eval-games", type=_batch, default=None, help="games against RandomPunisher per evaluation (default 100)")

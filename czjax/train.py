@@ -33,6 +33,7 @@ from czjax.players import masked_log_probs
 
 OPPONENTS = ("self", "random-punisher", "random", "pool")
 ALGORITHMS = ("reinforce", "a2c", "ppo")
+PPO_KL_STOPS = ("after-step", "before-step")
 
 
 @chex.dataclass(frozen=True)
@@ -77,6 +78,7 @@ class TrainConfig:
     ppo_clip: float = 0.2
     ppo_epochs: int = 4  # full-batch epochs per batch of games, stopped early by target_kl
     target_kl: float = 0.01  # PPO: no further epoch once the mean KL from the starting policy exceeds this
+    ppo_kl_stop: str = "after-step"  # "after-step": the epoch whose KL exceeds target_kl still steps (PyTorch); "before-step": it does not
     mirror: bool = False  # add every position flipped left-right to the batch
     # opponent="pool": a fixed list of players (built-in names or checkpoint files), chosen on
     # device per batch with weights clip(1 - EMA win rate, 0.05, 1); league=True adds a frozen
@@ -95,6 +97,8 @@ class TrainConfig:
             raise ValueError(f"{self.algorithm} needs a model with a value head (cnn-mk4-value or mlp3), not {self.model}")
         if not self.ppo_epochs >= 1 or not self.ppo_clip > 0 or not self.target_kl >= 0:
             raise ValueError("ppo_epochs must be >= 1, ppo_clip > 0 and target_kl >= 0")
+        if self.ppo_kl_stop not in PPO_KL_STOPS:
+            raise ValueError(f"unknown ppo_kl_stop {self.ppo_kl_stop!r}; choose one of {', '.join(PPO_KL_STOPS)}")
         object.__setattr__(self, "pool", tuple(self.pool))  # a list when read back from JSON
         if (self.opponent == "pool") != bool(self.pool):
             raise ValueError("opponent 'pool' needs a list of pool members (--pool), and a pool needs opponent 'pool'")
@@ -352,9 +356,13 @@ def make_trainer(config: TrainConfig, axis_name: str | None = None) -> Trainer:
         return params, opt_state, metrics_from_sums(sums)
 
     def ppo_update(params, opt_state, boards, batch: LossInputs, hp: HParams):
-        """Up to ``ppo_epochs`` full-batch steps. Before each, the mean KL from the starting
-        policy is measured with the same forward pass as the gradient; once it exceeds
-        ``target_kl`` no further step is taken (and the remaining epochs are skipped)."""
+        """Up to ``ppo_epochs`` full-batch steps. Each epoch's forward pass gives the gradient
+        and the mean KL from the starting policy to the epoch's starting parameters. Once that
+        KL exceeds ``target_kl`` no more steps are taken and the remaining epochs are skipped.
+        ``ppo_kl_stop="after-step"`` (the PyTorch project's order: forward, step, then check)
+        still takes the step of the epoch whose KL exceeded the target; ``"before-step"`` does
+        not, so it stops one step earlier."""
+        step_then_stop = config.ppo_kl_stop == "after-step"
 
         def chunk_loss(params, chunk_boards, chunk_batch):
             logits, values = models.apply_model(model, params, chunk_boards)
@@ -366,11 +374,15 @@ def make_trainer(config: TrainConfig, axis_name: str | None = None) -> Trainer:
             def run(_):
                 grads, sums = sparse_value_and_grad(chunk_loss, params, boards, batch, num_chunks, axis_name=axis_name)
                 kl = sums["kl"] / jnp.maximum(sums["positions"], 1.0)
-                # the first epoch starts at the starting policy (KL 0 up to rounding): it always steps
-                stop = stopped | ((index > 0) & (kl > config.target_kl))
+                # The first epoch starts at the starting policy, whose KL is 0 (PyTorch reuses the
+                # starting forward pass; here it is 0 up to rounding): it never stops.
+                exceeded = (index > 0) & (kl > config.target_kl)
+                # A configuration that has stopped runs here only in a vmapped scan whose other
+                # configurations go on: it takes no step.
+                take = ~stopped if step_then_stop else ~stopped & ~exceeded
                 new_params, new_opt_state = apply_step(params, opt_state, grads, hp)
-                keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(stop, b, a), new, old)  # noqa: E731
-                return (keep(new_params, params), keep(new_opt_state, opt_state), stop), (sums, kl, ~stop)
+                keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(take, a, b), new, old)  # noqa: E731
+                return (keep(new_params, params), keep(new_opt_state, opt_state), stopped | exceeded), (sums, kl, ~stopped, take)
 
             def skip(_):
                 zeros = jax.eval_shape(run, None)[1]
@@ -378,14 +390,13 @@ def make_trainer(config: TrainConfig, axis_name: str | None = None) -> Trainer:
 
             return lax.cond(compaction.all_configurations(stopped, axis_name), skip, run, None)
 
-        (params, opt_state, _), (sums, kls, applied) = lax.scan(
+        (params, opt_state, _), (sums, kls, evaluated, stepped) = lax.scan(
             epoch, (params, opt_state, jnp.zeros((), bool)), jnp.arange(config.ppo_epochs)
         )
-        epochs = applied.sum()
-        last = jnp.minimum(epochs, config.ppo_epochs - 1)  # the last epoch that was evaluated
+        last = evaluated.sum() - 1  # the last epoch whose forward pass ran (epoch 0 always does)
         metrics = metrics_from_sums(jax.tree.map(lambda x: x[0], sums))  # loss terms at the starting policy
         metrics.update(
-            ppo_epochs=epochs.astype(jnp.float32),
+            ppo_epochs=stepped.sum().astype(jnp.float32),  # steps taken
             ppo_kl=kls[last],
             ppo_clip_fraction=sums["clipped"][last] / jnp.maximum(sums["positions"][last], 1.0),
         )

@@ -53,7 +53,9 @@ def test_train_flags_for_algorithms_pools_and_leagues():
     args = parser.parse_args(["train", "--preset", "ex5-ppo", "--model", "mlp3", "--mirror", "--pool", "random-punisher", "random", "--league"])
     config, hparams, batches = cli.train_settings(args)
     assert (config.algorithm, config.mirror, config.opponent, config.pool, config.league) == ("ppo", True, "pool", ("random-punisher", "random"), True)
-    assert (config.ppo_clip, config.ppo_epochs, config.target_kl) == (0.2, 4, 0.01) and batches == 20000
+    assert (config.ppo_clip, config.ppo_epochs, config.target_kl, config.ppo_kl_stop) == (0.2, 4, 0.01, "after-step") and batches == 20000
+    config, _, _ = cli.train_settings(parser.parse_args(["train", "--preset", "ex5-ppo", "--ppo-kl-stop", "before-step"]))
+    assert config.ppo_kl_stop == "before-step"
     assert float(hparams.value_weight) == 1.5
     args = parser.parse_args(["train", "--preset", "ex4-a2c"])
     config, _, _ = cli.train_settings(args)

@@ -1,6 +1,8 @@
 """Parity with the PyTorch project: weights exchanged both ways, the same outputs, the same
-REINFORCE-with-baseline update. The PyTorch side is tests/torch_reference.py."""
+REINFORCE-with-baseline, A2C and PPO updates. The PyTorch side is tests/torch_reference.py."""
 
+import dataclasses
+import functools
 import random
 
 import jax
@@ -12,7 +14,7 @@ import torch  # the test extra installs it: pip install -e ".[test]"
 from czjax import agents, cli, game, models, rollout, torch_io
 from czjax.train import HParams, TrainConfig, make_trainer
 from tests.reference import random_game
-from tests.torch_reference import TORCH_MODELS, rwb_loss
+from tests.torch_reference import TORCH_MODELS, a2c_loss, ppo_update, rwb_loss
 
 
 def random_torch_model(name, seed=0):
@@ -87,49 +89,114 @@ def test_misshapen_tensor_is_named():
         torch_io.from_state_dict("mlp", state_dict)
 
 
-@pytest.mark.parametrize("name, value_weight", [("cnn-mk4-value", 0.5), ("mlp", 0.0)])
-def test_one_update_matches_pytorch(name, value_weight):
-    """Same weights, same batch of games, one AdamW step: same loss, same new weights."""
-    n, lr, beta, gamma = 8, 1e-3, 0.05, 0.9
-    trainer = make_trainer(TrainConfig(model=name, games_per_batch=n))
-    state = trainer.init(3)
-    hp = HParams.create(learning_rate=lr, entropy_bonus=beta, value_weight=value_weight, discount=gamma)
-    traj, results = rollout.play_games(jax.random.key(5), trainer.learner, state.params, trainer.learner, state.params, n)
-    new_params, _, metrics = trainer.update(state.params, state.opt_state, traj, results.outcome, hp)
-
-    # The learner is player A; its positions and Monte Carlo returns, game by game.
+def learner_batch(traj, outcome, gamma):
+    """Player A's (the learner's) positions game by game, as the PyTorch project orders them:
+    ``(boards, actions, Monte Carlo returns, sparse rewards, done)``."""
     valid, mover = np.asarray(traj.valid), np.asarray(traj.player)
-    actions, boards, outcome = np.asarray(traj.actions), np.asarray(traj.boards()), np.asarray(results.outcome)
-    xs, acts, returns = [], [], []
-    for g in range(n):
+    actions, boards, outcome = np.asarray(traj.actions), np.asarray(traj.boards()), np.asarray(outcome)
+    xs, acts, returns, rewards, done = [], [], [], [], []
+    for g in range(len(outcome)):
         plies = [t for t in range(42) if valid[t, g] and mover[t, g] == 0]
         for k, t in enumerate(plies):
+            last = k == len(plies) - 1
             xs.append(boards[t, g])
             acts.append(int(actions[t, g]))
             returns.append(float(outcome[g]) * gamma ** (len(plies) - 1 - k))
-    xs = torch.from_numpy(np.stack(xs))
+            rewards.append(float(outcome[g]) if last else 0.0)
+            done.append(last)
+    f32 = lambda x: torch.tensor(x, dtype=torch.float32)  # noqa: E731
+    return torch.from_numpy(np.stack(xs)), torch.tensor(acts), f32(returns), f32(rewards), torch.tensor(done)
+
+
+def torch_update(name, params, algorithm, batch, lr, beta, value_weight, gamma, clip, epochs, target_kl=None):
+    """The PyTorch project's update on ``batch`` from czjax's ``params``, with a fresh AdamW:
+    ``(model, loss before the first step, PPO's (kls, steps) or None)``."""
+    xs, acts, returns, rewards, done = batch
     model = TORCH_MODELS[name]()
-    model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in torch_io.to_state_dict(name, state.params).items()})
+    model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in torch_io.to_state_dict(name, params).items()})
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    loss = rwb_loss(model, xs, xs[:, 0, :] == 0, torch.tensor(acts), torch.tensor(returns, dtype=torch.float32), beta, value_weight)
+    legal = xs[:, 0, :] == 0
+    if algorithm == "ppo":
+        losses, kls, steps = ppo_update(model, optimizer, xs, legal, acts, returns, clip, epochs, target_kl, beta, value_weight)
+        return model, losses[0], (kls, steps)
+    if algorithm == "a2c":
+        loss = a2c_loss(model, xs, legal, acts, rewards, done, gamma, beta, value_weight)
+    else:
+        loss = rwb_loss(model, xs, legal, acts, returns, beta, value_weight)
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
+    return model, loss.item(), None
 
-    assert float(metrics["positions"]) == len(acts)
-    assert float(metrics["loss"] * metrics["positions"]) == pytest.approx(loss.item(), rel=1e-4, abs=1e-4)
+
+# PPO's KL stop: the KL of epoch e (from the starting policy to the parameters after e steps)
+# is checked after epoch e's step, so a stop at epoch e leaves e + 1 steps. The targets come
+# from the KLs that PyTorch measures on the test's batch without a stop (k1 < k2 < k3 after 1,
+# 2 and 3 steps, about 0.0013, 0.0047 and 0.0087): k1 / 2 stops at epoch 1 (2 steps),
+# (k1 + k2) / 2 at epoch 2 (3 steps), 2 k3 never (4 steps).
+PPO_STOPS = {"ppo-stop-after-2-steps": 2, "ppo-stop-after-3-steps": 3, "ppo-no-stop-4-steps": 4}
+PARITY_CASES = [  # (algorithm, model, learning rate, value weight, PPO's steps)
+    pytest.param("reinforce", "cnn-mk4-value", 1e-3, 0.5, None, id="reinforce-cnn-mk4-value"),
+    pytest.param("reinforce", "mlp", 1e-3, 0.0, None, id="reinforce-mlp"),
+    pytest.param("a2c", "mlp3", 1e-3, 1.5, None, id="a2c-mlp3"),
+    # PPO at the blog's lr 1e-4, where the KL grows with every step (at 1e-3 the first step
+    # overshoots). mlp3, as in the README's algorithm comparison: after several Adam steps it
+    # stays within float32 of PyTorch, while Mk4's GroupNorm gradients (see below) drift further.
+    *[pytest.param("ppo", "mlp3", 1e-4, 1.5, steps, id=case) for case, steps in PPO_STOPS.items()],
+]
+
+
+def ppo_target_kl(kls, steps):
+    """A target that the KLs ``kls`` (epochs 0-3, measured without a stop) first exceed at
+    epoch ``steps - 1``: at least 20% away from every KL, where the frameworks agree to 1e-3."""
+    k1, k2, k3 = kls[1:]
+    assert kls[0] == 0.0 and 1.5 * k1 < k2 < k3, kls  # KL grows with each step here
+    return {2: k1 / 2, 3: (k1 + k2) / 2, 4: 2 * k3}[steps]
+
+
+@pytest.mark.parametrize("algorithm, name, lr, value_weight, ppo_steps", PARITY_CASES)
+def test_one_update_matches_pytorch(algorithm, name, lr, value_weight, ppo_steps):
+    """Same weights, same batch of games, the same update (one AdamW step, or PPO's epochs
+    with its KL stop): same loss, same new weights, PPO the same number of steps."""
+    n, beta, gamma = 8, 0.05, 0.9
+    config = TrainConfig(model=name, games_per_batch=n, algorithm=algorithm)
+    trainer = make_trainer(config)
+    # every parameter off its default: at mlp3's initialisation (LayerNorm offsets 0) the empty
+    # board's activations are exactly 0, and LayerNorm scales a step's 1e-7 change up to O(1)
+    params = torch_io.from_state_dict(name, {k: v.numpy() for k, v in random_torch_model(name).state_dict().items()})
+    opt_state = trainer.init(3).opt_state  # Adam's moments start at 0 whatever the parameters
+    hp = HParams.create(learning_rate=lr, entropy_bonus=beta, value_weight=value_weight, discount=gamma)
+    traj, results = rollout.play_games(jax.random.key(5), trainer.learner, params, trainer.learner, params, n)
+    batch = learner_batch(traj, results.outcome, gamma)
+    update = functools.partial(torch_update, name, params, algorithm, batch, lr, beta, value_weight, gamma, config.ppo_clip, config.ppo_epochs)
+    steps, target_kl = 1, None
+    if algorithm == "ppo":
+        _, _, (kls, _) = update()
+        steps, target_kl = ppo_steps, ppo_target_kl(kls, ppo_steps)
+        trainer = make_trainer(dataclasses.replace(config, target_kl=target_kl))
+    model, loss, ppo = update(target_kl)
+    with jax.default_matmul_precision("highest"):  # as PyTorch on the CPU; a GPU would otherwise use TF32-class matmuls
+        new_params, _, metrics = jax.device_get(trainer.update(params, opt_state, traj, results.outcome, hp))
+
+    if algorithm == "ppo":
+        assert ppo[1] == steps  # PyTorch took the intended number of steps ...
+        assert metrics["ppo_epochs"] == steps  # ... and so did czjax
+        assert metrics["ppo_kl"] == pytest.approx(ppo[0][steps - 1], rel=1e-3)  # the KL of the last epoch run
+    assert float(metrics["positions"]) == len(batch[1])
+    assert float(metrics["loss"] * metrics["positions"]) == pytest.approx(loss, rel=1e-4, abs=1e-4)  # before the first step
     new = torch_io.to_state_dict(name, new_params)
-    old = torch_io.to_state_dict(name, state.params)
+    old = torch_io.to_state_dict(name, params)
     moved = max(np.abs(new[k] - old[k]).max() for k in old)
-    assert moved > 0.5 * lr  # the step really moved the weights
+    assert moved > 0.5 * lr * steps  # the steps really moved the weights
     # Adam's first step is lr * g / (|g| + eps), about lr * sign(g) for every entry: where a
     # gradient entry is within float error of zero (the frameworks sum in different orders,
     # and Mk4's GroupNorm gradients cancel large terms) its sign, and so its step, is
-    # arbitrary. So: every entry within the step size, and all but 0.1% of them to 2e-6.
+    # arbitrary, and later steps start from that. So: every entry within the steps' size, and
+    # all but 0.1% of them to 2e-6. A step more or less moves almost every entry by ~lr.
     differing, total = 0, 0
     for k, v in model.state_dict().items():
         difference = np.abs(new[k] - v.numpy())
-        assert difference.max() <= 2 * lr + 2e-6, k
+        assert difference.max() <= 2 * lr * steps + 2e-6, k
         differing += int((difference > 2e-6).sum())
         total += difference.size
     assert differing <= 1e-3 * total, f"{differing} of {total} entries differ"

@@ -1,6 +1,7 @@
 """The PyTorch project's three models, written for the tests from their published description
-(same module names, so their state dicts have the PyTorch project's keys), and the blog's
-REINFORCE-with-baseline loss written in PyTorch. Nothing here is shared with czjax."""
+(same module names, so their state dicts have the PyTorch project's keys), and its updates
+written in PyTorch: the blog's REINFORCE-with-baseline loss, A2C's loss, and PPO's epochs with
+the KL stop. Nothing here is shared with czjax."""
 
 import torch
 from torch import nn
@@ -83,3 +84,64 @@ def rwb_loss(model, boards, legal, actions, returns, entropy_bonus, value_weight
     weight = torch.where(returns.abs() == 1.0, 2.0, 1.0)
     value_loss = (weight * (values - returns) ** 2).sum()
     return -(advantage * log_p_taken).sum() + value_weight * value_loss - entropy_bonus * entropy.sum()
+
+
+def _policy(model, boards, legal, actions):
+    """Masked log-probabilities ``(B, 7)``, those of the moves played, entropies and values."""
+    logits, values = model(boards)
+    log_p = torch.log_softmax(logits + (~legal).float() * -1e9, dim=-1)
+    entropy = -(log_p.exp() * log_p).sum(-1)
+    return log_p, log_p.gather(1, actions[:, None])[:, 0], entropy, values
+
+
+def _value_weight(rewards):
+    """2 where the reward (sparse, or Monte Carlo) is +-1, else 1."""
+    return torch.where(rewards.abs() == 1.0, 2.0, 1.0)
+
+
+def a2c_loss(model, boards, legal, actions, rewards, done, gamma, entropy_bonus, value_weight):
+    """The PyTorch project's A2C, summed over positions. The batch is the player's positions
+    game by game; ``rewards`` are sparse (the outcome on each game's last move, else 0) and
+    ``done`` marks each game's last move. V_next is the value of the next position in the
+    batch (``roll`` by -1), 0 where done; target ``r + gamma * V_next``; advantage
+    ``target - V``, detached and not normalised; value loss weighted 2 where the reward is +-1."""
+    _, log_p_taken, entropy, values = _policy(model, boards, legal, actions)
+    v_next = torch.roll(values.detach(), shifts=-1)
+    v_next[done] = 0.0
+    v_target = rewards + gamma * v_next
+    advantage = (v_target - values).detach()
+    value_loss = (_value_weight(rewards) * (values - v_target) ** 2).sum()
+    return -(advantage * log_p_taken).sum() + value_weight * value_loss - entropy_bonus * entropy.sum()
+
+
+def ppo_update(model, optimizer, boards, legal, actions, returns, clip, epochs, target_kl, entropy_bonus, value_weight):
+    """The PyTorch project's PPO with Monte Carlo returns (its ``BOOTSTRAP_VALUE`` off):
+    advantage ``G - V`` and value target ``G`` from the starting forward pass. Each epoch:
+    forward (the first epoch reuses the starting forward pass), clipped loss, backward,
+    optimizer step, and only then the mean KL from the starting policy *of that epoch's
+    forward pass*: above ``target_kl`` (None: never) it breaks. So the epoch whose KL first
+    exceeds the target still takes its step.
+
+    Returns ``(losses, kls, steps)``: each epoch's loss before its step and its KL.
+    """
+    log_p, log_p_taken, entropy, values = _policy(model, boards, legal, actions)
+    old_log_p, old_log_p_taken = log_p.detach(), log_p_taken.detach()
+    advantage = (returns - values).detach()
+    weight = _value_weight(returns)
+    losses, kls = [], []
+    for epoch in range(epochs):
+        if epoch > 0:
+            log_p, log_p_taken, entropy, values = _policy(model, boards, legal, actions)
+        ratio = torch.exp(log_p_taken - old_log_p_taken)
+        surrogate = torch.min(ratio * advantage, torch.clamp(ratio, 1.0 - clip, 1.0 + clip) * advantage)
+        loss = -surrogate.sum() + value_weight * (weight * (values - returns) ** 2).sum() - entropy_bonus * entropy.sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        with torch.no_grad():
+            kl = (old_log_p.exp() * (old_log_p - log_p)).sum(1).mean()
+        losses.append(loss.item())
+        kls.append(kl.item())
+        if target_kl is not None and kl > target_kl:
+            break
+    return losses, kls, len(losses)
