@@ -51,9 +51,9 @@ def test_tournament_json_and_unknown_players(capsys):
 def test_train_flags_for_algorithms_pools_and_leagues():
     parser = cli.build_parser()
     args = parser.parse_args(["train", "--preset", "ex5-ppo", "--model", "mlp3", "--mirror", "--pool", "random-punisher", "random", "--league"])
-    config, hparams, batches = cli.train_settings(args)
+    config, hparams, run = cli.train_settings(args)
     assert (config.algorithm, config.mirror, config.opponent, config.pool, config.league) == ("ppo", True, "pool", ("random-punisher", "random"), True)
-    assert (config.ppo_clip, config.ppo_epochs, config.target_kl, config.ppo_kl_stop) == (0.2, 4, 0.01, "after-step") and batches == 20000
+    assert (config.ppo_clip, config.ppo_epochs, config.target_kl, config.ppo_kl_stop) == (0.2, 4, 0.01, "after-step") and run["batches"] == 20000
     config, _, _ = cli.train_settings(parser.parse_args(["train", "--preset", "ex5-ppo", "--ppo-kl-stop", "before-step"]))
     assert config.ppo_kl_stop == "before-step"
     assert float(hparams.value_weight) == 1.5
