@@ -110,7 +110,7 @@ def _non_negative_float(text: str) -> float:
 SETTING_FLAGS = {
     "model": "model", "games_per_batch": "games_per_batch", "opponent": "opponent", "eval_every": "batches_per_chunk",
     "eval_games": "eval_games", "algorithm": "algorithm", "mirror": "mirror", "pool": "pool", "league": "league",
-    "ppo_epochs": "ppo_epochs", "target_kl": "target_kl", "ppo_clip": "ppo_clip",
+    "ppo_epochs": "ppo_epochs", "target_kl": "target_kl", "ppo_clip": "ppo_clip", "init": "init",
 }
 HPARAM_FLAGS = ("learning_rate", "entropy_bonus", "value_weight", "discount", "temperature")
 
@@ -136,7 +136,7 @@ def train_settings(args):
         if given:
             raise ValueError(f"--resume continues with the checkpoint's settings; drop --{given[0].replace('_', '-')}")
         meta, _ = checkpoint.read_meta(Path(args.out) / checkpoint.FILENAME)
-        config = TrainConfig(**meta["config"])
+        config = TrainConfig.from_dict(meta["config"])
         hparams = HParams.create(**{k: v for k, v in meta["hparams"].items()})
         return config, hparams, args.batches
     preset = presets.get_preset(args.preset)
@@ -234,6 +234,9 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eval-every", type=_positive_int, default=None, metavar="BATCHES",
                         help="batches per compiled chunk: log, evaluate against RandomPunisher, and check the clock this often")
     parser.add_argument("--eval-games", type=_batch, default=None, help="games against RandomPunisher per evaluation (default 100)")
+    parser.add_argument("--init", default=None, metavar="SCHEME",
+                        help="fresh parameters: torch (PyTorch's default initialisation, as the PyTorch project; the default) "
+                             "or flax (Flax's LeCun-normal kernels and zero biases, czjax's before)")
 
 
 def _print_report(args, report: dict, fmt) -> int:

@@ -86,9 +86,11 @@ class TrainConfig:
     league: bool = False
     league_slots: int = 8  # at most this many learner copies; then the oldest is replaced
     league_threshold: float = 0.6
+    init: str = "torch"  # fresh parameters: "torch" (PyTorch's defaults, as the PyTorch project) or "flax" (models.INITS)
 
     def __post_init__(self):
         models.get_model(self.model)  # one-line error for an unknown model
+        models.check_init(self.init)
         if self.algorithm not in ALGORITHMS:
             raise ValueError(f"unknown algorithm {self.algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
         if self.algorithm != "reinforce" and not models.has_value_head(models.get_model(self.model)):
@@ -123,6 +125,13 @@ class TrainConfig:
     def to_dict(self) -> dict:
         """JSON-ready (the pool as a list, as it reads back)."""
         return dict(dataclasses.asdict(self), pool=list(self.pool))
+
+    @classmethod
+    def from_dict(cls, stored: dict) -> "TrainConfig":
+        """The config stored in a run.json, scan.json or checkpoint. Those written before the
+        ``init`` field existed were initialised with Flax's defaults: an absent ``init`` reads
+        as ``"flax"``, so a resumed old run keeps describing how it started."""
+        return cls(**{"init": "flax", **stored})
 
 
 @chex.dataclass(frozen=True)
@@ -297,7 +306,7 @@ def make_trainer(config: TrainConfig, axis_name: str | None = None) -> Trainer:
     def init(seed: int) -> TrainState:
         key = jax.random.key(seed)
         init_key, key = jax.random.split(key)
-        params = models.init_params(model, init_key)
+        params = models.init_params(model, init_key, config.init)
         window = jnp.zeros((config.window_batches,), jnp.int32)
         return TrainState(
             params=params,

@@ -1,6 +1,7 @@
 """Parity with the PyTorch project: weights exchanged both ways, the same outputs, the same
 REINFORCE-with-baseline update. The PyTorch side is tests/torch_reference.py."""
 
+import math
 import random
 
 import jax
@@ -153,3 +154,36 @@ def test_benchmark_peer_is_the_pytorch_model(name):
         optimizer = torch.optim.AdamW(peer.parameters(), lr=1e-3)
         positions = torch_peer.iteration(peer, opponent, optimizer, 6, np.random.default_rng(0))
         assert 6 * 3 <= positions <= 6 * 21  # at least 3 own moves per game, at most 21
+
+
+@pytest.mark.parametrize("name", list(TORCH_MODELS))
+def test_default_init_draws_each_layer_as_pytorch_does(name):
+    """czjax's default initialisation against PyTorch's own, layer by layer (layers matched by
+    czjax's import table). Linear and Conv2d: weights and biases within PyTorch's bound
+    1/sqrt(fan_in), fan_in as torch computes it, with the maximum near the bound; standard
+    deviation and mean as PyTorch's layer within the sampling error. Norms: exactly ones and
+    zeros. Fixed seeds: the tolerances are 6 standard errors, so this never flakes."""
+    torch.manual_seed(0)
+    reference = TORCH_MODELS[name]()  # PyTorch's default initialisation
+    want = reference.state_dict()
+    got = torch_io.to_state_dict(name, models.init_params(models.get_model(name), jax.random.key(0)))
+    assert list(got) == list(want)  # every parameter is covered
+    for key, w in want.items():
+        w, g = w.numpy().astype(np.float64), got[key].astype(np.float64)
+        layer = reference.get_submodule(key.rsplit(".", 1)[0])
+        if isinstance(layer, (torch.nn.LayerNorm, torch.nn.GroupNorm)):
+            assert np.array_equal(g, w) and np.array_equal(w, np.ones_like(w) if key.endswith("weight") else np.zeros_like(w)), key
+            continue
+        assert isinstance(layer, (torch.nn.Linear, torch.nn.Conv2d)), key
+        fan_in = torch.nn.init._calculate_fan_in_and_fan_out(layer.weight)[0]
+        bound, n = 1 / math.sqrt(fan_in), g.size
+        assert np.abs(w).max() <= bound  # PyTorch's own draw, as a check of the bound
+        assert np.abs(g).max() <= bound, key
+        if n >= 14:  # P(max |x| < (1 - 14/n) bound) < exp(-14) for n uniform draws
+            assert np.abs(g).max() >= bound * (1 - 14 / n), key
+        sigma = bound / math.sqrt(3)  # uniform in +-bound; a sample std has relative error 0.45/sqrt(n)
+        assert abs(g.std() - w.std()) <= 6 * math.sqrt(2) * 0.45 * sigma / math.sqrt(n), key
+        assert abs(g.mean()) <= 6 * sigma / math.sqrt(n), key
+    kernels = [v for k, v in got.items() if k.endswith("weight") and v.ndim > 1]
+    assert len({v.tobytes() for v in kernels}) == len(kernels)  # every layer its own draw
+
