@@ -131,7 +131,7 @@ def train_settings(args):
     from czjax import checkpoint, presets
     from czjax.train import HParams, TrainConfig
 
-    given = [f for f in (*SETTING_FLAGS, *HPARAM_FLAGS, "no_baseline") if getattr(args, f) not in (None, False)]
+    given = [f for f in (*SETTING_FLAGS, *HPARAM_FLAGS, "no_baseline", "init_from") if getattr(args, f) not in (None, False)]
     if args.resume:
         if given:
             raise ValueError(f"--resume continues with the checkpoint's settings; drop --{given[0].replace('_', '-')}")
@@ -158,12 +158,13 @@ def cmd_train(args) -> int:
     config, hparams, batches = train_settings(args)
     print(f"training {config.model} against {config.opponent}, {config.games_per_batch} games per batch, "
           f"{'until ' + format(batches, ',') + ' batches' if batches else ''}"
-          f"{' or ' if batches and args.time_budget else ''}{'for ' + str(args.time_budget) + ' s' if args.time_budget else ''}; "
-          f"hyperparameters {hparams.to_dict()}; outputs in {args.out}/", flush=True)
+          f"{' or ' if batches and args.time_budget else ''}{'for ' + str(args.time_budget) + ' s' if args.time_budget else ''}"
+          f"{', starting from the weights in ' + args.init_from if args.init_from else ''}"
+          f"; hyperparameters {hparams.to_dict()}; outputs in {args.out}/", flush=True)
     summary = loop.run(
         config, hparams, args.out, seed=args.seed, batches=batches, time_budget_s=args.time_budget,
         resume=args.resume, checkpoint_every=args.checkpoint_every, log=lambda m: print(m, flush=True),
-        title=f"czjax train --preset {args.preset} (seed {args.seed})",
+        title=f"czjax train --preset {args.preset} (seed {args.seed})", init_from=args.init_from,
     )
     last = summary["last"]
     print(
@@ -591,6 +592,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--out", default=None, help="output folder (default: runs/PRESET-seedSEED)")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    train.add_argument("--init-from", default=None, metavar="FILE",
+                       help="start the learner and its frozen opponent from these weights: a PyTorch project .pth/.pt, or a "
+                            "czjax checkpoint (run folder or .msgpack; its parameters only, fresh optimizer state)")
     train.add_argument("--checkpoint-every", type=_positive_int, default=10, metavar="CHUNKS", help="checkpoint interval (default: %(default)s)")
     train.set_defaults(func=cmd_train)
 

@@ -4,7 +4,9 @@ A run's folder holds ``checkpoint.msgpack`` (written atomically every few chunks
 and when the run is interrupted), ``metrics.jsonl`` (one object per chunk) and
 ``dashboard.png`` (refreshed during the run). ``resume=True`` continues from the checkpoint
 with the checkpoint's settings; rows logged after it are dropped first, so a resumed run gives
-the same metrics and parameters as an uninterrupted one with the same seed.
+the same metrics and parameters as an uninterrupted one with the same seed. ``init_from`` starts
+a run from given weights (a PyTorch ``.pth`` or a czjax checkpoint) instead of fresh ones; the
+source is recorded in ``run.json`` and in the checkpoint, and a resumed run does not read it again.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Callable
 import jax
 import numpy as np
 
-from czjax import checkpoint, plots
+from czjax import agents, checkpoint, plots
 from czjax.train import HParams, TrainConfig, make_trainer
 
 CHECKPOINT = checkpoint.FILENAME
@@ -76,32 +78,41 @@ def run(
     plot_every_s: float = 20.0,
     log: Callable[[str], None] = print,
     title: str = "",
+    init_from: str | None = None,
 ) -> dict:
     """Train until ``batches`` batches in all (counting those before a resume) or
-    ``time_budget_s`` seconds of this invocation, whichever comes first; returns a summary."""
+    ``time_budget_s`` seconds of this invocation, whichever comes first; returns a summary.
+
+    ``init_from``: a ``.pth`` / ``.pt`` file or czjax checkpoint whose weights the learner and
+    its frozen opponent start from (with a fresh optimizer state). Ignored with ``resume``: the
+    run continues from its own checkpoint, which names the source it started from."""
     if batches is None and time_budget_s is None:
         raise ValueError("give a number of batches or a time budget")
+    # the starting weights are read first: a bad file leaves the output folder as it was
+    start_params = agents.load_weights(init_from, config.model) if init_from is not None and not resume else None
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     ckpt_path, metrics_path, dash_path = out_dir / CHECKPOINT, out_dir / METRICS, out_dir / DASHBOARD
     trainer = make_trainer(config)
-    state = trainer.init(seed)
     rows: list[dict] = []
     elapsed_before = 0.0
     if resume:
-        state, _ = checkpoint.load(ckpt_path, state, expected_model=config.model)
+        state, meta = checkpoint.load(ckpt_path, trainer.init(seed), expected_model=config.model)
+        init_from = meta.get("extra", {}).get("init_from")  # already in the checkpoint's weights
         done = int(state.step)
         rows = [r for r in read_metrics(metrics_path) if r["batches"] <= done]
         write_metrics(metrics_path, rows)
         elapsed_before = rows[-1]["elapsed_s"] if rows else 0.0
         log(f"resuming {ckpt_path} at batch {done:,} ({int(state.games):,} games)")
-    elif metrics_path.exists() or ckpt_path.exists():
+    else:
+        state = trainer.init(seed, start_params)
         for p in (metrics_path, ckpt_path):
             p.unlink(missing_ok=True)
-    (out_dir / "run.json").write_text(json.dumps({"config": config.to_dict(), "hparams": hparams.to_dict(), "seed": seed}, indent=1))
+    origin = {"seed": seed, **({"init_from": str(init_from)} if init_from is not None else {})}
+    (out_dir / "run.json").write_text(json.dumps({"config": config.to_dict(), "hparams": hparams.to_dict(), **origin}, indent=1))
 
     def save_checkpoint():
-        checkpoint.save(ckpt_path, state, config.to_dict(), hparams.to_dict(), {"seed": seed})
+        checkpoint.save(ckpt_path, state, config.to_dict(), hparams.to_dict(), origin)
 
     def save_dashboard():
         if rows:

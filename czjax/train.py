@@ -303,10 +303,14 @@ def make_trainer(config: TrainConfig, axis_name: str | None = None) -> Trainer:
     positions = (rollout.PLIES // 2) * n * (2 if config.mirror else 1)  # the learner's batch
     num_chunks = loss_chunks(rollout.player_flops(learner, jax.eval_shape(lambda: models.init_params(model, jax.random.key(0)))), positions)
 
-    def init(seed: int) -> TrainState:
+    def init(seed: int, params=None) -> TrainState:
+        """A fresh state: parameters drawn with ``config.init``, or ``params`` (a run started
+        from given weights) for the learner and the frozen opponent alike; a fresh optimizer
+        state either way. The rest of the run's randomness comes from ``seed`` in both cases."""
         key = jax.random.key(seed)
         init_key, key = jax.random.split(key)
-        params = models.init_params(model, init_key, config.init)
+        if params is None:
+            params = models.init_params(model, init_key, config.init)
         window = jnp.zeros((config.window_batches,), jnp.int32)
         return TrainState(
             params=params,

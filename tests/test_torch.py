@@ -1,6 +1,7 @@
 """Parity with the PyTorch project: weights exchanged both ways, the same outputs, the same
 REINFORCE-with-baseline update. The PyTorch side is tests/torch_reference.py."""
 
+import json
 import math
 import random
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 import torch  # the test extra installs it: pip install -e ".[test]"
 
-from czjax import agents, cli, game, models, rollout, torch_io
+from czjax import agents, checkpoint, cli, game, loop, models, rollout, torch_io
 from czjax.train import HParams, TrainConfig, make_trainer
 from tests.reference import random_game
 from tests.torch_reference import TORCH_MODELS, rwb_loss
@@ -187,3 +188,36 @@ def test_default_init_draws_each_layer_as_pytorch_does(name):
     kernels = [v for k, v in got.items() if k.endswith("weight") and v.ndim > 1]
     assert len({v.tobytes() for v in kernels}) == len(kernels)  # every layer its own draw
 
+
+def test_a_run_starts_from_a_pth_and_resumes_without_it(tmp_path, capsys):
+    """--init-from FILE.pth: at step 0 the learner and the frozen opponent hold exactly the
+    file's weights (through czjax's import), with a fresh optimizer state; the run records the
+    source, and --resume continues from the checkpoint even once the file is gone."""
+    model = random_torch_model("mlp", seed=4)
+    pth = tmp_path / "start.pth"
+    torch.save({"model_state_dict": model.state_dict(), "optimizer_state_dict": {}}, pth)
+    out = tmp_path / "run"
+    flags = ["--preset", "ex2-entropy", "--games-per-batch", "8", "--eval-every", "2", "--eval-games", "4", "--out", str(out)]
+    assert cli.main(["train", *flags, "--init-from", str(pth), "--time-budget", "0"]) == 0  # no batch: the step-0 state
+    expected = torch_io.from_state_dict("mlp", {k: v.numpy() for k, v in model.state_dict().items()})
+    trainer = make_trainer(TrainConfig(model="mlp", games_per_batch=8, opponent="self", batches_per_chunk=2, eval_games=4,
+                                       promote_every_games=20000))
+    state, meta = checkpoint.load(out / loop.CHECKPOINT, trainer.init(0), "mlp")
+    assert int(state.step) == 0
+    assert loop.params_equal(state.params, expected) and loop.params_equal(state.opponent_params, expected)
+    assert loop.params_equal(state.opt_state, trainer.init(0, expected).opt_state)  # fresh: zero moments, count 0
+    assert meta["extra"]["init_from"] == str(pth) and json.loads((out / "run.json").read_text())["init_from"] == str(pth)
+    pth.unlink()
+    assert cli.main(["train", "--resume", "--out", str(out), "--batches", "2"]) == 0
+    state, meta = checkpoint.load(out / loop.CHECKPOINT, trainer.init(0), "mlp")
+    assert int(state.step) == 2 and not loop.params_equal(state.params, expected)
+    assert meta["extra"]["init_from"] == str(pth)  # still names where the run started
+    capsys.readouterr()
+    # another model's file, or a file that is not PyTorch's: one-line errors, nothing written
+    torch.save({"model_state_dict": TORCH_MODELS["mlp3"]().state_dict()}, tmp_path / "mlp3.pth")
+    (tmp_path / "junk.pth").write_bytes(b"not a torch file")
+    for bad, message in (("mlp3.pth", "holds a Connect4MLP3 (mlp3), not mlp"), ("junk.pth", "not a readable PyTorch file")):
+        assert cli.main(["train", *flags[:-1], str(tmp_path / "new"), "--init-from", str(tmp_path / bad), "--batches", "1"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("czjax: error:") and message in err and len(err.splitlines()) == 1
+        assert not (tmp_path / "new").exists()

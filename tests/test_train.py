@@ -184,6 +184,30 @@ def test_damaged_and_mismatched_checkpoints_give_one_line_errors(tmp_path, unint
         checkpoint.load(tmp_path / "missing.msgpack", template)
 
 
+def test_a_run_starts_from_a_czjax_checkpoint(tmp_path, uninterrupted, capsys):
+    """init_from a run folder or checkpoint file: its learner's parameters, for the learner and
+    the frozen opponent, with a fresh optimizer state; recorded in run.json and the checkpoint."""
+    trained = final_params(uninterrupted)
+    fresh = make_trainer(CONFIG).init(3)
+    for spec in (uninterrupted, uninterrupted / loop.CHECKPOINT):
+        run(tmp_path, "from", batches=0, init_from=str(spec))  # no batch: the step-0 state
+        state = final_params(tmp_path / "from")
+        assert int(state.step) == 0 and int(state.games) == 0
+        assert loop.params_equal(state.params, trained.params) and loop.params_equal(state.opponent_params, trained.params)
+        assert loop.params_equal(state.opt_state, fresh.opt_state)  # zero moments, count 0
+        np.testing.assert_array_equal(jax.random.key_data(state.key), jax.random.key_data(fresh.key))  # the seed's games
+        meta, _ = checkpoint.read_meta(tmp_path / "from" / loop.CHECKPOINT)
+        assert meta["extra"] == {"seed": 3, "init_from": str(spec)}
+        assert json.loads((tmp_path / "from" / "run.json").read_text())["init_from"] == str(spec)
+    # another model's checkpoint, or no checkpoint: one-line errors through the CLI
+    for args, message in ((["--model", "mlp3", "--init-from", str(uninterrupted)], "holds weights of model 'mlp', not 'mlp3'"),
+                          (["--init-from", str(tmp_path / "missing")], "no checkpoint at"),
+                          (["--init-from", str(tmp_path / "from" / "run.json")], "damaged or not a czjax checkpoint")):
+        assert cli.main(["train", "--out", str(tmp_path / "new"), "--batches", "1", *args]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("czjax: error:") and message in err and len(err.splitlines()) == 1
+
+
 def test_resume_of_a_checkpoint_without_init_field(tmp_path, uninterrupted):
     """A checkpoint written before ``init`` existed resumes, and its run keeps saying it started
     from Flax's initialisation."""
