@@ -62,6 +62,25 @@ def load_params(path) -> tuple[str, Any, dict]:
     return model_name, params, meta
 
 
+TORCH_SUFFIXES = (".pth", ".pt")
+
+
+def load_weights(spec, model_name: str):
+    """The ``model_name`` parameters in ``spec``, to start a run from: a PyTorch project file
+    (``.pth`` / ``.pt``, converted by :mod:`czjax.torch_io`) or a czjax checkpoint (a run folder
+    or a checkpoint file; its learner's parameters only). A file of another model, or one that
+    is neither, is a one-line ``ValueError``."""
+    path = Path(spec)
+    if path.suffix in TORCH_SUFFIXES:
+        from czjax import torch_io  # imports PyTorch only to read the file
+
+        return torch_io.read_params(path, model_name)[1]
+    found, params, _ = load_params(checkpoint.resolve(path))
+    if found != model_name:
+        raise ValueError(f"{spec} holds weights of model {found!r}, not {model_name!r}")
+    return params
+
+
 def load_agent(spec: str) -> Agent:
     """A built-in player by name, or the learner of a checkpoint file or run folder."""
     if spec in BUILTIN_PLAYERS:

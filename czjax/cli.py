@@ -112,6 +112,7 @@ SETTING_FLAGS = {
     "model": "model", "games_per_batch": "games_per_batch", "opponent": "opponent", "eval_every": "batches_per_chunk",
     "eval_games": "eval_games", "algorithm": "algorithm", "mirror": "mirror", "pool": "pool", "league": "league",
     "ppo_epochs": "ppo_epochs", "target_kl": "target_kl", "ppo_clip": "ppo_clip", "ppo_kl_stop": "ppo_kl_stop",
+    "init": "init",
 }
 HPARAM_FLAGS = ("learning_rate", "entropy_bonus", "value_weight", "discount", "temperature")
 
@@ -133,7 +134,7 @@ def train_settings(args):
     from czjax import loop, presets
     from czjax.train import HParams, TrainConfig
 
-    given = [f for f in (*SETTING_FLAGS, *HPARAM_FLAGS, "no_baseline", "seed", "preset") if getattr(args, f) not in (None, False)
+    given = [f for f in (*SETTING_FLAGS, *HPARAM_FLAGS, "no_baseline", "seed", "preset", "init_from") if getattr(args, f) not in (None, False)
              or getattr(args, f) == 0 and getattr(args, f) is not False]
     if args.resume:
         if given:
@@ -144,7 +145,7 @@ def train_settings(args):
             run.update(batches=args.batches, time_budget_s=args.time_budget)
         if run.get("batches") is None and run.get("time_budget_s") is None:
             raise ValueError(f"the run in {args.out} stores no target (an older czjax wrote it): give --batches or --time-budget")
-        return TrainConfig(**stored["config"]), HParams.create(**stored["hparams"]), run
+        return TrainConfig.from_dict(stored["config"]), HParams.create(**stored["hparams"]), run
     preset_name = args.preset or "default"
     preset = presets.get_preset(preset_name)
     overrides = _setting_overrides(args)
@@ -156,7 +157,7 @@ def train_settings(args):
     batches = args.batches if args.batches is not None else (None if args.time_budget else preset.batches)
     seed = args.seed or 0
     run = {"seed": seed, "batches": batches, "time_budget_s": args.time_budget,
-           "title": f"czjax train --preset {preset_name} (seed {seed})"}
+           "title": f"czjax train --preset {preset_name} (seed {seed})", "init_from": args.init_from}
     return config, HParams.create(**hp), run
 
 
@@ -171,12 +172,15 @@ def cmd_train(args) -> int:
     if not args.resume:  # before the header, so a refused run prints one line only
         loop.guard_fresh(Path(args.out), loop.RUN_FILES, args.overwrite)
     print(f"training {config.model} ({config.algorithm}) against {config.opponent}, {config.games_per_batch} games per batch, "
-          f"{loop.describe_target(run['batches'], run['time_budget_s'])}; hyperparameters {hparams.to_dict()}; "
+          f"{loop.describe_target(run['batches'], run['time_budget_s'])}"
+          f"{', starting from the weights in ' + run['init_from'] if run.get('init_from') and not args.resume else ''}"
+          f"; hyperparameters {hparams.to_dict()}; "
           f"outputs in {args.out}/", flush=True)
     summary = loop.run(
         config, hparams, args.out, seed=run["seed"], batches=run["batches"], time_budget_s=run["time_budget_s"],
         resume=args.resume, overwrite=args.overwrite, checkpoint_every=args.checkpoint_every,
         checkpoint_every_s=args.checkpoint_seconds, log=lambda m: print(m, flush=True), title=run.get("title", ""),
+        init_from=run.get("init_from"),
     )
     last = summary["last"]
     print(
@@ -250,6 +254,9 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eval-every", type=_positive_int, default=None, metavar="BATCHES",
                         help="batches per compiled chunk: log, evaluate against RandomPunisher, and check the clock this often")
     parser.add_argument("--eval-games", type=_batch, default=None, help="games against RandomPunisher per evaluation (default 100)")
+    parser.add_argument("--init", default=None, metavar="SCHEME",
+                        help="fresh parameters: torch (PyTorch's default initialisation, as the PyTorch project; the default) "
+                             "or flax (Flax's LeCun-normal kernels and zero biases, czjax's before)")
 
 
 def _print_report(args, report: dict, fmt) -> int:
@@ -608,6 +615,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--seed", type=int, default=None, help="(default: 0)")
     train.add_argument("--resume", action="store_true",
                        help="continue the run in --out with its stored settings and target (--batches or --time-budget change the target)")
+    train.add_argument("--init-from", default=None, metavar="FILE",
+                       help="start the learner and its frozen opponent from these weights: a PyTorch project .pth/.pt, or a "
+                            "czjax checkpoint (run folder or .msgpack; its parameters only, fresh optimizer state)")
     train.add_argument("--overwrite", action="store_true", help="start again in an --out that already holds a run, deleting it")
     train.add_argument("--checkpoint-every", type=_positive_int, default=10, metavar="CHUNKS",
                        help="checkpoint at least every this many chunks (default: %(default)s)")

@@ -13,6 +13,10 @@ Nothing is lost silently:
 - ``resume=True`` continues from the checkpoint with the checkpoint's settings and target;
   rows logged after it are dropped first, so a resumed run gives the same metrics and
   parameters as an uninterrupted one with the same seed.
+
+``init_from`` starts a run from given weights (a PyTorch ``.pth`` or a czjax checkpoint) instead
+of fresh ones; the source is recorded in ``run.json`` and in the checkpoint, and a resumed run
+does not read it again.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Callable
 import jax
 import numpy as np
 
-from czjax import checkpoint, plots
+from czjax import agents, checkpoint, plots
 from czjax.train import HParams, TrainConfig, make_trainer
 
 CHECKPOINT = checkpoint.FILENAME
@@ -164,31 +168,42 @@ def run(
     plot_every_s: float = 20.0,
     log: Callable[[str], None] = print,
     title: str = "",
+    init_from: str | None = None,
 ) -> dict:
     """Train until ``batches`` batches in all or ``time_budget_s`` seconds of training in all
-    (both counting what came before a resume), whichever comes first; returns a summary."""
+    (both counting what came before a resume), whichever comes first; returns a summary.
+
+    ``init_from``: a ``.pth`` / ``.pt`` file or czjax checkpoint whose weights the learner and
+    its frozen opponent start from (with a fresh optimizer state). Ignored when resuming from a
+    checkpoint: the run continues from its own weights, and keeps naming the source."""
     if batches is None and time_budget_s is None:
         raise ValueError("give a number of batches or a time budget")
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     ckpt_path, metrics_path, dash_path = out_dir / CHECKPOINT, out_dir / METRICS, out_dir / DASHBOARD
+    resuming = resume and ckpt_path.exists()
+    # the starting weights are read first: a bad file leaves the output folder as it was
+    start_params = agents.load_weights(init_from, config.model) if init_from is not None and not resuming else None
+    out_dir.mkdir(parents=True, exist_ok=True)
     trainer = make_trainer(config)
-    state = trainer.init(seed)
     rows: list[dict] = []
     elapsed_before = 0.0
-    if resume and ckpt_path.exists():
-        state, _ = checkpoint.load(ckpt_path, state, expected_model=config.model)
+    if resuming:
+        state, meta = checkpoint.load(ckpt_path, trainer.init(seed), expected_model=config.model)
+        init_from = meta.get("extra", {}).get("init_from")  # already in the checkpoint's weights
         done = int(state.step)
         rows = [r for r in read_metrics(metrics_path) if r["batches"] <= done]
         write_metrics(metrics_path, rows)
         elapsed_before = rows[-1]["elapsed_s"] if rows else 0.0
         log(f"resuming {ckpt_path} at batch {done:,} ({int(state.games):,} games)")
-    elif resume:
-        log(f"{out_dir} has no checkpoint yet: starting its run from the beginning")
-        metrics_path.unlink(missing_ok=True)
     else:
-        guard_fresh(out_dir, RUN_FILES, overwrite)
-    description = {"seed": seed, "batches": batches, "time_budget_s": time_budget_s, "title": title}
+        if resume:
+            log(f"{out_dir} has no checkpoint yet: starting its run from the beginning")
+            metrics_path.unlink(missing_ok=True)
+        else:
+            guard_fresh(out_dir, RUN_FILES, overwrite)
+        state = trainer.init(seed, start_params)
+    description = {"seed": seed, "batches": batches, "time_budget_s": time_budget_s, "title": title,
+                   **({"init_from": str(init_from)} if init_from is not None else {})}
     (out_dir / RUN).write_text(json.dumps({"config": config.to_dict(), "hparams": hparams.to_dict(), "run": description}, indent=1))
 
     def save_checkpoint():

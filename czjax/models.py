@@ -11,15 +11,21 @@ definitions, so weights can be exchanged with it.
 | ``mlp3`` | ``Connect4MLP3`` (value = tanh of an 8th output) | 409,608 |
 | ``cnn-mk4`` | ``Connect4CNN_Mk4(value_head=False)`` | 323,527 |
 | ``cnn-mk4-value`` | ``Connect4CNN_Mk4(value_head=True)`` | 356,488 |
+
+Initialisation (:data:`INITS`): ``"torch"``, the default, draws the parameters as the PyTorch
+project's models start (PyTorch's defaults, :func:`torch_init`); ``"flax"`` keeps Flax's
+defaults (LeCun-normal kernels, zero biases), about sqrt(3) times PyTorch's spread.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+from flax.traverse_util import flatten_dict, unflatten_dict
 
 from czjax import game
 from czjax.players import PlayerOutput
@@ -137,8 +143,64 @@ def get_model(name: str) -> nn.Module:
         raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}") from None
 
 
-def init_params(model: nn.Module, key: jax.Array):
+def fan_in(kernel_shape) -> int:
+    """Inputs per output of a Flax kernel: every axis but the last. Dense kernels are ``(in,
+    out)``, convolution kernels ``(kh, kw, in, out)`` (``nn.Conv`` and :class:`Conv3x3` alike), so
+    this is PyTorch's fan_in of the same layer (``in`` for ``nn.Linear``, ``in * kh * kw`` for
+    ``nn.Conv2d``)."""
+    return math.prod(kernel_shape[:-1])
+
+
+def torch_init(shapes, key: jax.Array):
+    """Parameters shaped like ``shapes`` (a Flax variable tree of arrays or ShapeDtypeStructs),
+    drawn as PyTorch initialises the same layers.
+
+    ``nn.Linear`` and ``nn.Conv2d`` draw their weight with ``kaiming_uniform_(a=sqrt(5))``, which
+    is uniform in +-1/sqrt(fan_in), and their bias uniform in the same range; ``nn.LayerNorm``
+    and ``nn.GroupNorm`` start at weight 1, bias 0. In a Flax tree a layer is the module that
+    holds the leaves: one with a ``kernel`` is a linear layer (its ``bias``, if any, takes the
+    kernel's fan_in), one with a ``scale`` is a norm. Any other leaf is an error, so a new kind
+    of layer cannot silently keep another initialisation.
+    """
+    flat = flatten_dict(shapes)
+    keys = dict(zip(flat, jax.random.split(key, len(flat))))
+
+    def draw(path, leaf):
+        layer, name = path[:-1], path[-1]
+        kernel = flat.get(layer + ("kernel",))
+        if kernel is not None and name in ("kernel", "bias"):
+            bound = 1.0 / math.sqrt(fan_in(kernel.shape))
+            return jax.random.uniform(keys[path], leaf.shape, leaf.dtype, -bound, bound)
+        if kernel is None and (layer + ("scale",)) in flat and name in ("scale", "bias"):
+            return (jnp.ones if name == "scale" else jnp.zeros)(leaf.shape, leaf.dtype)
+        raise ValueError(f"no PyTorch initialisation is known for parameter {'/'.join(path)}")
+
+    return unflatten_dict({path: draw(path, leaf) for path, leaf in flat.items()})
+
+
+def _flax_init(model: nn.Module, key: jax.Array):
     return model.init(key, game.new_boards(1))
+
+
+def _torch_init(model: nn.Module, key: jax.Array):
+    return torch_init(jax.eval_shape(lambda k: _flax_init(model, k), key), key)
+
+
+# Initialisation schemes by name: (model, key) -> parameters.
+INITS: dict[str, Callable] = {"torch": _torch_init, "flax": _flax_init}
+
+
+def check_init(name: str) -> str:
+    """``name`` if it is a known initialisation; a one-line ``ValueError`` otherwise."""
+    if name not in INITS:
+        raise ValueError(f"unknown init {name!r}; choose one of {', '.join(INITS)}")
+    return name
+
+
+def init_params(model: nn.Module, key: jax.Array, init: str = "torch"):
+    """Fresh parameters of ``model`` from ``key``: PyTorch's initialisation (the default, as the
+    PyTorch project's runs start) or Flax's (``init="flax"``, czjax's before it had a choice)."""
+    return INITS[check_init(init)](model, key)
 
 
 def count_params(params) -> int:

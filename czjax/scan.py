@@ -106,6 +106,7 @@ def run_scan(
         previous = json.loads((out_dir / "scan.json").read_text()) if (out_dir / "scan.json").exists() else None
         if previous is None:
             raise ValueError(f"nothing to resume in {out_dir}")
+        previous["config"] = TrainConfig.from_dict(previous["config"]).to_dict()  # an old scan.json has no init field
         if {k: v for k, v in previous.items() if k not in ("batches", "chunk")} != {k: v for k, v in description.items() if k not in ("batches", "chunk")}:
             raise ValueError("--resume must use the same settings, seeds and config as the scan in the folder")
         if previous["chunk"] != size:

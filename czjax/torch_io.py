@@ -20,7 +20,7 @@ import numpy as np
 from flax.traverse_util import flatten_dict, unflatten_dict
 
 from czjax import checkpoint, models
-from czjax.train import HParams, TrainConfig, make_optimizer, make_trainer
+from czjax.train import HParams, TrainConfig, make_trainer
 
 DENSE, CONV, VECTOR = "dense", "conv", "vector"
 
@@ -167,22 +167,28 @@ def write_pth(path, state_dict: dict[str, np.ndarray]) -> None:
     tmp.replace(path)
 
 
+def read_params(pth_path, model_name: str | None = None):
+    """``(model name, czjax parameters)`` of a PyTorch project file; the model is found from
+    the keys, and a ValueError says so when it is not ``model_name`` (if given)."""
+    state_dict = read_pth(pth_path)
+    detected = detect_model(state_dict)
+    if model_name is not None and model_name != detected:
+        raise ValueError(f"{pth_path} holds a {TORCH_CLASSES[detected]} ({detected}), not {model_name}")
+    return detected, from_state_dict(detected, state_dict)
+
+
 def import_torch(pth_path, out_path, model_name: str | None = None, seed: int = 0) -> str:
     """Write a czjax checkpoint from a PyTorch project file; returns the model name.
 
     The checkpoint holds the imported weights as the learner and as the frozen opponent, with a
     fresh AdamW state, under the default training settings of that model (``czjax train
-    --resume`` continues from it; evaluation commands load it).
+    --resume`` continues from it; evaluation commands load it). It is the step-0 checkpoint of a
+    run started with ``--init-from`` the file, and records the file the same way.
     """
-    state_dict = read_pth(pth_path)
-    detected = detect_model(state_dict)
-    if model_name is not None and model_name != detected:
-        raise ValueError(f"{pth_path} holds a {TORCH_CLASSES[detected]} ({detected}), not {model_name}")
-    params = from_state_dict(detected, state_dict)
+    detected, params = read_params(pth_path, model_name)
     config = TrainConfig(model=detected)
-    state = make_trainer(config).init(seed)
-    state = state.replace(params=params, opponent_params=params, opt_state=make_optimizer(config.weight_decay).init(params))
-    checkpoint.save(out_path, state, config.to_dict(), HParams.create().to_dict(), {"seed": seed, "imported_from": str(pth_path)})
+    state = make_trainer(config).init(seed, params)
+    checkpoint.save(out_path, state, config.to_dict(), HParams.create().to_dict(), {"seed": seed, "init_from": str(pth_path)})
     return detected
 
 

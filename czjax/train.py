@@ -88,9 +88,11 @@ class TrainConfig:
     league: bool = False
     league_slots: int = 8  # at most this many learner copies; then the oldest is replaced
     league_threshold: float = 0.6
+    init: str = "torch"  # fresh parameters: "torch" (PyTorch's defaults, as the PyTorch project) or "flax" (models.INITS)
 
     def __post_init__(self):
         models.get_model(self.model)  # one-line error for an unknown model
+        models.check_init(self.init)
         if self.algorithm not in ALGORITHMS:
             raise ValueError(f"unknown algorithm {self.algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
         if self.algorithm != "reinforce" and not models.has_value_head(models.get_model(self.model)):
@@ -127,6 +129,13 @@ class TrainConfig:
     def to_dict(self) -> dict:
         """JSON-ready (the pool as a list, as it reads back)."""
         return dict(dataclasses.asdict(self), pool=list(self.pool))
+
+    @classmethod
+    def from_dict(cls, stored: dict) -> "TrainConfig":
+        """The config stored in a run.json, scan.json or checkpoint. Those written before the
+        ``init`` field existed were initialised with Flax's defaults: an absent ``init`` reads
+        as ``"flax"``, so a resumed old run keeps describing how it started."""
+        return cls(**{"init": "flax", **stored})
 
 
 @chex.dataclass(frozen=True)
@@ -261,10 +270,14 @@ def make_trainer(config: TrainConfig, axis_name: str | None = None) -> Trainer:
     positions = (rollout.PLIES // 2) * n * (2 if config.mirror else 1)  # the learner's batch
     num_chunks = compaction.loss_chunks(compaction.flops_per_board(learner, jax.eval_shape(lambda: models.init_params(model, jax.random.key(0)))), positions)
 
-    def init(seed: int) -> TrainState:
+    def init(seed: int, params=None) -> TrainState:
+        """A fresh state: parameters drawn with ``config.init``, or ``params`` (a run started
+        from given weights) for the learner and the frozen opponent alike; a fresh optimizer
+        state either way. The rest of the run's randomness comes from ``seed`` in both cases."""
         key = jax.random.key(seed)
         init_key, key = jax.random.split(key)
-        params = models.init_params(model, init_key)
+        if params is None:
+            params = models.init_params(model, init_key, config.init)
         window = jnp.zeros((config.window_batches,), jnp.int32)
         return TrainState(
             params=params,

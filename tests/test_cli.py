@@ -62,3 +62,16 @@ def test_train_flags_for_algorithms_pools_and_leagues():
     assert (config.algorithm, config.mirror, config.opponent, config.league) == ("a2c", False, "random-punisher", False)
     with pytest.raises(ValueError, match="value head"):
         cli.train_settings(parser.parse_args(["train", "--algorithm", "a2c", "--model", "mlp"]))
+
+
+def test_init_flags(tmp_path):
+    parser = cli.build_parser()
+    assert cli.train_settings(parser.parse_args(["train"]))[0].init == "torch"  # the PyTorch project's initialisation
+    assert cli.train_settings(parser.parse_args(["train", "--init", "flax"]))[0].init == "flax"
+    assert parser.parse_args(["scan", "--init", "flax"]).init == "flax"
+    args = parser.parse_args(["train", "--init-from", "start.pth"])
+    assert args.init_from == "start.pth" and cli.train_settings(args)[0].init == "torch"
+    # --resume continues from the checkpoint: a starting point or an init scheme is the run's, not the flag's
+    for flag in (["--init-from", "start.pth"], ["--init", "flax"]):
+        with pytest.raises(ValueError, match=f"drop {flag[0]}"):
+            cli.train_settings(parser.parse_args(["train", "--resume", "--out", str(tmp_path), *flag]))

@@ -1,5 +1,8 @@
 """A vmapped scan equals the configurations run alone; --chunk and resume change nothing."""
 
+import dataclasses
+import json
+
 import jax
 import numpy as np
 import pytest
@@ -73,6 +76,15 @@ def test_scan_resumes(scanned, tmp_path):
         assert_rows_match(a[key], b[key], key)
     with pytest.raises(ValueError, match="same --chunk"):
         scan.run_scan(CONFIG, BASE, SETTINGS, SEEDS, tmp_path, BATCHES, chunk=1, resume=True, log=quiet)
+    # a scan.json written before the init field existed describes a scan with Flax's initialisation
+    description = json.loads((tmp_path / "scan.json").read_text())
+    del description["config"]["init"]
+    (tmp_path / "scan.json").write_text(json.dumps(description))
+    with pytest.raises(ValueError, match="same settings"):
+        scan.run_scan(CONFIG, BASE, SETTINGS, SEEDS, tmp_path, BATCHES, chunk=2, resume=True, log=quiet)
+    flax_config = dataclasses.replace(CONFIG, init="flax")
+    scan.run_scan(flax_config, BASE, SETTINGS, SEEDS, tmp_path, BATCHES, chunk=2, resume=True, log=quiet)  # done: nothing to run
+    assert json.loads((tmp_path / "scan.json").read_text())["config"] == flax_config.to_dict()
 
 
 def test_summary_and_figure(scanned):

@@ -3,6 +3,8 @@ REINFORCE-with-baseline, A2C and PPO updates. The PyTorch side is tests/torch_re
 
 import dataclasses
 import functools
+import json
+import math
 import random
 
 import jax
@@ -11,7 +13,7 @@ import numpy as np
 import pytest
 import torch  # the test extra installs it: pip install -e ".[test]"
 
-from czjax import agents, cli, game, models, rollout, torch_io
+from czjax import agents, checkpoint, cli, game, loop, models, rollout, torch_io
 from czjax.train import HParams, TrainConfig, make_trainer
 from tests.reference import random_game
 from tests.torch_reference import TORCH_MODELS, a2c_loss, ppo_update, rwb_loss
@@ -220,3 +222,69 @@ def test_benchmark_peer_is_the_pytorch_model(name):
         optimizer = torch.optim.AdamW(peer.parameters(), lr=1e-3)
         positions = torch_peer.iteration(peer, opponent, optimizer, 6, np.random.default_rng(0))
         assert 6 * 3 <= positions <= 6 * 21  # at least 3 own moves per game, at most 21
+
+
+@pytest.mark.parametrize("name", list(TORCH_MODELS))
+def test_default_init_draws_each_layer_as_pytorch_does(name):
+    """czjax's default initialisation against PyTorch's own, layer by layer (layers matched by
+    czjax's import table). Linear and Conv2d: weights and biases within PyTorch's bound
+    1/sqrt(fan_in), fan_in as torch computes it, with the maximum near the bound; standard
+    deviation and mean as PyTorch's layer within the sampling error. Norms: exactly ones and
+    zeros. Fixed seeds: the tolerances are 6 standard errors, so this never flakes."""
+    torch.manual_seed(0)
+    reference = TORCH_MODELS[name]()  # PyTorch's default initialisation
+    want = reference.state_dict()
+    got = torch_io.to_state_dict(name, models.init_params(models.get_model(name), jax.random.key(0)))
+    assert list(got) == list(want)  # every parameter is covered
+    for key, w in want.items():
+        w, g = w.numpy().astype(np.float64), got[key].astype(np.float64)
+        layer = reference.get_submodule(key.rsplit(".", 1)[0])
+        if isinstance(layer, (torch.nn.LayerNorm, torch.nn.GroupNorm)):
+            assert np.array_equal(g, w) and np.array_equal(w, np.ones_like(w) if key.endswith("weight") else np.zeros_like(w)), key
+            continue
+        assert isinstance(layer, (torch.nn.Linear, torch.nn.Conv2d)), key
+        fan_in = torch.nn.init._calculate_fan_in_and_fan_out(layer.weight)[0]
+        bound, n = 1 / math.sqrt(fan_in), g.size
+        assert np.abs(w).max() <= bound  # PyTorch's own draw, as a check of the bound
+        assert np.abs(g).max() <= bound, key
+        if n >= 14:  # P(max |x| < (1 - 14/n) bound) < exp(-14) for n uniform draws
+            assert np.abs(g).max() >= bound * (1 - 14 / n), key
+        sigma = bound / math.sqrt(3)  # uniform in +-bound; a sample std has relative error 0.45/sqrt(n)
+        assert abs(g.std() - w.std()) <= 6 * math.sqrt(2) * 0.45 * sigma / math.sqrt(n), key
+        assert abs(g.mean()) <= 6 * sigma / math.sqrt(n), key
+    kernels = [v for k, v in got.items() if k.endswith("weight") and v.ndim > 1]
+    assert len({v.tobytes() for v in kernels}) == len(kernels)  # every layer its own draw
+
+
+def test_a_run_starts_from_a_pth_and_resumes_without_it(tmp_path, capsys):
+    """--init-from FILE.pth: at step 0 the learner and the frozen opponent hold exactly the
+    file's weights (through czjax's import), with a fresh optimizer state; the run records the
+    source, and --resume continues from the checkpoint even once the file is gone."""
+    model = random_torch_model("mlp", seed=4)
+    pth = tmp_path / "start.pth"
+    torch.save({"model_state_dict": model.state_dict(), "optimizer_state_dict": {}}, pth)
+    out = tmp_path / "run"
+    flags = ["--preset", "ex2-entropy", "--games-per-batch", "8", "--eval-every", "2", "--eval-games", "4", "--out", str(out)]
+    assert cli.main(["train", *flags, "--init-from", str(pth), "--time-budget", "0"]) == 0  # no batch: the step-0 state
+    expected = torch_io.from_state_dict("mlp", {k: v.numpy() for k, v in model.state_dict().items()})
+    trainer = make_trainer(TrainConfig(model="mlp", games_per_batch=8, opponent="self", batches_per_chunk=2, eval_games=4,
+                                       promote_every_games=20000))
+    state, meta = checkpoint.load(out / loop.CHECKPOINT, trainer.init(0), "mlp")
+    assert int(state.step) == 0
+    assert loop.params_equal(state.params, expected) and loop.params_equal(state.opponent_params, expected)
+    assert loop.params_equal(state.opt_state, trainer.init(0, expected).opt_state)  # fresh: zero moments, count 0
+    assert meta["extra"]["init_from"] == str(pth) and json.loads((out / "run.json").read_text())["run"]["init_from"] == str(pth)
+    pth.unlink()
+    assert cli.main(["train", "--resume", "--out", str(out), "--batches", "2"]) == 0
+    state, meta = checkpoint.load(out / loop.CHECKPOINT, trainer.init(0), "mlp")
+    assert int(state.step) == 2 and not loop.params_equal(state.params, expected)
+    assert meta["extra"]["init_from"] == str(pth)  # still names where the run started
+    capsys.readouterr()
+    # another model's file, or a file that is not PyTorch's: one-line errors, nothing written
+    torch.save({"model_state_dict": TORCH_MODELS["mlp3"]().state_dict()}, tmp_path / "mlp3.pth")
+    (tmp_path / "junk.pth").write_bytes(b"not a torch file")
+    for bad, message in (("mlp3.pth", "holds a Connect4MLP3 (mlp3), not mlp"), ("junk.pth", "not a readable PyTorch file")):
+        assert cli.main(["train", *flags[:-1], str(tmp_path / "new"), "--init-from", str(tmp_path / bad), "--batches", "1"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("czjax: error:") and message in err and len(err.splitlines()) == 1
+        assert not (tmp_path / "new").exists()

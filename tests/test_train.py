@@ -1,5 +1,6 @@
 """Models, the compiled training iteration, checkpoints, resume, and `czjax train`."""
 
+import dataclasses
 import json
 import os
 import shlex
@@ -14,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax.traverse_util import flatten_dict
 
 from czjax import checkpoint, cli, loop, models, players, rollout
 from czjax.train import HParams, TrainConfig, make_trainer
@@ -38,6 +40,35 @@ def test_models_have_the_pytorch_parameter_counts(name, count, value_head):
     assert (value is not None) == value_head
     if value_head:
         assert value.shape == (3,) and (np.abs(np.asarray(value)) <= 1).all()
+
+
+@pytest.mark.parametrize("name", list(models.MODELS))
+def test_flax_init_is_the_previous_initialisation(name):
+    """``init="flax"`` is exactly what czjax drew before PyTorch's became the default:
+    ``model.init``, i.e. LeCun-normal kernels (std 1/sqrt(fan_in)), zero biases, norms at 1 and 0."""
+    model = models.get_model(name)
+    params = models.init_params(model, jax.random.key(0), init="flax")
+    assert loop.params_equal(params, model.init(jax.random.key(0), jnp.zeros((1, 6, 7), jnp.int8)))
+    for path, x in flatten_dict(params).items():
+        x = np.asarray(x, np.float64)
+        if path[-1] == "kernel":
+            # a sample std of n normal draws has relative error 1/sqrt(2n); 6 of those
+            assert abs(x.std() / (1 / np.sqrt(models.fan_in(x.shape))) - 1) <= 6 / np.sqrt(2 * x.size), path
+        else:
+            assert np.array_equal(x, np.ones_like(x) if path[-1] == "scale" else np.zeros_like(x)), path
+    torch_style = models.init_params(model, jax.random.key(0))  # the default, PyTorch's: another tree of the same shapes
+    assert jax.tree.structure(torch_style) == jax.tree.structure(params)
+    assert jax.tree.map(np.shape, torch_style) == jax.tree.map(np.shape, params)
+
+
+def test_unknown_init_and_old_configs():
+    with pytest.raises(ValueError, match="unknown init 'xavier'; choose one of torch, flax"):
+        TrainConfig(init="xavier")
+    assert TrainConfig().init == "torch"
+    # configs stored before the init field existed: those runs started from Flax's initialisation
+    stored = {k: v for k, v in CONFIG.to_dict().items() if k != "init"}
+    assert TrainConfig.from_dict(stored) == dataclasses.replace(CONFIG, init="flax")
+    assert TrainConfig.from_dict(CONFIG.to_dict()) == CONFIG
 
 
 def test_unknown_model_is_a_one_line_error():
@@ -172,6 +203,43 @@ def test_damaged_and_mismatched_checkpoints_give_one_line_errors(tmp_path, unint
         checkpoint.load(uninterrupted / loop.CHECKPOINT, other)
     with pytest.raises(checkpoint.CheckpointError, match="no checkpoint"):
         checkpoint.load(tmp_path / "missing.msgpack", template)
+
+
+def test_a_run_starts_from_a_czjax_checkpoint(tmp_path, uninterrupted, capsys):
+    """init_from a run folder or checkpoint file: its learner's parameters, for the learner and
+    the frozen opponent, with a fresh optimizer state; recorded in run.json and the checkpoint."""
+    trained = final_params(uninterrupted)
+    fresh = make_trainer(CONFIG).init(3)
+    for spec in (uninterrupted, uninterrupted / loop.CHECKPOINT):
+        run(tmp_path, "from", batches=0, init_from=str(spec), overwrite=True)  # no batch: the step-0 state
+        state = final_params(tmp_path / "from")
+        assert int(state.step) == 0 and int(state.games) == 0
+        assert loop.params_equal(state.params, trained.params) and loop.params_equal(state.opponent_params, trained.params)
+        assert loop.params_equal(state.opt_state, fresh.opt_state)  # zero moments, count 0
+        np.testing.assert_array_equal(jax.random.key_data(state.key), jax.random.key_data(fresh.key))  # the seed's games
+        meta, _ = checkpoint.read_meta(tmp_path / "from" / loop.CHECKPOINT)
+        assert meta["extra"]["seed"] == 3 and meta["extra"]["init_from"] == str(spec)
+        assert json.loads((tmp_path / "from" / "run.json").read_text())["run"]["init_from"] == str(spec)
+    # another model's checkpoint, or no checkpoint: one-line errors through the CLI
+    for args, message in ((["--model", "mlp3", "--init-from", str(uninterrupted)], "holds weights of model 'mlp', not 'mlp3'"),
+                          (["--init-from", str(tmp_path / "missing")], "no checkpoint at"),
+                          (["--init-from", str(tmp_path / "from" / "run.json")], "damaged or not a czjax checkpoint")):
+        assert cli.main(["train", "--out", str(tmp_path / "new"), "--batches", "1", *args]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("czjax: error:") and message in err and len(err.splitlines()) == 1
+
+
+def test_resume_of_a_checkpoint_without_init_field(tmp_path, uninterrupted):
+    """A checkpoint written before ``init`` existed resumes, and its run keeps saying it started
+    from Flax's initialisation."""
+    state, meta = checkpoint.load(uninterrupted / loop.CHECKPOINT, make_trainer(CONFIG).init(0), CONFIG.model)
+    old_config = {k: v for k, v in meta["config"].items() if k != "init"}
+    checkpoint.save(tmp_path / loop.CHECKPOINT, state, old_config, meta["hparams"], meta["extra"])
+    shutil.copy(uninterrupted / loop.METRICS, tmp_path / loop.METRICS)
+    assert cli.main(["train", "--resume", "--out", str(tmp_path), "--batches", "8"]) == 0  # already there: no batch to run
+    meta, _ = checkpoint.read_meta(tmp_path / loop.CHECKPOINT)
+    assert meta["config"] == dict(old_config, init="flax")
+    assert json.loads((tmp_path / "run.json").read_text())["config"]["init"] == "flax"
 
 
 CLI_ARGS = ["--preset", "ex2-entropy", "--games-per-batch", "8", "--eval-every", "2", "--eval-games", "4",
