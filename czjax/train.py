@@ -60,6 +60,10 @@ class HParams:
         return {k: float(f"{float(v):.7g}") for k, v in dataclasses.asdict(self).items()}
 
 
+# What a stored config that predates a setting did (see TrainConfig.from_dict).
+SETTINGS_BEFORE_THEY_EXISTED = {"init": "flax", "ppo_kl_stop": "before-step"}
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     """Static settings: what is compiled. Hyperparameters that can be scanned are in HParams."""
@@ -132,10 +136,10 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, stored: dict) -> "TrainConfig":
-        """The config stored in a run.json, scan.json or checkpoint. Those written before the
-        ``init`` field existed were initialised with Flax's defaults: an absent ``init`` reads
-        as ``"flax"``, so a resumed old run keeps describing how it started."""
-        return cls(**{"init": "flax", **stored})
+        """The config stored in a run.json, scan.json or checkpoint. A setting added since an
+        old run was written reads as what that run did: ``init`` as ``"flax"`` (Flax's
+        defaults) and ``ppo_kl_stop`` as ``"before-step"``, so an old run resumes as it began."""
+        return cls(**{**SETTINGS_BEFORE_THEY_EXISTED, **stored})
 
 
 @chex.dataclass(frozen=True)

@@ -233,12 +233,12 @@ def test_resume_of_a_checkpoint_without_init_field(tmp_path, uninterrupted):
     """A checkpoint written before ``init`` existed resumes, and its run keeps saying it started
     from Flax's initialisation."""
     state, meta = checkpoint.load(uninterrupted / loop.CHECKPOINT, make_trainer(CONFIG).init(0), CONFIG.model)
-    old_config = {k: v for k, v in meta["config"].items() if k != "init"}
+    old_config = {k: v for k, v in meta["config"].items() if k not in ("init", "ppo_kl_stop")}
     checkpoint.save(tmp_path / loop.CHECKPOINT, state, old_config, meta["hparams"], meta["extra"])
     shutil.copy(uninterrupted / loop.METRICS, tmp_path / loop.METRICS)
     assert cli.main(["train", "--resume", "--out", str(tmp_path), "--batches", "8"]) == 0  # already there: no batch to run
     meta, _ = checkpoint.read_meta(tmp_path / loop.CHECKPOINT)
-    assert meta["config"] == dict(old_config, init="flax")
+    assert meta["config"] == dict(old_config, init="flax", ppo_kl_stop="before-step")
     assert json.loads((tmp_path / "run.json").read_text())["config"]["init"] == "flax"
 
 
