@@ -107,21 +107,31 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
-# Flags that change what is trained; with --resume they come from the checkpoint instead.
+# Flags that change what is compiled (TrainConfig, nested settings as "group.name"); with
+# --resume they come from the run folder instead.
 SETTING_FLAGS = {
-    "model": "model", "games_per_batch": "games_per_batch", "opponent": "opponent", "eval_every": "batches_per_chunk",
-    "eval_games": "eval_games", "algorithm": "algorithm", "mirror": "mirror", "pool": "pool", "league": "league",
-    "ppo_epochs": "ppo_epochs", "target_kl": "target_kl", "ppo_clip": "ppo_clip", "ppo_kl_stop": "ppo_kl_stop",
-    "init": "init",
+    "model": "model", "init": "init", "games_per_batch": "games_per_batch", "opponent": "opponent",
+    "algorithm": "algorithm", "mirror": "mirror", "batches_per_chunk": "batches_per_chunk", "eval_games": "eval_games",
+    "ppo_epochs": "ppo.epochs", "ppo_clip": "ppo.clip", "target_kl": "ppo.target_kl", "ppo_kl_stop": "ppo.kl_stop",
+    "pool": "pool.members", "league": "pool.league",
 }
-HPARAM_FLAGS = ("learning_rate", "entropy_bonus", "value_weight", "discount", "temperature")
+
+
+def _hparam_flags() -> tuple[str, ...]:
+    from czjax.train import hparam_names
+
+    return hparam_names()
+
+
+HPARAM_ALIASES = {"learning_rate": ("--lr",), "discount": ("--gamma",)}
+HPARAM_HELP = {"temperature": "sampling temperature of the learner (default: the preset's)"}
 
 
 def _setting_overrides(args) -> dict:
-    """TrainConfig fields given on the command line (``--pool`` implies ``--opponent pool``)."""
+    """TrainConfig settings given on the command line (``--pool`` implies ``--opponent pool``)."""
     overrides = {field: getattr(args, flag) for flag, field in SETTING_FLAGS.items() if getattr(args, flag) is not None}
     if args.pool is not None:
-        overrides["pool"] = tuple(args.pool)
+        overrides["pool.members"] = tuple(args.pool)
         overrides.setdefault("opponent", "pool")
     return overrides
 
@@ -129,12 +139,10 @@ def _setting_overrides(args) -> dict:
 def train_settings(args):
     """(config, hparams, run) from the preset and the flags, or from the run folder on --resume;
     ``run`` holds seed, batches, time_budget_s and title."""
-    import dataclasses
-
     from czjax import loop, presets
     from czjax.train import HParams, TrainConfig
 
-    given = [f for f in (*SETTING_FLAGS, *HPARAM_FLAGS, "no_baseline", "seed", "preset", "init_from") if getattr(args, f) not in (None, False)
+    given = [f for f in (*SETTING_FLAGS, *_hparam_flags(), "no_baseline", "seed", "preset", "init_from") if getattr(args, f) not in (None, False)
              or getattr(args, f) == 0 and getattr(args, f) is not False]
     if args.resume:
         if given:
@@ -151,9 +159,9 @@ def train_settings(args):
     overrides = _setting_overrides(args)
     if args.no_baseline:
         overrides["baseline"] = False
-    config = dataclasses.replace(preset.config, **overrides)
+    config = preset.config.override(overrides)
     hp = dict(preset.hparams)
-    hp.update({k: getattr(args, k) for k in HPARAM_FLAGS if getattr(args, k) is not None})
+    hp.update({k: getattr(args, k) for k in _hparam_flags() if getattr(args, k) is not None})
     batches = args.batches if args.batches is not None else (None if args.time_budget else preset.batches)
     seed = args.seed or 0
     run = {"seed": seed, "batches": batches, "time_budget_s": args.time_budget,
@@ -189,7 +197,7 @@ def cmd_train(args) -> int:
         f"training opponent, {last.get('eval_win_rate', float('nan')):.2f} against RandomPunisher, entropy "
         f"{last.get('entropy', float('nan')):.2f}, game length {last.get('game_length', float('nan')):.1f}"
         + (f", {summary['promotions']} checkpoint promotions" if config.opponent == "self" else "")
-        + (f", {summary['promotions']} league additions" if config.league else "")
+        + (f", {summary['promotions']} league additions" if config.pool.league else "")
     )
     print(f"outputs: {summary['checkpoint']}, {summary['metrics']}, {summary['dashboard']}, {summary['run_json']}")
     if summary["interrupted"]:
@@ -199,15 +207,11 @@ def cmd_train(args) -> int:
 
 
 def cmd_scan(args) -> int:
-    import dataclasses
-
     from czjax import presets, scan
 
     preset = presets.get_preset(args.preset)
     grid = scan.parse_grid(args.grid)
-    overrides = _setting_overrides(args)
-    config = dataclasses.replace(preset.config, **overrides)
-    base = dict(preset.hparams)
+    config = preset.config.override(_setting_overrides(args))
     settings = scan.grid_settings(grid)
     seeds = list(range(args.seed, args.seed + args.seeds))
     batches = args.batches if args.batches is not None else preset.batches
@@ -215,30 +219,24 @@ def cmd_scan(args) -> int:
     print(f"scan of {len(settings)} settings x {len(seeds)} seeds = {len(settings) * len(seeds)} configurations of "
           f"{config.model} against {config.opponent}, {config.games_per_batch} games per batch, {batches:,} batches each; "
           f"outputs in {out}/", flush=True)
-    rows = scan.run_scan(config, base, settings, seeds, out, batches, chunk=args.chunk, resume=args.resume,
+    rows = scan.run_scan(config, dict(preset.hparams), settings, seeds, out, batches, chunk=args.chunk, resume=args.resume,
                          overwrite=args.overwrite, log=lambda m: print(m, flush=True))
-    scan.scan_figure(rows, out / "scan.png", title=f"czjax scan --preset {args.preset} " + " ".join(args.grid))
-    table = scan.summary_table(rows, sort_by=args.sort)
-    names = [k for k in scan.SCANNABLE if k in grid]
-    print(f"\nlast 20% of each run, mean (std) over {len(seeds)} seeds, sorted by {args.sort}:")
-    print("  ".join(f"{n:>14s}" for n in names) + f"  {'vs punisher':>14s}  {'entropy':>12s}  {'game length':>12s}")
-    for e in table:
-        print("  ".join(f"{e[n]:14g}" for n in names)
-              + f"  {e['eval_win_rate']:7.3f} ({e['eval_win_rate_std']:.3f})  {e['entropy']:6.2f} ({e['entropy_std']:.2f})"
-              + f"  {e['game_length']:6.1f} ({e['game_length_std']:.1f})")
-    (out / "summary.json").write_text(json.dumps(table, indent=1))
-    print(f"outputs: {out / 'metrics.jsonl'}, {out / 'scan.png'}, {out / 'summary.json'}")
+    print(scan.write_report(rows, out, list(grid), args.sort, f"czjax scan --preset {args.preset} " + " ".join(args.grid)))
     return 0
 
 
 def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     """The static settings (SETTING_FLAGS) that override a preset, for train and scan."""
-    parser.add_argument("--model", default=None, help="mlp, mlp3, cnn-mk4 or cnn-mk4-value")
+    from czjax.algorithms import ALGORITHMS
+    from czjax.models import INITS, MODELS
+    from czjax.train import OPPONENTS, PPO_KL_STOPS
+
+    parser.add_argument("--model", default=None, help=f"the network: {', '.join(MODELS)} (default: the preset's)")
     parser.add_argument("--games-per-batch", type=_batch, default=None, help="games per batch (one update each)")
     parser.add_argument("--opponent", default=None,
-                        help="self (frozen checkpoint copy, promoted at 52%%), random-punisher, random, or pool (with --pool)")
-    parser.add_argument("--algorithm", default=None, choices=["reinforce", "a2c", "ppo"],
-                        help="reinforce (with baseline when the model has a value head), a2c or ppo")
+                        help=f"{', '.join(OPPONENTS)}: self is a frozen copy of the learner, promoted at 52%%; pool needs --pool")
+    parser.add_argument("--algorithm", default=None, choices=list(ALGORITHMS),
+                        help="; ".join(f"{name}: {a.description}" for name, a in ALGORITHMS.items()))
     parser.add_argument("--mirror", action="store_true", default=None, help="add every position flipped left-right")
     parser.add_argument("--pool", nargs="+", default=None, metavar="PLAYER",
                         help="opponents for --opponent pool: random, random-punisher, checkpoint files; each batch draws one, "
@@ -248,13 +246,13 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ppo-epochs", type=_positive_int, default=None)
     parser.add_argument("--target-kl", type=_non_negative_float, default=None)
     parser.add_argument("--ppo-clip", type=_non_negative_float, default=None)
-    parser.add_argument("--ppo-kl-stop", default=None, choices=["after-step", "before-step"],
+    parser.add_argument("--ppo-kl-stop", default=None, choices=list(PPO_KL_STOPS),
                         help="after-step (default, as the PyTorch project): the epoch whose KL exceeds --target-kl still "
                              "takes its step, then PPO stops; before-step: it stops without that step")
-    parser.add_argument("--eval-every", type=_positive_int, default=None, metavar="BATCHES",
+    parser.add_argument("--batches-per-chunk", "--eval-every", dest="batches_per_chunk", type=_positive_int, default=None, metavar="BATCHES",
                         help="batches per compiled chunk: log, evaluate against RandomPunisher, and check the clock this often")
     parser.add_argument("--eval-games", type=_batch, default=None, help="games against RandomPunisher per evaluation (default 100)")
-    parser.add_argument("--init", default=None, metavar="SCHEME",
+    parser.add_argument("--init", default=None, metavar="|".join(INITS),
                         help="fresh parameters: torch (PyTorch's default initialisation, as the PyTorch project; the default) "
                              "or flax (Flax's LeCun-normal kernels and zero biases, czjax's before)")
 
@@ -421,6 +419,10 @@ def _add_evaluation_commands(commands) -> None:
     make.add_argument("-o", "--out", required=True, metavar="FILE")
     make.set_defaults(func=cmd_eval_make_puzzles)
 
+
+
+def _add_play_commands(commands) -> None:
+    json_help = "print the results as one JSON object"
     tour = commands.add_parser(
         "tournament",
         help="round robin between players, with Elo ratings",
@@ -474,6 +476,9 @@ def _add_evaluation_commands(commands) -> None:
     openings.add_argument("--json", action="store_true", help=json_help)
     openings.set_defaults(func=cmd_openings)
 
+
+
+def _add_exchange_commands(commands) -> None:
     imp = commands.add_parser(
         "import-torch",
         help="a PyTorch project checkpoint (.pth) -> a czjax checkpoint",
@@ -533,6 +538,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
+    _add_bench_commands(commands)
+    _add_train_command(commands)
+    _add_scan_command(commands)
+    _add_evaluation_commands(commands)
+    _add_play_commands(commands)
+    _add_exchange_commands(commands)
+    return parser
+
+
+def _add_bench_commands(commands) -> None:
     bench = commands.add_parser("bench", help="measure throughput: `czjax bench rollout`, `czjax bench train`, `czjax bench scan`")
     bench_commands = bench.add_subparsers(dest="bench_command", metavar="WHAT", required=True)
     rollout = bench_commands.add_parser(
@@ -589,6 +604,9 @@ def build_parser() -> argparse.ArgumentParser:
     scan_bench.add_argument("--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)")
     scan_bench.set_defaults(func=cmd_bench_scan)
 
+
+
+def _add_train_command(commands) -> None:
     from czjax.presets import PRESETS
 
     train = commands.add_parser(
@@ -605,11 +623,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_setting_flags(train)
     train.add_argument("--batches", type=_positive_int, default=None, help="stop after this many batches in all (default: the preset's)")
     train.add_argument("--time-budget", type=_non_negative_float, default=None, metavar="SECONDS", help="stop after this many seconds of training in all (a resumed run counts its earlier time)")
-    train.add_argument("--learning-rate", "--lr", dest="learning_rate", type=_non_negative_float, default=None)
-    train.add_argument("--entropy-bonus", type=_non_negative_float, default=None)
-    train.add_argument("--value-weight", type=_non_negative_float, default=None)
-    train.add_argument("--discount", "--gamma", dest="discount", type=_non_negative_float, default=None)
-    train.add_argument("--temperature", type=_non_negative_float, default=None, help="sampling temperature of the learner")
+    for name in _hparam_flags():  # one flag per traced hyperparameter (train.HParams)
+        train.add_argument(f"--{name.replace('_', '-')}", *HPARAM_ALIASES.get(name, ()), dest=name, type=_non_negative_float,
+                           default=None, help=HPARAM_HELP.get(name, "(default: the preset's)"))
     train.add_argument("--no-baseline", action="store_true", help="plain REINFORCE even with a value head")
     train.add_argument("--out", default=None, help="output folder (default: runs/PRESET-seedSEED)")
     train.add_argument("--seed", type=int, default=None, help="(default: 0)")
@@ -625,6 +641,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="and at least every this many seconds of training, so a kill loses at most this much (default: %(default)s)")
     train.set_defaults(func=cmd_train)
 
+
+
+def _add_scan_command(commands) -> None:
     scan = commands.add_parser(
         "scan",
         help="a hyperparameter scan (settings x seeds) as one compiled program",
@@ -636,7 +655,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     scan.add_argument("--preset", default="ex2-entropy", help="base settings (default: %(default)s)")
     scan.add_argument("--grid", nargs="+", default=[], metavar="NAME=V1,V2",
-                      help="values to scan: learning_rate, entropy_bonus, value_weight, discount, temperature")
+                      help="values to scan: " + ", ".join(_hparam_flags()))
     scan.add_argument("--seeds", type=_positive_int, default=1, help="seeds per setting (default: %(default)s)")
     scan.add_argument("--seed", type=int, default=0, help="first seed (default: %(default)s)")
     scan.add_argument("--batches", type=_positive_int, default=None, help="batches per configuration (default: the preset's)")
@@ -648,8 +667,6 @@ def build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--resume", action="store_true", help="continue the scan in --out")
     scan.add_argument("--overwrite", action="store_true", help="start again in an --out that already holds a scan, deleting it")
     scan.set_defaults(func=cmd_scan)
-    _add_evaluation_commands(commands)
-    return parser
 
 
 def main(argv=None) -> int:

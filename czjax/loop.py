@@ -45,15 +45,21 @@ RUN_FILES = (CHECKPOINT, METRICS, RUN, DASHBOARD)
 _COMPILED: dict = {}
 
 
-def compiled_chunk(cache_key, chunk: Callable, args: tuple, num_steps: int, log: Callable[[str], None], what: str) -> Callable:
-    """``chunk`` (jitted, ``num_steps`` static) compiled ahead of time for ``args``, once per
-    ``cache_key``; logs the compile time, which progress figures then leave out."""
+def run_chunk_once(chunk: Callable, state, hparams, num_batches: int, cache_key, log: Callable[[str], None], what: str, label: str):
+    """The one host-side chunk runner of training runs and scans: ``chunk`` (jitted, its
+    ``num_batches`` static) compiled once per ``cache_key`` (the compile time logged and left out
+    of the speed figures), run with a heartbeat while it works, its metrics fetched. Returns
+    ``(state, metrics on the host, seconds)``."""
     if cache_key not in _COMPILED:
         start = time.perf_counter()
-        with heartbeat(log, lambda: f"  ... compiling a chunk of {num_steps} batches {what} ({time.perf_counter() - start:.0f} s)"):
-            _COMPILED[cache_key] = chunk.lower(*args, num_steps).compile()
-        log(f"compiled a chunk of {num_steps} batches {what} in {time.perf_counter() - start:.1f} s")
-    return _COMPILED[cache_key]
+        with heartbeat(log, lambda: f"  ... compiling a chunk of {num_batches} batches {what} ({time.perf_counter() - start:.0f} s)"):
+            _COMPILED[cache_key] = chunk.lower(state, hparams, num_batches).compile()
+        log(f"compiled a chunk of {num_batches} batches {what} in {time.perf_counter() - start:.1f} s")
+    start = time.perf_counter()
+    with heartbeat(log, lambda: f"  ... {label} running ({time.perf_counter() - start:.0f} s)"):
+        state, metrics = _COMPILED[cache_key](state, hparams)
+        metrics = jax.device_get(metrics)
+    return state, metrics, time.perf_counter() - start
 
 
 HEARTBEAT_S = 5.0  # the longest silence while a compile or a slow chunk runs
@@ -154,6 +160,32 @@ def read_run(out_dir) -> dict:
     raise ValueError(f"nothing to resume in {out_dir}: it holds no {CHECKPOINT} or {RUN}")
 
 
+def open_run(config: TrainConfig, out_dir: Path, seed: int, resume: bool, overwrite: bool, init_from, log):
+    """``(trainer, state, rows, elapsed_before, init_from)`` to start or continue the run in
+    ``out_dir``: from its checkpoint on ``resume`` (rows logged after it dropped), else fresh
+    (from ``init_from``'s weights if given) in a folder that holds no run unless ``overwrite``."""
+    ckpt_path, metrics_path = out_dir / CHECKPOINT, out_dir / METRICS
+    resuming = resume and ckpt_path.exists()
+    # the starting weights are read first: a bad file leaves the output folder as it was
+    start_params = agents.load_weights(init_from, config.model) if init_from is not None and not resuming else None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    trainer = make_trainer(config)
+    if resuming:
+        state, meta = checkpoint.load(ckpt_path, trainer.init(seed), expected_model=config.model)
+        init_from = meta.get("extra", {}).get("init_from")  # already in the checkpoint's weights
+        done = int(state.step)
+        rows = [r for r in read_metrics(metrics_path) if r["batches"] <= done]
+        write_metrics(metrics_path, rows)
+        log(f"resuming {ckpt_path} at batch {done:,} ({int(state.games):,} games)")
+        return trainer, state, rows, (rows[-1]["elapsed_s"] if rows else 0.0), init_from
+    if resume:
+        log(f"{out_dir} has no checkpoint yet: starting its run from the beginning")
+        metrics_path.unlink(missing_ok=True)
+    else:
+        guard_fresh(out_dir, RUN_FILES, overwrite)
+    return trainer, trainer.init(seed, start_params), [], 0.0, init_from
+
+
 def run(
     config: TrainConfig,
     hparams: HParams,
@@ -179,46 +211,11 @@ def run(
     if batches is None and time_budget_s is None:
         raise ValueError("give a number of batches or a time budget")
     out_dir = Path(out_dir)
-    ckpt_path, metrics_path, dash_path = out_dir / CHECKPOINT, out_dir / METRICS, out_dir / DASHBOARD
-    resuming = resume and ckpt_path.exists()
-    # the starting weights are read first: a bad file leaves the output folder as it was
-    start_params = agents.load_weights(init_from, config.model) if init_from is not None and not resuming else None
-    out_dir.mkdir(parents=True, exist_ok=True)
-    trainer = make_trainer(config)
-    rows: list[dict] = []
-    elapsed_before = 0.0
-    if resuming:
-        state, meta = checkpoint.load(ckpt_path, trainer.init(seed), expected_model=config.model)
-        init_from = meta.get("extra", {}).get("init_from")  # already in the checkpoint's weights
-        done = int(state.step)
-        rows = [r for r in read_metrics(metrics_path) if r["batches"] <= done]
-        write_metrics(metrics_path, rows)
-        elapsed_before = rows[-1]["elapsed_s"] if rows else 0.0
-        log(f"resuming {ckpt_path} at batch {done:,} ({int(state.games):,} games)")
-    else:
-        if resume:
-            log(f"{out_dir} has no checkpoint yet: starting its run from the beginning")
-            metrics_path.unlink(missing_ok=True)
-        else:
-            guard_fresh(out_dir, RUN_FILES, overwrite)
-        state = trainer.init(seed, start_params)
+    trainer, state, rows, elapsed_before, init_from = open_run(config, out_dir, seed, resume, overwrite, init_from, log)
     description = {"seed": seed, "batches": batches, "time_budget_s": time_budget_s, "title": title,
                    **({"init_from": str(init_from)} if init_from is not None else {})}
     (out_dir / RUN).write_text(json.dumps({"config": config.to_dict(), "hparams": hparams.to_dict(), "run": description}, indent=1))
-
-    def save_checkpoint():
-        checkpoint.save(ckpt_path, state, config.to_dict(), hparams.to_dict(), description)
-
-    def save_dashboard():
-        if rows:
-            plots.dashboard(rows, dash_path, title=title)
-
-    k = config.batches_per_chunk
-
-    def chunk_fn(num_steps: int):
-        return compiled_chunk((config, num_steps), trainer.run_chunk, (state, hparams), num_steps, log,
-                              f"of {config.games_per_batch} games")
-
+    ckpt_path, metrics_path, dash_path = out_dir / CHECKPOINT, out_dir / METRICS, out_dir / DASHBOARD
     start = time.perf_counter()
     last_print = last_plot = last_save = 0.0
     chunks = 0
@@ -226,24 +223,15 @@ def run(
     try:
         while True:
             done = int(state.step)
-            if batches is not None and done >= batches:
+            if (batches is not None and done >= batches) or (
+                time_budget_s is not None and elapsed_before + time.perf_counter() - start >= time_budget_s
+            ):
                 break
-            if time_budget_s is not None and elapsed_before + time.perf_counter() - start >= time_budget_s:
-                break
-            num_steps = k if batches is None else min(k, batches - done)
-            fn = chunk_fn(num_steps)
-            t0 = time.perf_counter()
-            with heartbeat(log, lambda: f"  ... batches {done + 1:,}-{done + num_steps:,} running ({time.perf_counter() - t0:.0f} s)"):
-                new_state, metrics = fn(state, hparams)
-                metrics = jax.device_get(metrics)
-            state = new_state
-            chunk_s = time.perf_counter() - t0
-            row = metric_row(metrics)
-            row.update(
-                games_per_s=num_steps * config.games_per_batch / chunk_s,
-                chunk_s=chunk_s,
-                elapsed_s=elapsed_before + time.perf_counter() - start,
-            )
+            num_batches = config.batches_per_chunk if batches is None else min(config.batches_per_chunk, batches - done)
+            state, metrics, chunk_s = run_chunk_once(trainer.run_chunk, state, hparams, num_batches, (config, num_batches), log,
+                                                     f"of {config.games_per_batch} games", f"batches {done + 1:,}-{done + num_batches:,}")
+            row = dict(metric_row(metrics), games_per_s=num_batches * config.games_per_batch / chunk_s, chunk_s=chunk_s,
+                       elapsed_s=elapsed_before + time.perf_counter() - start)
             rows.append(row)
             with metrics_path.open("a") as f:
                 f.write(json.dumps(row) + "\n")
@@ -253,17 +241,18 @@ def run(
                 log(format_progress(row, batches))
                 last_print = now
             if chunks % checkpoint_every == 0 or now - last_save >= checkpoint_every_s:
-                save_checkpoint()
+                checkpoint.save(ckpt_path, state, config.to_dict(), hparams.to_dict(), description)
                 last_save = now
-            if now - last_plot >= plot_every_s:
-                save_dashboard()
+            if now - last_plot >= plot_every_s and rows:
+                plots.dashboard(rows, dash_path, title=title)
                 last_plot = now
     except KeyboardInterrupt:
         interrupted = True
         log("interrupted: saving the last completed chunk")
-    save_checkpoint()
-    save_dashboard()
-    summary = {
+    checkpoint.save(ckpt_path, state, config.to_dict(), hparams.to_dict(), description)
+    if rows:
+        plots.dashboard(rows, dash_path, title=title)
+    return {
         "out_dir": str(out_dir),
         "batches": int(state.step),
         "games": int(state.games),
@@ -276,7 +265,6 @@ def run(
         "dashboard": str(dash_path),
         "run_json": str(out_dir / RUN),
     }
-    return summary
 
 
 def deterministic(row: dict) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from czjax.train import TrainConfig
+from czjax.train import PPOSettings, PromotionSettings, TrainConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,19 +24,19 @@ PRESETS: dict[str, Preset] = {
     ),
     "ex1-collapse": Preset(
         "example 1: REINFORCE, no entropy bonus, SimpleMLP, lr 1e-3, self-play against a checkpoint copy (collapses)",
-        TrainConfig(model="mlp", games_per_batch=50, opponent="self", promote_every_games=5000),
+        TrainConfig(model="mlp", games_per_batch=50, opponent="self", promotion=PromotionSettings(every_games=5000)),
         dict(learning_rate=1e-3, entropy_bonus=0.0, value_weight=0.0, discount=0.9),
         batches=4000,
     ),
     "ex2-entropy": Preset(
         "example 2: example 1 plus entropy bonus 0.05, checkpoint check every 400 batches (no collapse)",
-        TrainConfig(model="mlp", games_per_batch=50, opponent="self", promote_every_games=20000),
+        TrainConfig(model="mlp", games_per_batch=50, opponent="self", promotion=PromotionSettings(every_games=20000)),
         dict(learning_rate=1e-3, entropy_bonus=0.05, value_weight=0.0, discount=0.9),
         batches=4000,
     ),
     "ex3-rwb": Preset(
         "example 3: REINFORCE with baseline, Mk4 CNN with value head, lr 1e-4, entropy 0.05, value weight 0.5, self-play",
-        TrainConfig(model="cnn-mk4-value", games_per_batch=50, opponent="self", promote_every_games=5000),
+        TrainConfig(model="cnn-mk4-value", games_per_batch=50, opponent="self", promotion=PromotionSettings(every_games=5000)),
         dict(learning_rate=1e-4, entropy_bonus=0.05, value_weight=0.5, discount=0.9),
         batches=32000,  # the blog's 1.6M games
     ),
@@ -48,7 +48,8 @@ PRESETS: dict[str, Preset] = {
     ),
     "ex5-ppo": Preset(
         "example 5: PPO (clip 0.2, 4 epochs, target KL 0.01), Mk4 CNN with value head against RandomPunisher, lr 1e-4, entropy 0.05, value weight 1.5",
-        TrainConfig(model="cnn-mk4-value", games_per_batch=50, opponent="random-punisher", algorithm="ppo", ppo_clip=0.2, ppo_epochs=4, target_kl=0.01),
+        TrainConfig(model="cnn-mk4-value", games_per_batch=50, opponent="random-punisher", algorithm="ppo",
+                    ppo=PPOSettings(clip=0.2, epochs=4, target_kl=0.01)),
         dict(learning_rate=1e-4, entropy_bonus=0.05, value_weight=1.5, discount=0.9),
         batches=20000,
     ),

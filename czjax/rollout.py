@@ -122,10 +122,8 @@ def play_games(
     a_first = jnp.arange(num_games) < split
     # whether player A moves, per game, for movers (0, 1) (A in the first half) and (1, 0)
     mover_is_a = {(0, 1): a_first, (1, 0): ~a_first}
-    if chunks is None:
-        chunks_of = {mover: default_chunks(player, params, num_games - split) for mover, (player, params) in enumerate(((player_a, params_a), (player_b, params_b)))}
-    else:
-        chunks_of = {0: chunks, 1: chunks}
+    players_of = ((player_a, params_a, temperature_a), (player_b, params_b, temperature_b))
+    chunks_of = [default_chunks(p, params, num_games - split) if chunks is None else chunks for p, params, _ in players_of]
 
     def ply(carry, randomness, movers):
         """One ply; ``movers`` is ``(mover in first half, mover in second half)`` as 0/1 for A/B;
@@ -136,7 +134,7 @@ def play_games(
         legal = game.position_legal_mask(pos)
         logits, temps = [], []
         for half, mover in zip(halves, movers):
-            player, params, temp = ((player_a, params_a, temperature_a), (player_b, params_b, temperature_b))[mover]
+            player, params, temp = players_of[mover]
             logits.append(evaluate_active(player, params, boards[half], keys[mover], ~done[half], chunks_of[mover], axis_name))
             temps.append(jnp.broadcast_to(jnp.asarray(temp, jnp.float32), (half.stop - half.start,)))
         action = sample_masked_uniform(uniform, legal, jnp.concatenate(logits), jnp.concatenate(temps))
@@ -170,19 +168,26 @@ def play_games(
         jnp.zeros((num_games,), jnp.int8),
         jnp.zeros((num_games,), jnp.int32),
     )
-    # All of the game's randomness is drawn here, not ply by ply (on XLA's CPU backend every
-    # threefry draw is a rolled loop of small ops): a key per ply and player, which XLA drops
-    # when the players ignore them, and a uniform per ply and game for sampling.
+    (final, _, outcome, length), records = lax.scan(two_plies, init, game_randomness(key, num_games))
+    return assemble(records, a_first), GameResults(outcome=outcome, length=length, a_first=a_first, final=final)
+
+
+def game_randomness(key, num_games: int):
+    """All of a batch's randomness, drawn before the game rather than ply by ply (on XLA's CPU
+    backend every threefry draw is a rolled loop of small ops): a key per ply and player, which
+    XLA drops when the players ignore them, and a uniform per ply and game for sampling; both
+    with a leading axis of pairs of plies."""
     player_key, sample_key = jax.random.split(key)
-    randomness = (jax.random.split(player_key, (PLIES // 2, 2, 2)), jax.random.uniform(sample_key, (PLIES // 2, 2, num_games)))
-    (final, _, outcome, length), records = lax.scan(two_plies, init, randomness)
+    return jax.random.split(player_key, (PLIES // 2, 2, 2)), jax.random.uniform(sample_key, (PLIES // 2, 2, num_games))
+
+
+def assemble(records, a_first: jax.Array) -> Trajectory:
+    """The trajectory from the scan's per-pair records ``(positions, actions, valid)``."""
     positions, actions, valid = jax.tree.map(lambda x: x.reshape((PLIES,) + x.shape[2:]), records)
     # A moves on even plies of the games it starts and on odd plies of the others
     player = ((jnp.arange(PLIES)[:, None] + (~a_first)) % 2).astype(jnp.int8)
-    player = jnp.broadcast_to(player, (PLIES, num_games))
-    trajectory = Trajectory(positions=positions, actions=actions, player=player, valid=valid)
-    results = GameResults(outcome=outcome, length=length, a_first=a_first, final=final)
-    return trajectory, results
+    player = jnp.broadcast_to(player, (PLIES, a_first.shape[0]))
+    return Trajectory(positions=positions, actions=actions, player=player, valid=valid)
 
 
 def player_plies(traj: Trajectory, num_games: int, player: int = 0) -> Trajectory:

@@ -23,11 +23,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from czjax import checkpoint
-from czjax.loop import METRICS, TIMING_KEYS, compiled_chunk, guard_fresh, heartbeat, metric_row, read_metrics, write_metrics
-from czjax.train import HParams, TrainConfig, make_trainer
+from czjax.loop import METRICS, TIMING_KEYS, guard_fresh, metric_row, read_metrics, run_chunk_once, write_metrics
+from czjax.train import HParams, TrainConfig, hparam_names, make_trainer
 
 AXIS = "configuration"  # the vmapped axis: skips (lax.cond) hold for all configurations at once
-SCANNABLE = ("learning_rate", "entropy_bonus", "value_weight", "discount", "temperature")
+SCANNABLE = hparam_names()  # every traced hyperparameter
 
 
 def parse_grid(items: list[str]) -> dict[str, list[float]]:
@@ -70,7 +70,7 @@ def stacked_hparams(base: dict, configs: list[dict]) -> HParams:
 
 
 def make_scan_fns(config: TrainConfig):
-    """``(init(seeds) -> stacked state, chunk(states, hparams, num_steps) -> (states, metrics))``."""
+    """``(init(seeds) -> stacked state, chunk(states, hparams, num_batches) -> (states, metrics))``."""
     trainer = make_trainer(config, axis_name=AXIS)
     init = jax.jit(jax.vmap(trainer.init))
     chunk = jax.jit(jax.vmap(trainer.run_chunk, in_axes=(0, 0, None), axis_name=AXIS), static_argnums=2)
@@ -79,6 +79,73 @@ def make_scan_fns(config: TrainConfig):
 
 def _group_checkpoint(out_dir: Path, group: int) -> Path:
     return out_dir / f"checkpoint-group{group}.msgpack"
+
+
+def open_scan(out_dir: Path, description: dict, resume: bool, overwrite: bool) -> list[dict]:
+    """The rows already logged in ``out_dir`` when resuming a scan with the same description
+    (settings, seeds and config), else none, refusing a folder that holds a scan unless
+    ``overwrite``; writes ``scan.json``."""
+    if resume:
+        previous = json.loads((out_dir / "scan.json").read_text()) if (out_dir / "scan.json").exists() else None
+        if previous is None:
+            raise ValueError(f"nothing to resume in {out_dir}")
+        previous["config"] = TrainConfig.from_dict(previous["config"]).to_dict()  # an older scan.json's settings
+        same = ("batches", "chunk")
+        if {k: v for k, v in previous.items() if k not in same} != {k: v for k, v in description.items() if k not in same}:
+            raise ValueError("--resume must use the same settings, seeds and config as the scan in the folder")
+        if previous["chunk"] != description["chunk"]:
+            raise ValueError(f"--resume must use the same --chunk as before ({previous['chunk']})")
+        rows = read_metrics(out_dir / METRICS)
+    else:
+        rows = []
+        guard_fresh(out_dir, [METRICS, "scan.json", *(p.name for p in sorted(out_dir.glob("checkpoint-group*.msgpack")))], overwrite)
+    (out_dir / "scan.json").write_text(json.dumps(description, indent=1))
+    return rows
+
+
+def group_rows(group: list[dict], metrics: dict, games_per_s: float, elapsed_s: float) -> list[dict]:
+    """One metrics row per configuration of a group, labelled with its setting and seed."""
+    rows = []
+    for j, c in enumerate(group):
+        row = {"config": c["config"], "setting": c["setting"], "seed": c["seed"], **{n: c[n] for n in c if n in SCANNABLE}}
+        rows.append(dict(row, **metric_row(metrics, j), games_per_s=games_per_s, elapsed_s=elapsed_s))
+    return rows
+
+
+def run_group(config: TrainConfig, base_hparams: dict, group: list[dict], g: int, num_groups: int, out_dir: Path, batches: int,
+              rows: list[dict], resume: bool, log) -> list[dict]:
+    """Run (or continue) one group of configurations as one vmapped program to ``batches``;
+    returns every row, this group's appended. Checkpoints after every chunk."""
+    init, run_chunk = make_scan_fns(config)
+    ids = [c["config"] for c in group]
+    hparams = stacked_hparams(base_hparams, group)
+    states = init(jnp.asarray([c["seed"] for c in group]))
+    ckpt, metrics_path = _group_checkpoint(out_dir, g), out_dir / METRICS
+    if resume and ckpt.exists():
+        states, _ = checkpoint.load(ckpt, states, expected_model=config.model)
+        done = int(np.asarray(states.step)[0])
+        rows = [r for r in rows if r["config"] not in ids or r["batches"] <= done]
+        log(f"group {g + 1}/{num_groups}: resuming at batch {done:,}")
+    elif resume:
+        rows = [r for r in rows if r["config"] not in ids]
+    if resume:
+        write_metrics(metrics_path, rows)
+    start = time.perf_counter()
+    while (done := int(np.asarray(states.step)[0])) < batches:
+        num_batches = min(config.batches_per_chunk, batches - done)
+        states, metrics, seconds = run_chunk_once(run_chunk, states, hparams, num_batches, ("scan", config, num_batches, len(group)),
+                                                  log, f"for {len(group)} configurations", f"group {g + 1}/{num_groups}: {num_batches} batches")
+        new_rows = group_rows(group, metrics, len(group) * num_batches * config.games_per_batch / seconds, time.perf_counter() - start)
+        rows = rows + new_rows
+        with metrics_path.open("a") as f:
+            f.writelines(json.dumps(r) + "\n" for r in new_rows)
+        checkpoint.save(ckpt, states, config.to_dict(), base_hparams, {"scan_group": g, "configs": ids})
+        log(
+            f"group {g + 1}/{num_groups} ({len(group)} configurations) | batch {new_rows[0]['batches']:,}/{batches:,} | "
+            f"{new_rows[0]['games_per_s']:,.0f} games/s in all | mean entropy {np.mean([r['entropy'] for r in new_rows]):.2f} | "
+            f"mean win vs punisher {np.mean([r['eval_win_rate'] for r in new_rows]):.2f}"
+        )
+    return rows
 
 
 def run_scan(
@@ -100,65 +167,10 @@ def run_scan(
     configs = configurations(settings, seeds)
     size = len(configs) if chunk is None else max(1, min(chunk, len(configs)))
     groups = [configs[i : i + size] for i in range(0, len(configs), size)]
-    metrics_path = out_dir / METRICS
     description = {"config": config.to_dict(), "hparams": base_hparams, "settings": settings, "seeds": seeds, "batches": batches, "chunk": size}
-    if resume:
-        previous = json.loads((out_dir / "scan.json").read_text()) if (out_dir / "scan.json").exists() else None
-        if previous is None:
-            raise ValueError(f"nothing to resume in {out_dir}")
-        previous["config"] = TrainConfig.from_dict(previous["config"]).to_dict()  # an old scan.json has no init field
-        if {k: v for k, v in previous.items() if k not in ("batches", "chunk")} != {k: v for k, v in description.items() if k not in ("batches", "chunk")}:
-            raise ValueError("--resume must use the same settings, seeds and config as the scan in the folder")
-        if previous["chunk"] != size:
-            raise ValueError(f"--resume must use the same --chunk as before ({previous['chunk']})")
-        rows = read_metrics(metrics_path)
-    else:
-        rows = []
-        guard_fresh(out_dir, [METRICS, "scan.json", *(p.name for p in sorted(out_dir.glob("checkpoint-group*.msgpack")))], overwrite)
-    (out_dir / "scan.json").write_text(json.dumps(description, indent=1))
-    init, run_chunk = make_scan_fns(config)
-    k = config.batches_per_chunk
+    rows = open_scan(out_dir, description, resume, overwrite)
     for g, group in enumerate(groups):
-        ids = [c["config"] for c in group]
-        hparams = stacked_hparams(base_hparams, group)
-        states = init(jnp.asarray([c["seed"] for c in group]))
-        ckpt = _group_checkpoint(out_dir, g)
-        if resume and ckpt.exists():
-            states, _ = checkpoint.load(ckpt, states, expected_model=config.model)
-            done = int(np.asarray(states.step)[0])
-            rows = [r for r in rows if r["config"] not in ids or r["batches"] <= done]
-            write_metrics(metrics_path, rows)
-            log(f"group {g + 1}/{len(groups)}: resuming at batch {done:,}")
-        elif resume:
-            rows = [r for r in rows if r["config"] not in ids]
-            write_metrics(metrics_path, rows)
-        start = time.perf_counter()
-        while int(np.asarray(states.step)[0]) < batches:
-            num_steps = min(k, batches - int(np.asarray(states.step)[0]))
-            fn = compiled_chunk(("scan", config, num_steps, len(group)), run_chunk, (states, hparams), num_steps, log,
-                                f"for {len(group)} configurations")
-            t0 = time.perf_counter()
-            with heartbeat(log, lambda: f"  ... group {g + 1}/{len(groups)}: {num_steps} batches running ({time.perf_counter() - t0:.0f} s)"):
-                states, metrics = fn(states, hparams)
-                metrics = jax.device_get(metrics)
-            elapsed = time.perf_counter() - t0
-            new_rows = []
-            for j, c in enumerate(group):
-                row = {"config": c["config"], "setting": c["setting"], "seed": c["seed"], **{n: c[n] for n in c if n in SCANNABLE}}
-                row.update(metric_row(metrics, j))
-                row["games_per_s"] = len(group) * num_steps * config.games_per_batch / elapsed
-                row["elapsed_s"] = time.perf_counter() - start
-                new_rows.append(row)
-            rows.extend(new_rows)
-            with metrics_path.open("a") as f:
-                f.writelines(json.dumps(r) + "\n" for r in new_rows)
-            checkpoint.save(ckpt, states, config.to_dict(), base_hparams, {"scan_group": g, "configs": ids})
-            done = new_rows[0]["batches"]
-            log(
-                f"group {g + 1}/{len(groups)} ({len(group)} configurations) | batch {done:,}/{batches:,} | "
-                f"{new_rows[0]['games_per_s']:,.0f} games/s in all | mean entropy {np.mean([r['entropy'] for r in new_rows]):.2f} | "
-                f"mean win vs punisher {np.mean([r['eval_win_rate'] for r in new_rows]):.2f}"
-            )
+        rows = run_group(config, base_hparams, group, g, len(groups), out_dir, batches, rows, resume, log)
     return rows
 
 
@@ -224,3 +236,22 @@ def scan_figure(rows: list[dict], path, title: str = "") -> None:
         fig.suptitle(title)
     save_figure(fig, path)
 
+
+
+def write_report(rows: list[dict], out_dir, grid_names: list[str], sort_by: str = "eval_win_rate", title: str = "") -> str:
+    """Writes ``scan.png`` and ``summary.json`` (per setting, over seeds, the last 20% of each
+    run) into ``out_dir``; returns the summary as a text table."""
+    out_dir = Path(out_dir)
+    scan_figure(rows, out_dir / "scan.png", title=title)
+    table = summary_table(rows, sort_by=sort_by)
+    (out_dir / "summary.json").write_text(json.dumps(table, indent=1))
+    names = [k for k in SCANNABLE if k in grid_names]
+    seeds = len({r["seed"] for r in rows})
+    lines = [f"\nlast 20% of each run, mean (std) over {seeds} seeds, sorted by {sort_by}:",
+             "  ".join(f"{n:>14s}" for n in names) + f"  {'vs punisher':>14s}  {'entropy':>12s}  {'game length':>12s}"]
+    for e in table:
+        lines.append("  ".join(f"{e[n]:14g}" for n in names)
+                     + f"  {e['eval_win_rate']:7.3f} ({e['eval_win_rate_std']:.3f})  {e['entropy']:6.2f} ({e['entropy_std']:.2f})"
+                     + f"  {e['game_length']:6.1f} ({e['game_length_std']:.1f})")
+    lines.append(f"outputs: {out_dir / METRICS}, {out_dir / 'scan.png'}, {out_dir / 'summary.json'}")
+    return "\n".join(lines)

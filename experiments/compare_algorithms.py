@@ -16,8 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from czjax import cli
-from czjax.loop import read_metrics
+from czjax import presets, scan
 
 ALGORITHMS = {"reinforce": "REINFORCE with baseline", "a2c": "A2C", "ppo": "PPO"}
 PANELS = [("eval_win_rate", "win rate vs RandomPunisher (evaluation)"), ("win_rate", "win rate in training"),
@@ -87,17 +86,18 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     out = Path(args.out)
     results = {}
+    preset = presets.get_preset("ex5-ppo")
+    hparams = dict(preset.hparams, **({"learning_rate": args.learning_rate} if args.learning_rate is not None else {}))
     for algorithm in args.algorithms:
-        command = ["scan", "--preset", "ex5-ppo", "--algorithm", algorithm, "--model", args.model,
-                   "--games-per-batch", str(args.games_per_batch), "--batches", str(args.batches), "--seeds", str(args.seeds),
-                   "--out", str(out / algorithm)]
-        command += ["--grid", f"learning_rate={args.learning_rate}"] if args.learning_rate is not None else []
-        command += ["--resume"] if args.resume and (out / algorithm / "scan.json").exists() else []
-        command += ["--overwrite"] if args.overwrite else []
-        print(f"== {ALGORITHMS[algorithm]}: czjax {' '.join(command)}", flush=True)
-        if cli.main(command) != 0:
-            return 1
-        results[algorithm] = read_metrics(out / algorithm / "metrics.jsonl")
+        config = preset.config.override({"algorithm": algorithm, "model": args.model, "games_per_batch": args.games_per_batch})
+        folder = out / algorithm
+        resume = args.resume and (folder / "scan.json").exists()
+        print(f"== {ALGORITHMS[algorithm]}: {args.seeds} seeds of {args.model}, {args.batches:,} batches of {args.games_per_batch} games",
+              flush=True)
+        rows = scan.run_scan(config, hparams, [{}], list(range(args.seeds)), folder, args.batches, resume=resume,
+                             overwrite=args.overwrite, log=lambda m: print(m, flush=True))
+        print(scan.write_report(rows, folder, [], title=f"{ALGORITHMS[algorithm]} ({args.model})"))
+        results[algorithm] = rows
     title = (f"{args.model} against RandomPunisher, {args.games_per_batch} games per batch, {args.batches:,} batches, "
              f"{args.seeds} seeds (mean, min-max band)")
     figure(results, out / "compare.png", title, args.smoothing)

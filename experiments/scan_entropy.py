@@ -7,7 +7,7 @@ REINFORCE self-play with SimpleMLP, all 15 runs as one compiled program.
 import argparse
 import sys
 
-from czjax import cli
+from czjax import presets, scan
 
 
 def main(argv=None) -> int:
@@ -19,12 +19,12 @@ def main(argv=None) -> int:
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--overwrite", action="store_true", help="start again where --out already holds a scan")
     args = parser.parse_args(argv)
-    command = ["scan", "--preset", "ex2-entropy", "--grid", "entropy_bonus=0,0.01,0.02,0.05,0.1", "--seeds", str(args.seeds),
-               "--batches", str(args.batches), "--out", args.out, "--sort", "entropy"]
-    command += ["--chunk", str(args.chunk)] if args.chunk else []
-    command += ["--resume"] if args.resume else []
-    command += ["--overwrite"] if args.overwrite else []
-    return cli.main(command)
+    preset = presets.get_preset("ex2-entropy")
+    grid = {"entropy_bonus": [0.0, 0.01, 0.02, 0.05, 0.1]}
+    rows = scan.run_scan(preset.config, dict(preset.hparams), scan.grid_settings(grid), list(range(args.seeds)), args.out, args.batches,
+                         chunk=args.chunk, resume=args.resume, overwrite=args.overwrite, log=lambda m: print(m, flush=True))
+    print(scan.write_report(rows, args.out, list(grid), sort_by="entropy", title="entropy bonus scan (ex2-entropy)"))
+    return 0
 
 
 if __name__ == "__main__":

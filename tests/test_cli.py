@@ -1,10 +1,10 @@
-"""The command line: help texts and the benchmark's JSON contract (not its speed)."""
+"""The command line: help texts, one-line errors, flags, and the benchmark's JSON contract (not its speed)."""
 
 import json
 
 import pytest
 
-from czjax import cli
+from czjax import cli, loop
 
 
 @pytest.mark.parametrize("command", [[], ["train"], ["scan"], ["bench"], ["bench", "rollout"], ["bench", "train"], ["bench", "scan"],
@@ -52,14 +52,14 @@ def test_train_flags_for_algorithms_pools_and_leagues():
     parser = cli.build_parser()
     args = parser.parse_args(["train", "--preset", "ex5-ppo", "--model", "mlp3", "--mirror", "--pool", "random-punisher", "random", "--league"])
     config, hparams, run = cli.train_settings(args)
-    assert (config.algorithm, config.mirror, config.opponent, config.pool, config.league) == ("ppo", True, "pool", ("random-punisher", "random"), True)
-    assert (config.ppo_clip, config.ppo_epochs, config.target_kl, config.ppo_kl_stop) == (0.2, 4, 0.01, "after-step") and run["batches"] == 20000
+    assert (config.algorithm, config.mirror, config.opponent, config.pool.members, config.pool.league) == ("ppo", True, "pool", ("random-punisher", "random"), True)
+    assert (config.ppo.clip, config.ppo.epochs, config.ppo.target_kl, config.ppo.kl_stop) == (0.2, 4, 0.01, "after-step") and run["batches"] == 20000
     config, _, _ = cli.train_settings(parser.parse_args(["train", "--preset", "ex5-ppo", "--ppo-kl-stop", "before-step"]))
-    assert config.ppo_kl_stop == "before-step"
+    assert config.ppo.kl_stop == "before-step"
     assert float(hparams.value_weight) == 1.5
     args = parser.parse_args(["train", "--preset", "ex4-a2c"])
     config, _, _ = cli.train_settings(args)
-    assert (config.algorithm, config.mirror, config.opponent, config.league) == ("a2c", False, "random-punisher", False)
+    assert (config.algorithm, config.mirror, config.opponent, config.pool.league) == ("a2c", False, "random-punisher", False)
     with pytest.raises(ValueError, match="value head"):
         cli.train_settings(parser.parse_args(["train", "--algorithm", "a2c", "--model", "mlp"]))
 
@@ -75,3 +75,28 @@ def test_init_flags(tmp_path):
     for flag in (["--init-from", "start.pth"], ["--init", "flax"]):
         with pytest.raises(ValueError, match=f"drop {flag[0]}"):
             cli.train_settings(parser.parse_args(["train", "--resume", "--out", str(tmp_path), *flag]))
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--preset", "ex9"], "unknown preset 'ex9'"),
+        (["--model", "resnet"], "unknown model 'resnet'"),
+        (["--opponent", "god"], "unknown opponent 'god'"),
+    ],
+)
+def test_cli_train_bad_settings_are_one_line_errors(tmp_path, capsys, args, message):
+    assert cli.main(["train", "--out", str(tmp_path), "--batches", "1", *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_cli_train_rejects_bad_numbers_and_checkpoints(tmp_path, capsys):
+    for bad in (["--games-per-batch", "0"], ["--games-per-batch", "-5"], ["--batches", "0"], ["--learning-rate", "nan"]):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["train", *bad])
+        assert exc.value.code == 2
+    (tmp_path / loop.CHECKPOINT).write_bytes(b"\x00garbage")
+    assert cli.main(["train", "--resume", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "czjax: error:" in err and "checkpoint" in err

@@ -1,11 +1,11 @@
-"""Returns and losses against hand-worked games and a NumPy reference of the blog's formulas."""
+"""Returns, A2C targets and losses (REINFORCE, with baseline, PPO) against hand-worked games and NumPy references."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from czjax import players, rollout
+from czjax import losses, players, rollout
 from czjax.losses import LossInputs, discounted_returns, policy_gradient_loss
 
 GAMMA = 0.9
@@ -103,3 +103,68 @@ def test_loss_metrics_are_per_position_and_finite():
     np.testing.assert_allclose(float(m["advantage_std"]), (returns - values)[valid].std(), rtol=1e-5)
     assert np.isfinite([float(v) for v in m.values()]).all()
     np.testing.assert_allclose(float(m["loss"]) * n, float(loss), rtol=1e-5)
+
+
+def random_prefix_masks(rng, t, b):
+    """Valid masks that are prefixes along T, lengths 0..T (both ends included)."""
+    lengths = rng.integers(0, t + 1, size=b)
+    lengths[:2] = (0, t)
+    return np.arange(t)[:, None] < lengths[None, :], lengths
+
+
+def test_a2c_targets_match_numpy():
+    rng = np.random.default_rng(0)
+    t, b = 21, 40
+    valid, lengths = random_prefix_masks(rng, t, b)
+    values = rng.uniform(-1, 1, (t, b)).astype(np.float32)
+    outcome = rng.integers(-1, 2, size=b).astype(np.int8)  # wins, draws and losses
+    got = np.asarray(losses.a2c_targets(jnp.asarray(values), jnp.asarray(valid), jnp.asarray(outcome), GAMMA))
+    want = np.zeros((t, b), np.float32)
+    for g in range(b):
+        for k in range(lengths[g]):
+            # the last own move gets the sparse reward and nothing after it; earlier ones bootstrap
+            want[k, g] = outcome[g] if k == lengths[g] - 1 else GAMMA * values[k + 1, g]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+def numpy_log_softmax(logits, legal):
+    masked = logits + np.where(legal, 0.0, -1e9)
+    masked = masked - masked.max(-1, keepdims=True)
+    return masked - np.log(np.exp(masked).sum(-1, keepdims=True))
+
+
+def test_ppo_objective_matches_numpy():
+    rng = np.random.default_rng(1)
+    n, clip, beta, vw = 64, 0.2, 0.05, 1.5
+    legal = rng.random((n, 7)) < 0.8
+    legal[np.arange(n), rng.integers(0, 7, n)] = True
+    legal[0] = True
+    logits = rng.normal(size=(n, 7)).astype(np.float32)
+    old_log_probs = numpy_log_softmax(rng.normal(size=(n, 7)), legal).astype(np.float32)
+    actions = np.array([rng.choice(np.flatnonzero(row)) for row in legal])
+    returns = rng.choice([-1.0, 1.0, 0.0, 0.81, -0.9], size=n).astype(np.float32)  # terminal |G| = 1 included
+    values = rng.uniform(-1, 1, n).astype(np.float32)
+    advantages = (returns - rng.uniform(-1, 1, n)).astype(np.float32)
+    valid = rng.random(n) < 0.85
+    batch = losses.LossInputs(
+        legal=jnp.asarray(legal), actions=jnp.asarray(actions), returns=jnp.asarray(returns), valid=jnp.asarray(valid),
+        old_log_probs=jnp.asarray(old_log_probs), advantages=jnp.asarray(advantages),
+    )
+    loss, sums = losses.ppo_sums(jnp.asarray(logits), jnp.asarray(values), batch, clip, beta, vw)
+
+    log_p = numpy_log_softmax(logits.astype(np.float64), legal)
+    ratio = np.exp(log_p[np.arange(n), actions] - old_log_probs[np.arange(n), actions])
+    surrogate = np.minimum(ratio * advantages, np.clip(ratio, 1 - clip, 1 + clip) * advantages)
+    entropy = -(np.exp(log_p) * log_p).sum(-1)
+    weight = np.where(np.abs(returns) == 1, 2.0, 1.0)
+    value_loss = (weight * (values - returns) ** 2)[valid].sum()
+    want = -surrogate[valid].sum() + vw * value_loss - beta * entropy[valid].sum()
+    kl = (np.exp(old_log_probs) * (old_log_probs - log_p)).sum(-1)[valid].sum()
+    assert float(loss) == pytest.approx(want, rel=1e-4)
+    assert float(sums["kl"]) == pytest.approx(kl, rel=1e-4)
+    assert float(sums["clipped"]) == ((np.abs(ratio - 1) > clip) & valid).sum()
+    # at the starting policy every ratio is 1: the surrogate is the advantage and KL is 0
+    start = batch.replace(old_log_probs=jnp.asarray(log_p, jnp.float32))
+    loss0, sums0 = losses.ppo_sums(jnp.asarray(logits), jnp.asarray(values), start, clip, 0.0, 0.0)
+    assert float(loss0) == pytest.approx(-advantages[valid].sum(), rel=1e-4)
+    assert abs(float(sums0["kl"])) < 1e-4

@@ -1,16 +1,15 @@
 """A vmapped scan equals the configurations run alone; --chunk and resume change nothing."""
 
-import dataclasses
 import json
 
-import jax
 import numpy as np
 import pytest
 
 from czjax import cli, loop, scan
-from czjax.train import HParams, TrainConfig
+from tests.test_train import OLD_STORED_CONFIG
+from czjax.train import HParams, PromotionSettings, TrainConfig
 
-CONFIG = TrainConfig(model="mlp", games_per_batch=8, opponent="self", promote_every_games=16, promote_window_games=16, eval_games=4, batches_per_chunk=2)
+CONFIG = TrainConfig(model="mlp", games_per_batch=8, opponent="self", promotion=PromotionSettings(every_games=16, window_games=16), eval_games=4, batches_per_chunk=2)
 BASE = dict(learning_rate=1e-3, entropy_bonus=0.05, value_weight=0.0, discount=0.9)
 SETTINGS = scan.grid_settings({"entropy_bonus": [0.0, 0.1], "learning_rate": [1e-3]})
 SEEDS = [3, 4]
@@ -76,13 +75,14 @@ def test_scan_resumes(scanned, tmp_path):
         assert_rows_match(a[key], b[key], key)
     with pytest.raises(ValueError, match="same --chunk"):
         scan.run_scan(CONFIG, BASE, SETTINGS, SEEDS, tmp_path, BATCHES, chunk=1, resume=True, log=quiet)
-    # a scan.json written before the init field existed describes a scan with Flax's initialisation
+    # a scan.json written before the init field existed (flat settings) describes a scan with
+    # Flax's initialisation (and PPO's stop before the step)
     description = json.loads((tmp_path / "scan.json").read_text())
-    del description["config"]["init"]
+    description["config"] = OLD_STORED_CONFIG
     (tmp_path / "scan.json").write_text(json.dumps(description))
     with pytest.raises(ValueError, match="same settings"):
         scan.run_scan(CONFIG, BASE, SETTINGS, SEEDS, tmp_path, BATCHES, chunk=2, resume=True, log=quiet)
-    flax_config = dataclasses.replace(CONFIG, init="flax")
+    flax_config = CONFIG.override({"init": "flax", "ppo.kl_stop": "before-step"})
     scan.run_scan(flax_config, BASE, SETTINGS, SEEDS, tmp_path, BATCHES, chunk=2, resume=True, log=quiet)  # done: nothing to run
     assert json.loads((tmp_path / "scan.json").read_text())["config"] == flax_config.to_dict()
 

@@ -1,7 +1,6 @@
 """Parity with the PyTorch project: weights exchanged both ways, the same outputs, the same
 REINFORCE-with-baseline, A2C and PPO updates. The PyTorch side is tests/torch_reference.py."""
 
-import dataclasses
 import functools
 import json
 import math
@@ -14,7 +13,7 @@ import pytest
 import torch  # the test extra installs it: pip install -e ".[test]"
 
 from czjax import agents, checkpoint, cli, game, loop, models, rollout, torch_io
-from czjax.train import HParams, TrainConfig, make_trainer
+from czjax.train import HParams, PromotionSettings, TrainConfig, make_trainer
 from tests.reference import random_game
 from tests.torch_reference import TORCH_MODELS, a2c_loss, ppo_update, rwb_loss
 
@@ -170,12 +169,12 @@ def test_one_update_matches_pytorch(algorithm, name, lr, value_weight, ppo_steps
     hp = HParams.create(learning_rate=lr, entropy_bonus=beta, value_weight=value_weight, discount=gamma)
     traj, results = rollout.play_games(jax.random.key(5), trainer.learner, params, trainer.learner, params, n)
     batch = learner_batch(traj, results.outcome, gamma)
-    update = functools.partial(torch_update, name, params, algorithm, batch, lr, beta, value_weight, gamma, config.ppo_clip, config.ppo_epochs)
+    update = functools.partial(torch_update, name, params, algorithm, batch, lr, beta, value_weight, gamma, config.ppo.clip, config.ppo.epochs)
     steps, target_kl = 1, None
     if algorithm == "ppo":
         _, _, (kls, _) = update()
         steps, target_kl = ppo_steps, ppo_target_kl(kls, ppo_steps)
-        trainer = make_trainer(dataclasses.replace(config, target_kl=target_kl))
+        trainer = make_trainer(config.override({"ppo.target_kl": target_kl}))
     model, loss, ppo = update(target_kl)
     with jax.default_matmul_precision("highest"):  # as PyTorch on the CPU; a GPU would otherwise use TF32-class matmuls
         new_params, _, metrics = jax.device_get(trainer.update(params, opt_state, traj, results.outcome, hp))
@@ -268,7 +267,7 @@ def test_a_run_starts_from_a_pth_and_resumes_without_it(tmp_path, capsys):
     assert cli.main(["train", *flags, "--init-from", str(pth), "--time-budget", "0"]) == 0  # no batch: the step-0 state
     expected = torch_io.from_state_dict("mlp", {k: v.numpy() for k, v in model.state_dict().items()})
     trainer = make_trainer(TrainConfig(model="mlp", games_per_batch=8, opponent="self", batches_per_chunk=2, eval_games=4,
-                                       promote_every_games=20000))
+                                       promotion=PromotionSettings(every_games=20000)))
     state, meta = checkpoint.load(out / loop.CHECKPOINT, trainer.init(0), "mlp")
     assert int(state.step) == 0
     assert loop.params_equal(state.params, expected) and loop.params_equal(state.opponent_params, expected)

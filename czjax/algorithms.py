@@ -1,0 +1,213 @@
+"""The update table: one entry per learning algorithm, all of one signature.
+
+An update turns a batch of games into new parameters, inside the compiled training step:
+
+1. :func:`learner_batch`: the learner's (player A's) positions of the trajectory, a static half
+   of the plies, with Monte-Carlo returns (and their mirror images if configured);
+2. the algorithm's ``targets``: what its loss needs beyond that (A2C's TD targets, PPO's
+   starting log-probabilities and advantages), from one forward pass without gradient;
+3. the algorithm's ``step``: one AdamW step, or PPO's epochs.
+
+A new algorithm is a new :class:`Algorithm` in :data:`ALGORITHMS`; its loss terms go into
+:mod:`czjax.losses`. Gradients are taken only on the positions that happened
+(:func:`sparse_value_and_grad`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+from jax import lax
+
+from czjax import compaction, game, models, rollout
+from czjax.losses import LossInputs, a2c_targets, discounted_returns, metrics_from_sums, mirror, policy_gradient_sums, ppo_sums
+from czjax.players import masked_log_probs
+
+
+class UpdateContext(NamedTuple):
+    """What every update needs that is fixed for a trainer (static under ``jit``)."""
+
+    model: Any
+    optimizer: optax.GradientTransformation
+    games: int  # per batch
+    mirror: bool
+    baseline: bool  # REINFORCE with baseline (the model has a value head and it is wanted)
+    ppo: Any  # PPOSettings
+    num_chunks: int  # of the learner's positions, for the gradient (compaction.loss_chunks)
+    axis_name: str | None  # the vmapped configuration axis of a scan
+
+
+def make_optimizer(weight_decay: float) -> optax.GradientTransformation:
+    """AdamW without its learning rate, which :func:`apply_step` applies as a traced value:
+    ``p <- p - lr * (adam(g) + weight_decay * p)``, as ``torch.optim.AdamW`` does."""
+    return optax.chain(optax.scale_by_adam(), optax.add_decayed_weights(weight_decay))
+
+
+def apply_step(ctx: UpdateContext, params, opt_state, grads, hp):
+    updates, opt_state = ctx.optimizer.update(grads, opt_state, params)
+    return jax.tree.map(lambda p, u: p - hp.learning_rate * u, params, updates), opt_state
+
+
+def sparse_value_and_grad(chunk_loss: Callable, params, boards, batch: LossInputs, num_chunks: int = compaction.LOSS_CHUNKS, axis_name=None):
+    """Gradient and summed statistics of a loss that is a sum over positions, computed only
+    where positions are valid.
+
+    About half of the learner's static half of the plies did not happen (games end early).
+    The valid positions are taken in ``num_chunks`` static chunks and empty chunks skipped
+    (:func:`czjax.compaction.over_valid_chunks`). The result equals the gradient over the whole
+    batch up to float summation order. ``num_chunks=1`` is the plain gradient over the whole
+    batch (the loss masks invalid positions itself).
+    """
+    grad_fn = jax.value_and_grad(chunk_loss, has_aux=True)
+    if num_chunks == 1:
+        (_, sums), grads = grad_fn(params, boards, batch)
+        return grads, sums
+
+    def chunk_grads(index, chunk):
+        (_, sums), grads = grad_fn(params, *chunk)
+        return grads, sums
+
+    return compaction.over_valid_chunks(chunk_grads, (boards, batch), batch.valid, num_chunks, axis_name, accumulate=True)
+
+
+def learner_batch(ctx: UpdateContext, traj: rollout.Trajectory, outcome, discount):
+    """``(boards, LossInputs)`` of the learner's positions (player A's static half of the plies,
+    flattened ply-major), with Monte-Carlo returns; mirrored too if configured."""
+    mine = rollout.player_plies(traj, ctx.games, player=0)  # (21, n)
+    returns = discounted_returns(outcome, mine.valid, discount)
+    flat = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731
+    positions = jax.tree.map(flat, mine.positions)
+    boards = game.unpack(positions)
+    batch = LossInputs(
+        legal=game.position_legal_mask(positions),
+        actions=flat(mine.actions).astype(jnp.int32),
+        returns=flat(returns),
+        valid=flat(mine.valid),
+    )
+    return mirror(boards, batch) if ctx.mirror else (boards, batch)
+
+
+# --- Targets: what each algorithm's loss needs beyond the Monte-Carlo returns ---------------
+
+
+def monte_carlo_targets(ctx, params, boards, batch, outcome, hp):
+    """REINFORCE (with or without baseline) uses the returns as they are."""
+    return batch
+
+
+def starting_policy(ctx, params, boards):
+    """``(logits, values)`` of the starting parameters on every position, without gradient."""
+    return lax.stop_gradient(models.apply_model(ctx.model, params, boards))
+
+
+def td_targets(ctx, params, boards, batch, outcome, hp):
+    """A2C: ``r + gamma * V(next own position)`` in place of the returns (:func:`a2c_targets`),
+    each copy of the batch (the mirror half too) with its own values."""
+    _, values = starting_policy(ctx, params, boards)
+    shape = (2 if ctx.mirror else 1, rollout.PLIES // 2, ctx.games)
+    targets = jax.vmap(a2c_targets, in_axes=(0, 0, None, None))(values.reshape(shape), batch.valid.reshape(shape), outcome, hp.discount)
+    return batch.replace(returns=targets.reshape(-1))
+
+
+def ppo_targets(ctx, params, boards, batch, outcome, hp):
+    """PPO: the starting policy's log-probabilities and the advantage ``G - V``."""
+    logits, values = starting_policy(ctx, params, boards)
+    return batch.replace(old_log_probs=masked_log_probs(batch.legal, logits), advantages=batch.returns - values)
+
+
+# --- Steps ------------------------------------------------------------------------------------
+
+
+def gradient_step(ctx: UpdateContext, params, opt_state, boards, batch: LossInputs, hp):
+    """One AdamW step on the policy-gradient loss (with the value loss and a baseline when the
+    model has a value head; A2C's targets make it A2C)."""
+
+    def chunk_loss(params, chunk_boards, chunk_batch):
+        logits, values = models.apply_model(ctx.model, params, chunk_boards)
+        return policy_gradient_sums(logits, values if ctx.baseline else None, chunk_batch, hp.entropy_bonus, hp.value_weight)
+
+    grads, sums = sparse_value_and_grad(chunk_loss, params, boards, batch, ctx.num_chunks, axis_name=ctx.axis_name)
+    params, opt_state = apply_step(ctx, params, opt_state, grads, hp)
+    return params, opt_state, metrics_from_sums(sums)
+
+
+def ppo_step(ctx: UpdateContext, params, opt_state, boards, batch: LossInputs, hp):
+    """Up to ``ppo.epochs`` full-batch steps. Each epoch's forward pass gives the gradient and
+    the mean KL from the starting policy to the epoch's starting parameters. Once that KL
+    exceeds ``ppo.target_kl`` no more steps are taken and the remaining epochs are skipped.
+    ``ppo.kl_stop="after-step"`` (the PyTorch project's order: forward, step, then check) still
+    takes the step of the epoch whose KL exceeded the target; ``"before-step"`` does not, so it
+    stops one step earlier."""
+    ppo = ctx.ppo
+    step_then_stop = ppo.kl_stop == "after-step"
+
+    def chunk_loss(params, chunk_boards, chunk_batch):
+        logits, values = models.apply_model(ctx.model, params, chunk_boards)
+        return ppo_sums(logits, values, chunk_batch, ppo.clip, hp.entropy_bonus, hp.value_weight)
+
+    def epoch(carry, index):
+        params, opt_state, stopped = carry
+
+        def run(_):
+            grads, sums = sparse_value_and_grad(chunk_loss, params, boards, batch, ctx.num_chunks, axis_name=ctx.axis_name)
+            kl = sums["kl"] / jnp.maximum(sums["positions"], 1.0)
+            # The first epoch starts at the starting policy, whose KL is 0 (PyTorch reuses the
+            # starting forward pass; here it is 0 up to rounding): it never stops.
+            exceeded = (index > 0) & (kl > ppo.target_kl)
+            # A configuration that has stopped runs here only in a vmapped scan whose other
+            # configurations go on: it takes no step.
+            take = ~stopped if step_then_stop else ~stopped & ~exceeded
+            new_params, new_opt_state = apply_step(ctx, params, opt_state, grads, hp)
+            keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(take, a, b), new, old)  # noqa: E731
+            return (keep(new_params, params), keep(new_opt_state, opt_state), stopped | exceeded), (sums, kl, ~stopped, take)
+
+        def skip(_):
+            zeros = jax.eval_shape(run, None)[1]
+            return (params, opt_state, stopped), jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), zeros)
+
+        return lax.cond(compaction.all_configurations(stopped, ctx.axis_name), skip, run, None)
+
+    (params, opt_state, _), (sums, kls, evaluated, stepped) = lax.scan(
+        epoch, (params, opt_state, jnp.zeros((), bool)), jnp.arange(ppo.epochs)
+    )
+    last = evaluated.sum() - 1  # the last epoch whose forward pass ran (epoch 0 always does)
+    metrics = metrics_from_sums(jax.tree.map(lambda x: x[0], sums))  # loss terms at the starting policy
+    metrics.update(
+        ppo_epochs=stepped.sum().astype(jnp.float32),  # steps taken
+        ppo_kl=kls[last],
+        ppo_clip_fraction=sums["clipped"][last] / jnp.maximum(sums["positions"][last], 1.0),
+    )
+    return params, opt_state, metrics
+
+
+@dataclasses.dataclass(frozen=True)
+class Algorithm:
+    description: str
+    needs_value_head: bool
+    targets: Callable  # (ctx, params, boards, batch, outcome, hparams) -> batch
+    step: Callable  # (ctx, params, opt_state, boards, batch, hparams) -> (params, opt_state, metrics)
+
+
+ALGORITHMS: dict[str, Algorithm] = {
+    "reinforce": Algorithm("REINFORCE, with baseline when the model has a value head", False, monte_carlo_targets, gradient_step),
+    "a2c": Algorithm("A2C: one-step TD targets from the value head", True, td_targets, gradient_step),
+    "ppo": Algorithm("PPO: clipped ratio objective, several epochs, KL stop", True, ppo_targets, ppo_step),
+}
+
+
+def get_algorithm(name: str) -> Algorithm:
+    try:
+        return ALGORITHMS[name]
+    except KeyError:
+        raise ValueError(f"unknown algorithm {name!r}; choose one of {', '.join(ALGORITHMS)}") from None
+
+
+def update(ctx: UpdateContext, algorithm: Algorithm, params, opt_state, traj: rollout.Trajectory, outcome, hp):
+    """The learner's update on a batch of games: ``(params, opt_state, per-position metrics)``."""
+    boards, batch = learner_batch(ctx, traj, outcome, hp.discount)
+    batch = algorithm.targets(ctx, params, boards, batch, outcome, hp)
+    return algorithm.step(ctx, params, opt_state, boards, batch, hp)

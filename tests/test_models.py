@@ -1,0 +1,65 @@
+"""Models: PyTorch parameter counts, the players they make, the im2col convolution, Flax's initialisation."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax.traverse_util import flatten_dict
+
+from czjax import loop, models, players, rollout
+
+
+@pytest.mark.parametrize(
+    "name, count, value_head",
+    [("mlp", 14_215, False), ("mlp3", 409_608, True), ("cnn-mk4", 323_527, False), ("cnn-mk4-value", 356_488, True)],
+)
+def test_models_have_the_pytorch_parameter_counts(name, count, value_head):
+    model = models.get_model(name)
+    params = models.init_params(model, jax.random.key(0))
+    assert models.count_params(params) == count
+    logits, value = models.apply_model(model, params, jnp.asarray(np.stack([np.zeros((6, 7), np.int8)] * 3)))
+    assert logits.shape == (3, 7)
+    assert (value is not None) == value_head
+    if value_head:
+        assert value.shape == (3,) and (np.abs(np.asarray(value)) <= 1).all()
+
+
+@pytest.mark.parametrize("name", list(models.MODELS))
+def test_flax_init_is_the_previous_initialisation(name):
+    """``init="flax"`` is exactly what czjax drew before PyTorch's became the default:
+    ``model.init``, i.e. LeCun-normal kernels (std 1/sqrt(fan_in)), zero biases, norms at 1 and 0."""
+    model = models.get_model(name)
+    params = models.init_params(model, jax.random.key(0), init="flax")
+    assert loop.params_equal(params, model.init(jax.random.key(0), jnp.zeros((1, 6, 7), jnp.int8)))
+    for path, x in flatten_dict(params).items():
+        x = np.asarray(x, np.float64)
+        if path[-1] == "kernel":
+            # a sample std of n normal draws has relative error 1/sqrt(2n); 6 of those
+            assert abs(x.std() / (1 / np.sqrt(models.fan_in(x.shape))) - 1) <= 6 / np.sqrt(2 * x.size), path
+        else:
+            assert np.array_equal(x, np.ones_like(x) if path[-1] == "scale" else np.zeros_like(x)), path
+    torch_style = models.init_params(model, jax.random.key(0))  # the default, PyTorch's: another tree of the same shapes
+    assert jax.tree.structure(torch_style) == jax.tree.structure(params)
+    assert jax.tree.map(np.shape, torch_style) == jax.tree.map(np.shape, params)
+
+
+def test_unknown_model_is_a_one_line_error():
+    with pytest.raises(ValueError, match="unknown model 'resnet'"):
+        models.get_model("resnet")
+
+
+def test_a_model_plays_as_a_player():
+    model = models.get_model("mlp")
+    params = models.init_params(model, jax.random.key(0))
+    traj, results = rollout.play_games(jax.random.key(1), models.model_player(model), params, players.random_player, None, 16)
+    assert (np.asarray(results.length) >= 7).all()
+    assert models.model_player(model) is models.model_player(models.get_model("mlp"))
+
+
+def test_im2col_conv_equals_flax_conv():
+    x = jax.random.normal(jax.random.key(0), (5, 6, 7, 3))
+    conv = models.Conv3x3(16)
+    params = conv.init(jax.random.key(1), x)
+    reference = __import__("flax").linen.Conv(16, (3, 3), padding=1, use_bias=False)
+    expected = reference.apply({"params": {"kernel": params["params"]["kernel"]}}, x)
+    np.testing.assert_allclose(np.asarray(conv.apply(params, x)), np.asarray(expected), rtol=1e-5, atol=1e-5)
