@@ -1,6 +1,6 @@
 """Connect 4 rules on batches of boards, compatible with ``jax.jit`` and ``jax.vmap``.
 
-Conventions (DESIGN.md): a board is ``int8 (..., 6, 7)``, row 0 is the top row, ``+1`` is a
+Conventions (docs/DESIGN.md): a board is ``int8 (..., 6, 7)``, row 0 is the top row, ``+1`` is a
 piece of the side to move, ``-1`` of the opponent, ``0`` empty. After every move the board is
 negated, so the side to move is always ``+1``. Columns are ``0..6``.
 

@@ -1,4 +1,4 @@
-"""Policy-gradient losses as masked sums over a batch of positions (DESIGN.md, the blog posts).
+"""Policy-gradient losses as masked sums over a batch of positions (docs/DESIGN.md, the blog posts).
 
 Conventions:
 - Returns are Monte Carlo, per game and per player: ``G = outcome * gamma**k`` where ``k``

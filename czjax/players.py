@@ -5,7 +5,7 @@ and room for a policy target such as a search's visit distribution. Logits are r
 the rollout masks illegal columns itself, so a player never needs to. Built-in players ignore
 ``params`` (pass ``None``).
 
-Masking follows DESIGN.md: for sampling, illegal logits become ``-inf``; for losses and entropy
+Masking follows docs/DESIGN.md: for sampling, illegal logits become ``-inf``; for losses and entropy
 ``-1e9`` is *added*, so probabilities of illegal columns are 0 and ``p * log p`` stays finite.
 """
 
