@@ -122,16 +122,21 @@ def stderr(msg: str) -> None:
 PYTORCH_TRAIN_GAMES_PER_S = {("mlp", 50): 950.0, ("mlp", 4096): 14000.0, ("cnn-mk4", 50): 145.0}
 
 
-def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5) -> dict:
+def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5, precision_name: str = "default") -> dict:
     """One compiled chunk of ``steps`` training iterations (self-play against a frozen copy, as
-    in the blog's examples, and one AdamW update each), timed per iteration."""
+    in the blog's examples, and one AdamW update each), timed per iteration, compiled at
+    ``precision_name`` (czjax.precision)."""
+    from czjax import precision
     from czjax.train import HParams, TrainConfig, make_trainer
 
-    config = TrainConfig(model=model, games_per_batch=games_per_batch, opponent="self", eval_games=2, batches_per_chunk=steps)
+    config = TrainConfig(model=model, games_per_batch=games_per_batch, opponent="self", eval_games=2, batches_per_chunk=steps,
+                         precision=precision_name)
     trainer = make_trainer(config)
     hparams = HParams.create()
     state = trainer.init(0)
-    compile_s, times, (_, metrics) = time_compiled(lambda st: trainer.run_chunk(st, hparams, steps), lambda i: (state.replace(key=jax.random.key(i)),), runs)
+    with precision.matmul(precision_name):
+        compile_s, times, (_, metrics) = time_compiled(lambda st: trainer.run_chunk(st, hparams, steps),
+                                                       lambda i: (state.replace(key=jax.random.key(i)),), runs)
     per_iteration = statistics.median(times) / steps
     positions = float(metrics["positions"]) / steps  # the learner's real positions per batch
     row = {
@@ -143,6 +148,7 @@ def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5) -> 
         "compile_s": compile_s,
         "times_s": times,
         "steps_per_run": steps,
+        "precision": precision_name,
     }
     reference = PYTORCH_TRAIN_GAMES_PER_S.get((model.replace("-value", ""), games_per_batch))
     if reference:

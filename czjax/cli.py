@@ -81,7 +81,7 @@ def cmd_bench_train(args) -> int:
     settings = [(model, games) for model in args.model for games in args.games_per_batch]
 
     def measure(setting, log):
-        row = bench.bench_train(setting[0], setting[1], args.runs, args.steps)
+        row = bench.bench_train(setting[0], setting[1], args.runs, args.steps, args.precision)
         if not args.no_peer and not bench.add_torch_peer(row, args.runs, args.peer_steps or args.steps):
             log("  (PyTorch not installed: `pip install torch==2.13.0` to time the PyTorch iteration side by side)")
             args.no_peer = True
@@ -113,7 +113,7 @@ SETTING_FLAGS = {
     "model": "model", "init": "init", "games_per_batch": "games_per_batch", "opponent": "opponent",
     "algorithm": "algorithm", "mirror": "mirror", "batches_per_chunk": "batches_per_chunk", "eval_games": "eval_games",
     "ppo_epochs": "ppo.epochs", "ppo_clip": "ppo.clip", "target_kl": "ppo.target_kl", "ppo_kl_stop": "ppo.kl_stop",
-    "pool": "pool.members", "league": "pool.league",
+    "pool": "pool.members", "league": "pool.league", "precision": "precision",
 }
 
 
@@ -229,6 +229,7 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     """The static settings (SETTING_FLAGS) that override a preset, for train and scan."""
     from czjax.algorithms import ALGORITHMS
     from czjax.models import INITS, MODELS
+    from czjax.precision import PRECISIONS
     from czjax.train import OPPONENTS, PPO_KL_STOPS
 
     parser.add_argument("--model", default=None, help=f"the network: {', '.join(MODELS)} (default: the preset's)")
@@ -252,6 +253,9 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batches-per-chunk", "--eval-every", dest="batches_per_chunk", type=_positive_int, default=None, metavar="BATCHES",
                         help="batches per compiled chunk: log, evaluate against RandomPunisher, and check the clock this often")
     parser.add_argument("--eval-games", type=_batch, default=None, help="games against RandomPunisher per evaluation (default 100)")
+    parser.add_argument("--precision", default=None, metavar="|".join(PRECISIONS),
+                        help="float32 matrix products: default (the backend's: TF32-class on an NVIDIA GPU, exact on a CPU), "
+                             "highest (full float32) or bf16 (bfloat16 products)")
     parser.add_argument("--init", default=None, metavar="|".join(INITS),
                         help="fresh parameters: torch (PyTorch's default initialisation, as the PyTorch project; the default) "
                              "or flax (Flax's LeCun-normal kernels and zero biases, czjax's before)")
@@ -548,6 +552,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_bench_commands(commands) -> None:
+    from czjax.precision import PRECISIONS
+
     bench = commands.add_parser("bench", help="measure throughput: `czjax bench rollout`, `czjax bench train`, `czjax bench scan`")
     bench_commands = bench.add_subparsers(dest="bench_command", metavar="WHAT", required=True)
     rollout = bench_commands.add_parser(
@@ -585,6 +591,8 @@ def _add_bench_commands(commands) -> None:
     train_bench.add_argument("--steps", type=_positive_int, default=5, help="iterations per timed run (default: %(default)s)")
     train_bench.add_argument("--no-peer", action="store_true", help="skip the PyTorch iteration (czjax.torch_peer) timed beside czjax")
     train_bench.add_argument("--peer-steps", type=_positive_int, default=None, help="PyTorch iterations per timed run (default: --steps)")
+    train_bench.add_argument("--precision", default="default", choices=list(PRECISIONS),
+                             help="float32 matrix products of the compiled iteration (default: %(default)s; see czjax train --help)")
     train_bench.add_argument("--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)")
     train_bench.set_defaults(func=cmd_bench_train)
     scan_bench = bench_commands.add_parser(

@@ -31,7 +31,7 @@ from typing import Callable
 import jax
 import numpy as np
 
-from czjax import agents, checkpoint, plots
+from czjax import agents, checkpoint, plots, precision
 from czjax.train import HParams, TrainConfig, make_trainer
 
 CHECKPOINT = checkpoint.FILENAME
@@ -45,14 +45,16 @@ RUN_FILES = (CHECKPOINT, METRICS, RUN, DASHBOARD)
 _COMPILED: dict = {}
 
 
-def run_chunk_once(chunk: Callable, state, hparams, num_batches: int, cache_key, log: Callable[[str], None], what: str, label: str):
+def run_chunk_once(chunk: Callable, state, hparams, num_batches: int, config: TrainConfig, cache_key, log: Callable[[str], None],
+                   what: str, label: str):
     """The one host-side chunk runner of training runs and scans: ``chunk`` (jitted, its
-    ``num_batches`` static) compiled once per ``cache_key`` (the compile time logged and left out
-    of the speed figures), run with a heartbeat while it works, its metrics fetched. Returns
-    ``(state, metrics on the host, seconds)``."""
+    ``num_batches`` static) compiled at ``config.precision`` once per ``cache_key`` (the compile
+    time logged and left out of the speed figures), run with a heartbeat while it works, its
+    metrics fetched. Returns ``(state, metrics on the host, seconds)``."""
     if cache_key not in _COMPILED:
         start = time.perf_counter()
-        with heartbeat(log, lambda: f"  ... compiling a chunk of {num_batches} batches {what} ({time.perf_counter() - start:.0f} s)"):
+        with heartbeat(log, lambda: f"  ... compiling a chunk of {num_batches} batches {what} ({time.perf_counter() - start:.0f} s)"), \
+                precision.matmul(config.precision):
             _COMPILED[cache_key] = chunk.lower(state, hparams, num_batches).compile()
         log(f"compiled a chunk of {num_batches} batches {what} in {time.perf_counter() - start:.1f} s")
     start = time.perf_counter()
@@ -228,7 +230,7 @@ def run(
             ):
                 break
             num_batches = config.batches_per_chunk if batches is None else min(config.batches_per_chunk, batches - done)
-            state, metrics, chunk_s = run_chunk_once(trainer.run_chunk, state, hparams, num_batches, (config, num_batches), log,
+            state, metrics, chunk_s = run_chunk_once(trainer.run_chunk, state, hparams, num_batches, config, (config, num_batches), log,
                                                      f"of {config.games_per_batch} games", f"batches {done + 1:,}-{done + num_batches:,}")
             row = dict(metric_row(metrics), games_per_s=num_batches * config.games_per_batch / chunk_s, chunk_s=chunk_s,
                        elapsed_s=elapsed_before + time.perf_counter() - start)

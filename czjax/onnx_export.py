@@ -191,11 +191,12 @@ def max_difference(onnx_path, checkpoint_path, boards: np.ndarray) -> float | No
         return None
     import jax.numpy as jnp
 
-    from czjax import models
+    from czjax import models, precision
     from czjax.agents import load_params
 
     model_name, params, _ = load_params(checkpoint_path)
-    logits, values = models.apply_model(models.get_model(model_name), params, jnp.asarray(boards))
+    with precision.parity():  # a parity path: full float32 on every backend
+        logits, values = models.apply_model(models.get_model(model_name), params, jnp.asarray(boards))
     values = np.zeros(len(boards), np.float32) if values is None else np.asarray(values)
     session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
     batched = len(session.get_inputs()[0].shape) == 3

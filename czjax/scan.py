@@ -133,7 +133,7 @@ def run_group(config: TrainConfig, base_hparams: dict, group: list[dict], g: int
     start = time.perf_counter()
     while (done := int(np.asarray(states.step)[0])) < batches:
         num_batches = min(config.batches_per_chunk, batches - done)
-        states, metrics, seconds = run_chunk_once(run_chunk, states, hparams, num_batches, ("scan", config, num_batches, len(group)),
+        states, metrics, seconds = run_chunk_once(run_chunk, states, hparams, num_batches, config, ("scan", config, num_batches, len(group)),
                                                   log, f"for {len(group)} configurations", f"group {g + 1}/{num_groups}: {num_batches} batches")
         new_rows = group_rows(group, metrics, len(group) * num_batches * config.games_per_batch / seconds, time.perf_counter() - start)
         rows = rows + new_rows

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from czjax import algorithms, compaction, models, players, rollout
+from czjax import algorithms, compaction, models, players, precision, rollout
 from czjax.pool import init_pool, load_member, play_against_pool, update_pool
 
 OPPONENTS = ("self", "random-punisher", "random", "pool")  # self: a frozen copy of the learner
@@ -145,6 +145,7 @@ class TrainConfig:
     mirror: bool = False  # add every position flipped left-right to the batch
     eval_games: int = 100  # against RandomPunisher after every chunk
     batches_per_chunk: int = 20  # iterations per compiled chunk: the logging and evaluation interval
+    precision: str = "default"  # float32 matrix products of the compiled chunk (czjax.precision.PRECISIONS)
     ppo: PPOSettings = PPOSettings()
     promotion: PromotionSettings = PromotionSettings()
     pool: PoolSettings = PoolSettings()
@@ -152,6 +153,7 @@ class TrainConfig:
     def __post_init__(self):
         model = models.get_model(self.model)  # one-line error for an unknown model
         models.check_init(self.init)
+        precision.check(self.precision)
         algorithm = algorithms.get_algorithm(self.algorithm)
         if algorithm.needs_value_head and not models.has_value_head(model):
             raise ValueError(f"{self.algorithm} needs a model with a value head (cnn-mk4-value or mlp3), not {self.model}")

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from czjax import game, losses, models, players, rollout
+from czjax import game, losses, models, players, precision, rollout
 from czjax.train import HParams, TrainConfig, make_trainer
 from tests.reference import replay
 
@@ -26,13 +26,16 @@ def ppo_games():
 def ppo_update(config, state, traj, results, lr, **changes):
     trainer = make_trainer(config.override({f"ppo.{k}": v for k, v in changes.items()}))
     hp = HParams.create(learning_rate=lr, entropy_bonus=0.05, value_weight=1.5, discount=GAMMA)
-    return jax.device_get(trainer.update(state.params, state.opt_state, traj, results.outcome, hp))
+    with precision.parity():  # full float32 on every backend
+        return jax.device_get(trainer.update(state.params, state.opt_state, traj, results.outcome, hp))
 
 
-def same_update(a, b):
-    """Whether two ``(params, opt_state, metrics)`` updates have exactly the same parameters and
-    optimizer state."""
-    return all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a[:2]), jax.tree.leaves(b[:2])))
+def same_update(a, b, lr=1e-3):
+    """Whether two ``(params, opt_state, metrics)`` updates took the same steps. They come from
+    two different compiled programs, whose sums may round differently (on a GPU they do): all
+    but 0.1% of the parameters agree to 1% of a step, and Adam counted the same steps."""
+    differences = np.concatenate([np.abs(x - y).ravel() for x, y in zip(jax.tree.leaves(a[0]), jax.tree.leaves(b[0]))])
+    return bool((differences > 0.01 * lr).mean() <= 1e-3) and int(a[1][0].count) == int(b[1][0].count)
 
 
 def test_ppo_kl_early_stop(ppo_games):
@@ -47,10 +50,10 @@ def test_ppo_kl_early_stop(ppo_games):
     assert full[2]["ppo_epochs"] == 4 and two[2]["ppo_epochs"] == 2 and not same_update(two, full)
     stopped = ppo_update(config, state, traj, results, 1e-3, target_kl=0.0)  # any change exceeds KL 0
     assert stopped[2]["ppo_epochs"] == 2 and same_update(stopped, two)
-    assert stopped[2]["ppo_kl"] == two[2]["ppo_kl"] > 0.0  # epoch 1's KL, after one step
+    assert stopped[2]["ppo_kl"] == pytest.approx(two[2]["ppo_kl"], rel=1e-4) and two[2]["ppo_kl"] > 0.0  # epoch 1's KL, after one step
     before = ppo_update(config, state, traj, results, 1e-3, target_kl=0.0, kl_stop="before-step")
     assert before[2]["ppo_epochs"] == 1 and same_update(before, one)
-    assert before[2]["ppo_kl"] == stopped[2]["ppo_kl"]  # the same measurement stopped it
+    assert before[2]["ppo_kl"] == pytest.approx(stopped[2]["ppo_kl"], rel=1e-4)  # the same measurement stopped it
     # the loss metrics are the starting policy's in every case
     assert stopped[2]["loss"] == pytest.approx(full[2]["loss"]) == pytest.approx(before[2]["loss"])
     with pytest.raises(ValueError, match="kl_stop"):
@@ -139,9 +142,11 @@ def test_sparse_gradient_equals_the_dense_gradient():
         logits, values = models.apply_model(model, p, b)
         return policy_gradient_sums(logits, values, bt, 0.05, 0.5)
 
-    (_, dense_sums), dense = jax.value_and_grad(loss, has_aux=True)(params, jnp.asarray(boards), batch)
+    with precision.parity():  # two formulations compared: full float32 on every backend
+        (_, dense_sums), dense = jax.value_and_grad(loss, has_aux=True)(params, jnp.asarray(boards), batch)
     for num_chunks in (1, 3, 8):  # 1: the plain gradient; 3 and 8: compacted, 8 with padding
-        grads, sums = jax.jit(lambda p, b, bt: sparse_value_and_grad(loss, p, b, bt, num_chunks))(params, jnp.asarray(boards), batch)
+        with precision.parity():
+            grads, sums = jax.jit(lambda p, b, bt: sparse_value_and_grad(loss, p, b, bt, num_chunks))(params, jnp.asarray(boards), batch)
         for a, b in zip(jax.tree.leaves(grads), jax.tree.leaves(dense)):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-4, atol=1e-5)  # summation order
         for key in dense_sums:

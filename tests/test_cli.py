@@ -100,3 +100,21 @@ def test_cli_train_rejects_bad_numbers_and_checkpoints(tmp_path, capsys):
     assert cli.main(["train", "--resume", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "czjax: error:" in err and "checkpoint" in err
+
+
+def test_precision_setting():
+    from czjax import precision
+    from czjax.train import TrainConfig
+
+    parser = cli.build_parser()
+    config = cli.train_settings(parser.parse_args(["train", "--precision", "highest"]))[0]
+    assert config.precision == "highest" and TrainConfig.from_dict(config.to_dict()).precision == "highest"
+    assert cli.train_settings(parser.parse_args(["train"]))[0].precision == "default"  # the backend's own
+    with pytest.raises(ValueError, match="unknown precision 'fp8'; choose one of default, highest, bf16"):
+        TrainConfig(precision="fp8")
+    import jax
+
+    with precision.matmul("bf16"):
+        assert jax.config.jax_default_matmul_precision == "bfloat16"
+    with precision.parity():
+        assert jax.config.jax_default_matmul_precision == "highest"

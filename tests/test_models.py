@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from flax.traverse_util import flatten_dict
 
-from czjax import loop, models, players, rollout
+from czjax import loop, models, players, precision, rollout
 
 
 @pytest.mark.parametrize(
@@ -61,5 +61,7 @@ def test_im2col_conv_equals_flax_conv():
     conv = models.Conv3x3(16)
     params = conv.init(jax.random.key(1), x)
     reference = __import__("flax").linen.Conv(16, (3, 3), padding=1, use_bias=False)
-    expected = reference.apply({"params": {"kernel": params["params"]["kernel"]}}, x)
-    np.testing.assert_allclose(np.asarray(conv.apply(params, x)), np.asarray(expected), rtol=1e-5, atol=1e-5)
+    with precision.parity():  # two formulations compared: full float32 on every backend
+        expected = reference.apply({"params": {"kernel": params["params"]["kernel"]}}, x)
+        got = conv.apply(params, x)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-5, atol=1e-5)

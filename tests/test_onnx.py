@@ -7,10 +7,17 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from czjax import cli, models, onnx_export
+from czjax import cli, models, onnx_export, precision
 from tests.test_torch import random_boards
 
 BOARDS = random_boards(48, seed=3)
+
+@pytest.fixture(autouse=True)
+def full_float32():
+    """Every comparison here is a parity path: full float32 matrix products on every backend
+    (a GPU's default is TF32-class, about 1e-3 relative)."""
+    with precision.parity():
+        yield
 
 
 def perturbed_params(name):

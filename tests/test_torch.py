@@ -12,10 +12,17 @@ import numpy as np
 import pytest
 import torch  # the test extra installs it: pip install -e ".[test]"
 
-from czjax import agents, checkpoint, cli, game, loop, models, rollout, torch_io
+from czjax import agents, checkpoint, cli, game, loop, models, precision, rollout, torch_io
 from czjax.train import HParams, PromotionSettings, TrainConfig, make_trainer
 from tests.reference import random_game
 from tests.torch_reference import TORCH_MODELS, a2c_loss, ppo_update, rwb_loss
+
+@pytest.fixture(autouse=True)
+def full_float32():
+    """Every comparison here is a parity path: full float32 matrix products on every backend
+    (a GPU's default is TF32-class, about 1e-3 relative)."""
+    with precision.parity():
+        yield
 
 
 def random_torch_model(name, seed=0):
@@ -176,7 +183,7 @@ def test_one_update_matches_pytorch(algorithm, name, lr, value_weight, ppo_steps
         steps, target_kl = ppo_steps, ppo_target_kl(kls, ppo_steps)
         trainer = make_trainer(config.override({"ppo.target_kl": target_kl}))
     model, loss, ppo = update(target_kl)
-    with jax.default_matmul_precision("highest"):  # as PyTorch on the CPU; a GPU would otherwise use TF32-class matmuls
+    with precision.parity():  # as PyTorch on the CPU; a GPU would otherwise use TF32-class matmuls
         new_params, _, metrics = jax.device_get(trainer.update(params, opt_state, traj, results.outcome, hp))
 
     if algorithm == "ppo":
