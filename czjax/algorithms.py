@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import optax
 from jax import lax
 
-from czjax import compaction, game, models, rollout
+from czjax import compaction, devices, game, models, rollout
 from czjax.losses import LossInputs, a2c_targets, discounted_returns, metrics_from_sums, mirror, policy_gradient_sums, ppo_sums
 from czjax.players import masked_log_probs
 
@@ -39,6 +39,7 @@ class UpdateContext(NamedTuple):
     ppo: Any  # PPOSettings
     num_chunks: int  # of the learner's positions, for the gradient (compaction.loss_chunks)
     axis_name: str | None  # the vmapped configuration axis of a scan
+    devices: int = 1  # the games and the learner's positions split across this many devices
 
 
 def make_optimizer(weight_decay: float) -> optax.GradientTransformation:
@@ -88,7 +89,8 @@ def learner_batch(ctx: UpdateContext, traj: rollout.Trajectory, outcome, discoun
         returns=flat(returns),
         valid=flat(mine.valid),
     )
-    return mirror(boards, batch) if ctx.mirror else (boards, batch)
+    boards, batch = mirror(boards, batch) if ctx.mirror else (boards, batch)
+    return jax.tree.map(lambda x: devices.split(x, ctx.devices), (boards, batch))
 
 
 # --- Targets: what each algorithm's loss needs beyond the Monte-Carlo returns ---------------

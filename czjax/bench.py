@@ -122,21 +122,22 @@ def stderr(msg: str) -> None:
 PYTORCH_TRAIN_GAMES_PER_S = {("mlp", 50): 950.0, ("mlp", 4096): 14000.0, ("cnn-mk4", 50): 145.0}
 
 
-def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5, precision_name: str = "default") -> dict:
+def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5, precision_name: str = "default", num_devices: int = 1) -> dict:
     """One compiled chunk of ``steps`` training iterations (self-play against a frozen copy, as
     in the blog's examples, and one AdamW update each), timed per iteration, compiled at
-    ``precision_name`` (czjax.precision)."""
-    from czjax import precision
+    ``precision_name`` (czjax.precision), each batch's games split over ``num_devices``."""
+    from czjax import devices, precision
     from czjax.train import HParams, TrainConfig, make_trainer
 
     config = TrainConfig(model=model, games_per_batch=games_per_batch, opponent="self", eval_games=2, batches_per_chunk=steps,
                          precision=precision_name)
-    trainer = make_trainer(config)
-    hparams = HParams.create()
+    num_devices = devices.available(num_devices)
+    trainer = make_trainer(config, None, num_devices)
+    hparams = devices.replicate(HParams.create(), num_devices)
     state = trainer.init(0)
     with precision.matmul(precision_name):
         compile_s, times, (_, metrics) = time_compiled(lambda st: trainer.run_chunk(st, hparams, steps),
-                                                       lambda i: (state.replace(key=jax.random.key(i)),), runs)
+                                                       lambda i: (devices.replicate(state.replace(key=jax.random.key(i)), num_devices),), runs)
     per_iteration = statistics.median(times) / steps
     positions = float(metrics["positions"]) / steps  # the learner's real positions per batch
     row = {
@@ -149,6 +150,7 @@ def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5, pre
         "times_s": times,
         "steps_per_run": steps,
         "precision": precision_name,
+        "devices": num_devices,
     }
     reference = PYTORCH_TRAIN_GAMES_PER_S.get((model.replace("-value", ""), games_per_batch))
     if reference:
@@ -174,7 +176,7 @@ def add_torch_peer(row: dict, runs: int, steps: int) -> bool:
     return True
 
 
-TRAIN_HEADER = (f"{'model':14s} {'games/batch':>11s} {'games/s':>10s} {'positions/s':>12s} {'s/iteration':>11s} {'compile s':>9s}"
+TRAIN_HEADER = (f"{'model':14s} {'devices':>7s} {'games/batch':>11s} {'games/s':>10s} {'positions/s':>12s} {'s/iteration':>11s} {'compile s':>9s}"
                 f"  {'PyTorch here':>12s} {'ratio':>6s}  vs PyTorch's published figure")
 
 
@@ -182,7 +184,7 @@ def format_train_row(row: dict) -> str:
     ref = f"{row['vs_pytorch']:.1f}x of {row['pytorch_games_per_s']:,.0f}" if "vs_pytorch" in row else ""
     here = f"{row['torch_games_per_s']:12,.0f} {row['vs_torch']:5.1f}x" if "vs_torch" in row else f"{'-':>12s} {'-':>6s}"
     return (
-        f"{row['model']:14s} {row['games_per_batch']:11d} {row['games_per_s']:10,.0f} {row['positions_per_s']:12,.0f} "
+        f"{row['model']:14s} {row['devices']:7d} {row['games_per_batch']:11d} {row['games_per_s']:10,.0f} {row['positions_per_s']:12,.0f} "
         f"{row['iteration_s']:11.4f} {row['compile_s']:9.1f}  {here}  {ref}"
     )
 

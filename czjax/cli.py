@@ -78,10 +78,10 @@ def cmd_bench_rollout(args) -> int:
 def cmd_bench_train(args) -> int:
     from czjax import bench
 
-    settings = [(model, games) for model in args.model for games in args.games_per_batch]
+    settings = [(model, games, n) for model in args.model for games in args.games_per_batch for n in args.devices]
 
     def measure(setting, log):
-        row = bench.bench_train(setting[0], setting[1], args.runs, args.steps, args.precision)
+        row = bench.bench_train(setting[0], setting[1], args.runs, args.steps, args.precision, setting[2])
         if not args.no_peer and not bench.add_torch_peer(row, args.runs, args.peer_steps or args.steps):
             log("  (PyTorch not installed: `pip install torch==2.13.0` to time the PyTorch iteration side by side)")
             args.no_peer = True
@@ -188,6 +188,7 @@ def cmd_train(args) -> int:
         config, hparams, args.out, seed=run["seed"], batches=run["batches"], time_budget_s=run["time_budget_s"],
         resume=args.resume, overwrite=args.overwrite, checkpoint_every=args.checkpoint_every,
         checkpoint_every_s=args.checkpoint_seconds, log=lambda m: print(m, flush=True), title=run.get("title", ""),
+        num_devices=args.devices,
         init_from=run.get("init_from"),
     )
     last = summary["last"]
@@ -220,7 +221,7 @@ def cmd_scan(args) -> int:
           f"{config.model} against {config.opponent}, {config.games_per_batch} games per batch, {batches:,} batches each; "
           f"outputs in {out}/", flush=True)
     rows = scan.run_scan(config, dict(preset.hparams), settings, seeds, out, batches, chunk=args.chunk, resume=args.resume,
-                         overwrite=args.overwrite, log=lambda m: print(m, flush=True))
+                         overwrite=args.overwrite, log=lambda m: print(m, flush=True), num_devices=args.devices)
     print(scan.write_report(rows, out, list(grid), args.sort, f"czjax scan --preset {args.preset} " + " ".join(args.grid)))
     return 0
 
@@ -591,6 +592,8 @@ def _add_bench_commands(commands) -> None:
     train_bench.add_argument("--steps", type=_positive_int, default=5, help="iterations per timed run (default: %(default)s)")
     train_bench.add_argument("--no-peer", action="store_true", help="skip the PyTorch iteration (czjax.torch_peer) timed beside czjax")
     train_bench.add_argument("--peer-steps", type=_positive_int, default=None, help="PyTorch iterations per timed run (default: --steps)")
+    train_bench.add_argument("--devices", type=_positive_int, nargs="+", default=[1], metavar="N",
+                             help="split each batch's games over N devices; several values are measured side by side (default: 1)")
     train_bench.add_argument("--precision", default="default", choices=list(PRECISIONS),
                              help="float32 matrix products of the compiled iteration (default: %(default)s; see czjax train --help)")
     train_bench.add_argument("--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)")
@@ -643,6 +646,8 @@ def _add_train_command(commands) -> None:
                        help="start the learner and its frozen opponent from these weights: a PyTorch project .pth/.pt, or a "
                             "czjax checkpoint (run folder or .msgpack; its parameters only, fresh optimizer state)")
     train.add_argument("--overwrite", action="store_true", help="start again in an --out that already holds a run, deleting it")
+    train.add_argument("--devices", type=_positive_int, default=None, metavar="N",
+                       help="split each batch's games over N local devices (default: all of them; the same run on any number)")
     train.add_argument("--checkpoint-every", type=_positive_int, default=10, metavar="CHUNKS",
                        help="checkpoint at least every this many chunks (default: %(default)s)")
     train.add_argument("--checkpoint-seconds", type=_non_negative_float, default=60.0, metavar="SECONDS",
@@ -674,6 +679,8 @@ def _add_scan_command(commands) -> None:
     scan.add_argument("--out", default=None, help="output folder (default: runs/scan-PRESET)")
     scan.add_argument("--resume", action="store_true", help="continue the scan in --out")
     scan.add_argument("--overwrite", action="store_true", help="start again in an --out that already holds a scan, deleting it")
+    scan.add_argument("--devices", type=_positive_int, default=None, metavar="N",
+                      help="spread each group's configurations over N local devices (default: all of them)")
     scan.set_defaults(func=cmd_scan)
 
 

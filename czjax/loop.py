@@ -31,7 +31,7 @@ from typing import Callable
 import jax
 import numpy as np
 
-from czjax import agents, checkpoint, plots, precision
+from czjax import agents, checkpoint, devices, plots, precision
 from czjax.train import HParams, TrainConfig, make_trainer
 
 CHECKPOINT = checkpoint.FILENAME
@@ -46,11 +46,15 @@ _COMPILED: dict = {}
 
 
 def run_chunk_once(chunk: Callable, state, hparams, num_batches: int, config: TrainConfig, cache_key, log: Callable[[str], None],
-                   what: str, label: str):
+                   what: str, label: str, place: Callable = lambda tree: tree):
     """The one host-side chunk runner of training runs and scans: ``chunk`` (jitted, its
     ``num_batches`` static) compiled at ``config.precision`` once per ``cache_key`` (the compile
     time logged and left out of the speed figures), run with a heartbeat while it works, its
-    metrics fetched. Returns ``(state, metrics on the host, seconds)``."""
+    metrics fetched. ``place`` puts state and hyperparameters on the devices (replicated, or a
+    scan's configurations spread), before compiling and before every call, so the compiled
+    program always sees the placement it was compiled for. Returns ``(state, metrics on the
+    host, seconds)``."""
+    state, hparams = place(state), place(hparams)
     if cache_key not in _COMPILED:
         start = time.perf_counter()
         with heartbeat(log, lambda: f"  ... compiling a chunk of {num_batches} batches {what} ({time.perf_counter() - start:.0f} s)"), \
@@ -162,7 +166,7 @@ def read_run(out_dir) -> dict:
     raise ValueError(f"nothing to resume in {out_dir}: it holds no {CHECKPOINT} or {RUN}")
 
 
-def open_run(config: TrainConfig, out_dir: Path, seed: int, resume: bool, overwrite: bool, init_from, log):
+def open_run(config: TrainConfig, out_dir: Path, seed: int, resume: bool, overwrite: bool, init_from, log, num_devices: int = 1):
     """``(trainer, state, rows, elapsed_before, init_from)`` to start or continue the run in
     ``out_dir``: from its checkpoint on ``resume`` (rows logged after it dropped), else fresh
     (from ``init_from``'s weights if given) in a folder that holds no run unless ``overwrite``."""
@@ -171,7 +175,7 @@ def open_run(config: TrainConfig, out_dir: Path, seed: int, resume: bool, overwr
     # the starting weights are read first: a bad file leaves the output folder as it was
     start_params = agents.load_weights(init_from, config.model) if init_from is not None and not resuming else None
     out_dir.mkdir(parents=True, exist_ok=True)
-    trainer = make_trainer(config)
+    trainer = make_trainer(config, None, num_devices)
     if resuming:
         state, meta = checkpoint.load(ckpt_path, trainer.init(seed), expected_model=config.model)
         init_from = meta.get("extra", {}).get("init_from")  # already in the checkpoint's weights
@@ -203,17 +207,21 @@ def run(
     log: Callable[[str], None] = print,
     title: str = "",
     init_from: str | None = None,
+    num_devices: int | None = 1,
 ) -> dict:
     """Train until ``batches`` batches in all or ``time_budget_s`` seconds of training in all
     (both counting what came before a resume), whichever comes first; returns a summary.
 
     ``init_from``: a ``.pth`` / ``.pt`` file or czjax checkpoint whose weights the learner and
     its frozen opponent start from (with a fresh optimizer state). Ignored when resuming from a
-    checkpoint: the run continues from its own weights, and keeps naming the source."""
+    checkpoint: the run continues from its own weights, and keeps naming the source.
+    ``num_devices``: each batch's games split across that many local devices (None: all of
+    them); the run is the same computation on any number (:mod:`czjax.devices`)."""
     if batches is None and time_budget_s is None:
         raise ValueError("give a number of batches or a time budget")
     out_dir = Path(out_dir)
-    trainer, state, rows, elapsed_before, init_from = open_run(config, out_dir, seed, resume, overwrite, init_from, log)
+    num_devices = devices.available(num_devices)
+    trainer, state, rows, elapsed_before, init_from = open_run(config, out_dir, seed, resume, overwrite, init_from, log, num_devices)
     description = {"seed": seed, "batches": batches, "time_budget_s": time_budget_s, "title": title,
                    **({"init_from": str(init_from)} if init_from is not None else {})}
     (out_dir / RUN).write_text(json.dumps({"config": config.to_dict(), "hparams": hparams.to_dict(), "run": description}, indent=1))
@@ -230,8 +238,9 @@ def run(
             ):
                 break
             num_batches = config.batches_per_chunk if batches is None else min(config.batches_per_chunk, batches - done)
-            state, metrics, chunk_s = run_chunk_once(trainer.run_chunk, state, hparams, num_batches, config, (config, num_batches), log,
-                                                     f"of {config.games_per_batch} games", f"batches {done + 1:,}-{done + num_batches:,}")
+            state, metrics, chunk_s = run_chunk_once(trainer.run_chunk, state, hparams, num_batches, config, (config, num_batches, num_devices),
+                                                     log, f"of {config.games_per_batch} games", f"batches {done + 1:,}-{done + num_batches:,}",
+                                                     lambda tree: devices.replicate(tree, num_devices))
             row = dict(metric_row(metrics), games_per_s=num_batches * config.games_per_batch / chunk_s, chunk_s=chunk_s,
                        elapsed_s=elapsed_before + time.perf_counter() - start)
             rows.append(row)
@@ -254,6 +263,10 @@ def run(
     checkpoint.save(ckpt_path, state, config.to_dict(), hparams.to_dict(), description)
     if rows:
         plots.dashboard(rows, dash_path, title=title)
+    return run_summary(out_dir, state, rows, elapsed_before, interrupted)
+
+
+def run_summary(out_dir: Path, state, rows: list[dict], elapsed_before: float, interrupted: bool) -> dict:
     return {
         "out_dir": str(out_dir),
         "batches": int(state.step),
@@ -262,9 +275,9 @@ def run(
         "elapsed_s": rows[-1]["elapsed_s"] if rows else elapsed_before,
         "interrupted": interrupted,
         "last": rows[-1] if rows else {},
-        "checkpoint": str(ckpt_path),
-        "metrics": str(metrics_path),
-        "dashboard": str(dash_path),
+        "checkpoint": str(out_dir / CHECKPOINT),
+        "metrics": str(out_dir / METRICS),
+        "dashboard": str(out_dir / DASHBOARD),
         "run_json": str(out_dir / RUN),
     }
 

@@ -22,6 +22,7 @@ from jax import lax
 
 from czjax import compaction, game
 from czjax.compaction import all_configurations
+from czjax.devices import split as split_games
 from czjax.players import Player, sample_masked_uniform
 
 PLIES = game.NUM_CELLS  # 42: the longest possible game
@@ -93,7 +94,7 @@ def evaluate_active(player: Player, params, boards: jax.Array, key, active: jax.
     return logits.reshape(-1, game.COLS)[destination]
 
 
-@functools.partial(jax.jit, static_argnames=("player_a", "player_b", "num_games", "axis_name", "chunks"))
+@functools.partial(jax.jit, static_argnames=("player_a", "player_b", "num_games", "axis_name", "chunks", "devices"))
 def play_games(
     key: jax.Array,
     player_a: Player,
@@ -105,6 +106,7 @@ def play_games(
     temperature_b=1.0,
     axis_name: str | None = None,
     chunks: int | None = None,
+    devices: int = 1,
 ) -> tuple[Trajectory, GameResults]:
     """Play ``num_games`` whole games between two players; returns ``(trajectory, results)``.
 
@@ -113,7 +115,8 @@ def play_games(
     gives the same games. ``axis_name``: the vmapped axis of a scan, if any (see
     :func:`all_configurations`). ``chunks``: how :func:`evaluate_active` splits each player's
     boards (1: every board; default: :func:`default_chunks`); it changes the speed only, never
-    the games.
+    the games. ``devices``: the games are split across that many devices
+    (:mod:`czjax.devices`); the games are the same on any number.
     """
     if num_games < 2:
         raise ValueError(f"num_games must be at least 2 (half of the games with each side first), got {num_games}")
@@ -162,13 +165,11 @@ def play_games(
 
         return lax.cond(all_configurations(carry[1].all(), axis_name), skip, play, carry)
 
-    init = (
-        game.new_positions(num_games),
-        jnp.zeros((num_games,), bool),
-        jnp.zeros((num_games,), jnp.int8),
-        jnp.zeros((num_games,), jnp.int32),
-    )
-    (final, _, outcome, length), records = lax.scan(two_plies, init, game_randomness(key, num_games))
+    init = (game.new_positions(num_games), jnp.zeros((num_games,), bool), jnp.zeros((num_games,), jnp.int8), jnp.zeros((num_games,), jnp.int32))
+    init = jax.tree.map(lambda x: split_games(x, devices), init)  # (position, done, outcome, length)
+    player_keys, uniforms = game_randomness(key, num_games)
+    randomness = (player_keys, split_games(uniforms, devices, axis=2))
+    (final, _, outcome, length), records = lax.scan(two_plies, init, randomness)
     return assemble(records, a_first), GameResults(outcome=outcome, length=length, a_first=a_first, final=final)
 
 

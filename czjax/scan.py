@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from czjax import checkpoint
+from czjax import checkpoint, devices
 from czjax.loop import METRICS, TIMING_KEYS, guard_fresh, metric_row, read_metrics, run_chunk_once, write_metrics
 from czjax.train import HParams, TrainConfig, hparam_names, make_trainer
 
@@ -113,9 +113,10 @@ def group_rows(group: list[dict], metrics: dict, games_per_s: float, elapsed_s: 
 
 
 def run_group(config: TrainConfig, base_hparams: dict, group: list[dict], g: int, num_groups: int, out_dir: Path, batches: int,
-              rows: list[dict], resume: bool, log) -> list[dict]:
-    """Run (or continue) one group of configurations as one vmapped program to ``batches``;
-    returns every row, this group's appended. Checkpoints after every chunk."""
+              rows: list[dict], resume: bool, log, num_devices: int = 1) -> list[dict]:
+    """Run (or continue) one group of configurations as one vmapped program to ``batches``, the
+    configurations spread over up to ``num_devices`` devices; returns every row, this group's
+    appended. Checkpoints after every chunk."""
     init, run_chunk = make_scan_fns(config)
     ids = [c["config"] for c in group]
     hparams = stacked_hparams(base_hparams, group)
@@ -131,10 +132,13 @@ def run_group(config: TrainConfig, base_hparams: dict, group: list[dict], g: int
     if resume:
         write_metrics(metrics_path, rows)
     start = time.perf_counter()
+    spread = devices.largest_divisor(len(group), num_devices)  # configurations split evenly
     while (done := int(np.asarray(states.step)[0])) < batches:
         num_batches = min(config.batches_per_chunk, batches - done)
-        states, metrics, seconds = run_chunk_once(run_chunk, states, hparams, num_batches, config, ("scan", config, num_batches, len(group)),
-                                                  log, f"for {len(group)} configurations", f"group {g + 1}/{num_groups}: {num_batches} batches")
+        states, metrics, seconds = run_chunk_once(
+            run_chunk, states, hparams, num_batches, config, ("scan", config, num_batches, len(group), spread), log,
+            f"for {len(group)} configurations", f"group {g + 1}/{num_groups}: {num_batches} batches",
+            lambda tree: devices.spread_configurations(tree, spread))
         new_rows = group_rows(group, metrics, len(group) * num_batches * config.games_per_batch / seconds, time.perf_counter() - start)
         rows = rows + new_rows
         with metrics_path.open("a") as f:
@@ -159,9 +163,12 @@ def run_scan(
     resume: bool = False,
     overwrite: bool = False,
     log: Callable[[str], None] = print,
+    num_devices: int | None = 1,
 ) -> list[dict]:
     """Run every configuration for ``batches`` batches; returns the metric rows (one per
-    configuration per logging interval), also written to ``out_dir/metrics.jsonl``."""
+    configuration per logging interval), also written to ``out_dir/metrics.jsonl``. A group's
+    configurations are spread over up to ``num_devices`` local devices (None: all of them)."""
+    num_devices = devices.available(num_devices)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     configs = configurations(settings, seeds)
@@ -170,7 +177,7 @@ def run_scan(
     description = {"config": config.to_dict(), "hparams": base_hparams, "settings": settings, "seeds": seeds, "batches": batches, "chunk": size}
     rows = open_scan(out_dir, description, resume, overwrite)
     for g, group in enumerate(groups):
-        rows = run_group(config, base_hparams, group, g, len(groups), out_dir, batches, rows, resume, log)
+        rows = run_group(config, base_hparams, group, g, len(groups), out_dir, batches, rows, resume, log, num_devices)
     return rows
 
 

@@ -251,9 +251,10 @@ class Setup(NamedTuple):
     members: list  # (player, params) per fixed pool member
     slots: int  # league slots
     axis_name: str | None
+    devices: int  # a batch's games split across this many devices
 
 
-def make_setup(config: TrainConfig, axis_name: str | None) -> Setup:
+def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1) -> Setup:
     model = models.get_model(config.model)
     learner = models.model_player(model)
     positions = (rollout.PLIES // 2) * config.games_per_batch * (2 if config.mirror else 1)  # the learner's batch
@@ -267,10 +268,11 @@ def make_setup(config: TrainConfig, axis_name: str | None) -> Setup:
         ppo=config.ppo,
         num_chunks=compaction.loss_chunks(compaction.flops_per_board(learner, shapes), positions),
         axis_name=axis_name,
+        devices=num_devices,
     )
     members = [load_member(spec) for spec in config.pool.members]
     slots = config.pool.league_slots if config.pool.league else 0
-    return Setup(config, model, learner, ctx, algorithms.get_algorithm(config.algorithm), members, slots, axis_name)
+    return Setup(config, model, learner, ctx, algorithms.get_algorithm(config.algorithm), members, slots, axis_name, num_devices)
 
 
 def init_state(setup: Setup, seed: int, params=None) -> TrainState:
@@ -301,12 +303,13 @@ def play_batch(setup: Setup, state: TrainState, hp: HParams, key):
     ``(trajectory, results, chosen pool member or None)``."""
     config, n = setup.config, setup.config.games_per_batch
     if config.opponent == "pool":
-        return play_against_pool(key, state.pool, setup.members, setup.learner, state.params, n, hp.temperature, setup.axis_name)
+        return play_against_pool(key, state.pool, setup.members, setup.learner, state.params, n, hp.temperature, setup.axis_name,
+                                 setup.devices)
     self_play = config.opponent == "self"
     opponent = setup.learner if self_play else players.BUILTIN_PLAYERS[config.opponent]
     traj, results = rollout.play_games(
         key, setup.learner, state.params, opponent, state.opponent_params if self_play else None, n,
-        hp.temperature, hp.temperature if self_play else 1.0, axis_name=setup.axis_name,
+        hp.temperature, hp.temperature if self_play else 1.0, axis_name=setup.axis_name, devices=setup.devices,
     )
     return traj, results, None
 
@@ -367,7 +370,7 @@ def run_chunk(setup: Setup, state: TrainState, hp: HParams, num_batches: int) ->
     state = state.replace(key=key)
     _, evaluation = rollout.play_games(
         eval_key, setup.learner, state.params, players.random_punisher, None, setup.config.eval_games, hp.temperature, 1.0,
-        axis_name=setup.axis_name,
+        axis_name=setup.axis_name, devices=setup.devices,
     )
     metrics = {k: v.mean() for k, v in per_batch.items() if k != "positions"}
     metrics.update(
@@ -382,11 +385,12 @@ def run_chunk(setup: Setup, state: TrainState, hp: HParams, num_batches: int) ->
 
 
 @functools.lru_cache(maxsize=None)
-def make_trainer(config: TrainConfig, axis_name: str | None = None) -> Trainer:
+def make_trainer(config: TrainConfig, axis_name: str | None = None, num_devices: int = 1) -> Trainer:
     """The compiled functions for ``config`` (cached: the same config gives the same jitted
     functions, so runs and tests with one config compile once). ``axis_name`` names the
-    vmapped configuration axis when the functions run inside a scan (:mod:`czjax.scan`)."""
-    setup = make_setup(config, axis_name)
+    vmapped configuration axis when the functions run inside a scan (:mod:`czjax.scan`);
+    ``num_devices`` splits each batch's games across that many devices (:mod:`czjax.devices`)."""
+    setup = make_setup(config, axis_name, num_devices)
 
     def update(params, opt_state, traj, outcome, hp):
         return algorithms.update(setup.ctx, setup.algorithm, params, opt_state, traj, outcome, hp)

@@ -1,0 +1,93 @@
+"""Several devices: the same run and the same scan on 1 and on 4 devices (forced host devices
+on the CPU, in a subprocess, since XLA reads the device count once per process)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import pytest
+
+from czjax import devices
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Run in a fresh process with 4 host devices: a training run and a scan, each on 1 and on 4
+# devices, and the benchmark for both counts; prints one JSON object.
+SCRIPT = r"""
+import json, sys
+import jax
+from czjax import cli, loop, scan
+from czjax.train import HParams, PromotionSettings, TrainConfig
+
+out = sys.argv[1]
+assert jax.local_device_count() == 4, jax.devices()
+# 18 games: halves of 9, which 4 devices do not divide (XLA pads the last part)
+config = TrainConfig(model="mlp", games_per_batch=18, opponent="self", promotion=PromotionSettings(every_games=36, window_games=36),
+                     eval_games=6, batches_per_chunk=2)
+hp = HParams.create(learning_rate=1e-3, entropy_bonus=0.05, value_weight=0.0, discount=0.9)
+runs = {n: loop.read_metrics(loop.run(config, hp, f"{out}/run{n}", seed=3, batches=6, log=lambda m: None, num_devices=n)["metrics"])
+        for n in (1, 4)}
+settings = scan.grid_settings({"entropy_bonus": [0.0, 0.02, 0.05, 0.1]})
+scans = {n: scan.run_scan(config, dict(learning_rate=1e-3, value_weight=0.0, discount=0.9), settings, [0, 1], f"{out}/scan{n}", 4,
+                          log=lambda m: None, num_devices=n) for n in (1, 4)}
+cli.main(["bench", "train", "--model", "mlp", "--games-per-batch", "16", "--devices", "1", "4", "--runs", "1", "--steps", "2",
+          "--no-peer", "--json"])
+# the programs that ran on 4 devices did take all 4: their inputs are placed on each of them
+spans = sorted({len(jax.tree.leaves(c.input_shardings)[0].device_set) for key, c in loop._COMPILED.items() if key[-1] == 4})
+print("RESULT " + json.dumps({"runs": runs, "scans": scans, "spans": spans}))
+"""
+
+EXACT = ("batches", "games", "promotions", "positions", "win_rate", "draw_rate", "game_length", "eval_win_rate", "eval_draw_rate")
+
+
+def assert_rows_agree(a: dict, b: dict, label):
+    for key in EXACT:  # the same games on any number of devices
+        assert a[key] == b[key], (label, key, a[key], b[key])
+    for key in ("loss", "policy_loss", "value_loss", "entropy", "returns_std", "advantage_std"):  # sums in another order
+        assert abs(a[key] - b[key]) <= 1e-4 * max(1.0, abs(b[key])), (label, key, a[key], b[key])
+
+
+@pytest.fixture(scope="module")
+def four_devices(tmp_path_factory):
+    out = tmp_path_factory.mktemp("devices")
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(out)], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.split("RESULT ", 1)[1])
+    bench = json.loads(proc.stdout.split("RESULT ", 1)[0])
+    return result, bench
+
+
+def test_a_run_is_the_same_on_one_and_on_four_devices(four_devices):
+    result, _ = four_devices
+    one, four = result["runs"]["1"], result["runs"]["4"]
+    assert [r["batches"] for r in one] == [r["batches"] for r in four] == [2, 4, 6]
+    assert result["spans"] == [4]  # the run's and the scan's programs compiled for 4 devices
+    for a, b in zip(four, one):
+        assert_rows_agree(a, b, a["batches"])
+
+
+def test_a_scan_is_the_same_on_one_and_on_four_devices(four_devices):
+    result, _ = four_devices
+    one, four = result["scans"]["1"], result["scans"]["4"]
+    assert len(one) == len(four) == 8 * 2  # 8 configurations, 2 chunks each
+    key = lambda r: (r["config"], r["batches"])  # noqa: E731
+    for a, b in zip(sorted(four, key=key), sorted(one, key=key)):
+        assert key(a) == key(b)
+        assert_rows_agree(a, b, key(a))
+
+
+def test_the_benchmark_measures_each_device_count(four_devices):
+    _, bench = four_devices
+    assert [(r["devices"], r["games_per_batch"]) for r in bench["rows"]] == [(1, 16), (4, 16)]
+    assert all(r["games_per_s"] > 0 for r in bench["rows"])
+
+
+def test_device_counts_are_checked():
+    assert devices.available(None) == jax.local_device_count()
+    with pytest.raises(ValueError, match=r"--devices 99: this machine has \d+"):
+        devices.available(99)
+    assert devices.largest_divisor(8, 4) == 4 and devices.largest_divisor(6, 4) == 3
