@@ -89,7 +89,7 @@ PANELS = [
     ("value_loss", "value loss (per position)"),
     ("game_length", "game length (plies)"),
     ("win_rate", "win rate vs training opponent"),
-    ("advantage_std", "advantage std (returns std dashed)"),
+    ("advantage_std", "advantage std (returns std: dashed, blog hollow)"),
 ]
 SUMMARY_KEYS = ("scale", "seeds", "window_games", "examples")
 EXAMPLE_KEYS = ("preset", "description", "config", "hparams", "batches", "games", "wall_s", "figure", "milestones")
@@ -177,7 +177,8 @@ def figure(name: str, description: str, rows: list[dict], table: list[dict], pat
             if r["stat"] == "min":  # the lowest reading up to that point: a dotted level
                 ax.hlines(b["value"], 0, r["games"], color="black", lw=1.2, ls=":")
             elif "value" in b:
-                ax.plot([r["games"]], [b["value"]], marker="*", ms=11, color="black", ls="none")
+                hollow = r["metric"] != key  # the returns std beside the advantage std
+                ax.plot([r["games"]], [b["value"]], marker="*", ms=11, color="black", ls="none", mfc="none" if hollow else "black")
             elif "low" in b and "high" in b:
                 ax.vlines(r["games"], b["low"], b["high"], color="black", lw=2.5)
             else:  # only a bound: a triangle pointing to the side the blog's curve was on

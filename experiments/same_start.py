@@ -229,13 +229,16 @@ def milestones(batches: int, log_every: int, games_per_batch: int, parts: int) -
 
 def milestone_table(rows: dict[str, list[dict]], ends: list[int]) -> list[dict]:
     """Per milestone (the end of each part of the run) and metric: each side's per-seed mean
-    over that part (since the previous milestone) and the seed band (mean +- 2 standard errors)."""
+    over that part (since the previous milestone; promotions: the count at the milestone) and
+    the seed band (mean +- 2 standard errors)."""
     table = []
     for before, at in zip([0] + ends[:-1], ends):
         for key, _ in METRICS:
             entry = {"games": at, "metric": key}
             for side in SIDES:
-                per = {seed: value_at(g, v, at, at - before) for seed, (g, v) in per_seed(rows[side], key).items()}
+                # a count (promotions so far) is read at the milestone, a rate averaged over the part
+                window = 1 if key == "promotions" else at - before
+                per = {seed: value_at(g, v, at, window) for seed, (g, v) in per_seed(rows[side], key).items()}
                 entry[side] = {"per_seed": {str(s): v for s, v in per.items()}, "band": seed_band(list(per.values()))}
             table.append(entry)
     return table
