@@ -97,9 +97,9 @@ def play_batch(model, opponent, games: int) -> dict:
     """A batch of self-play games against the frozen ``opponent``, as the PyTorch project plays
     them: half (rounded up) with the learner first, sampling at temperature 1 on every ply.
 
-    Returns the learner's positions ``boards (N, 6, 7)`` (canonical, the learner to move),
-    ``actions (N,)`` and Monte-Carlo ``returns (N,)`` (game by game, in move order), and per
-    game ``outcome (games,)`` for the learner (+1, 0, -1) and ``length (games,)`` in plies."""
+    Returns ``history``: per game, the learner's ``(board, column)`` moves in order (boards
+    canonical, the learner to move); ``outcome (games,)`` for the learner (+1, 0, -1); and
+    ``length (games,)`` in plies."""
     torch = _torch()
     boards = np.zeros((games, ROWS, COLS), np.int8)  # canonical: +1 = side to move
     done = np.zeros(games, bool)

@@ -48,9 +48,10 @@ class Point(NamedTuple):
     note: str = ""
 
 
-# What the blog reports (/work/shared/seeds: 000 for example 2, 001 for example 1, 003 for
-# example 3). Readings of plotted curves ("around 75%") are given as the blog words them.
-# The source documents give no figures for examples 4 and 5 (A2C and PPO).
+# What the blog reports: its posts on the first training run and policy collapse (example 1),
+# entropy regularization (example 2) and REINFORCE with baseline (example 3). Readings of
+# plotted curves ("around 75%") are given as the blog words them. The posts czjax was built
+# from give no figures for examples 4 and 5 (A2C and PPO).
 BLOG: dict[str, list[Point]] = {
     "ex1-collapse": [
         Point(None, "entropy", high=0.1, note="policy collapse: entropy to ~0, the same short game every time"),
@@ -257,7 +258,7 @@ def main(argv=None) -> dict:
         summary_path.write_text(json.dumps(summary, indent=1))  # after every example: a partial run shows what it has
         log(format_table(name, table))
         if not BLOG[name]:
-            log("  (the source documents give no figures for this example: end-of-run rows only)")
+            log("  (the blog's posts give czjax no figures for this example: end-of-run rows only)")
     log(f"summary: {summary_path}")
     return summary
 
