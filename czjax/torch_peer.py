@@ -1,7 +1,8 @@
-"""The PyTorch project's training iteration, for ``czjax bench train --peer torch``.
+"""The PyTorch project's training iteration and self-play loop: the baseline of ``czjax bench
+train --peer torch`` (speed) and of ``experiments/same_start.py`` (learning curves from the same
+initial weights).
 
-A same-machine, same-run baseline for czjax's speed figures. It does what the PyTorch project's
-loop does, in the same way:
+It does what the PyTorch project's loop does, in the same way:
 - a batch of self-play games against a frozen copy, half with each side starting;
 - on every ply, one forward pass per model over the live games where that model is to move
   (Python loops over plies, NumPy boards, ``torch.multinomial`` sampling);
@@ -9,13 +10,17 @@ loop does, in the same way:
   value head) plus the entropy bonus, summed, and one ``torch.optim.AdamW`` step.
 
 The models are the PyTorch project's layers with its module names (so czjax's weights load
-with :func:`czjax.torch_io.to_state_dict`). Imported only by the benchmark; needs PyTorch.
+with :func:`czjax.torch_io.to_state_dict`). :func:`self_play` is the project's ``self_play_loop``
+(example 3): promotion of the frozen copy every 100 batches when the learner's score over the
+last 20 batches, a draw counting half as in the project, exceeds 52%. Needs PyTorch; imports no
+JAX (the caller evaluates against RandomPunisher, e.g. with czjax after importing the weights).
 """
 
 from __future__ import annotations
 
 import statistics
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -88,12 +93,18 @@ def _fours(mine: np.ndarray) -> np.ndarray:
     )
 
 
-def iteration(model, opponent, optimizer, games: int, rng: np.random.Generator, entropy_bonus=0.05, value_weight=0.5, gamma=0.9) -> int:
-    """One training iteration; returns the number of learner positions trained on."""
+def play_batch(model, opponent, games: int) -> dict:
+    """A batch of self-play games against the frozen ``opponent``, as the PyTorch project plays
+    them: half (rounded up) with the learner first, sampling at temperature 1 on every ply.
+
+    Returns ``history``: per game, the learner's ``(board, column)`` moves in order (boards
+    canonical, the learner to move); ``outcome (games,)`` for the learner (+1, 0, -1); and
+    ``length (games,)`` in plies."""
     torch = _torch()
     boards = np.zeros((games, ROWS, COLS), np.int8)  # canonical: +1 = side to move
     done = np.zeros(games, bool)
     outcome = np.zeros(games, np.float32)  # for the learner
+    length = np.zeros(games, np.int32)
     learner_first = np.arange(games) < games - games // 2
     history: list[list[tuple[np.ndarray, int]]] = [[] for _ in range(games)]
     for ply in range(ROWS * COLS):
@@ -116,35 +127,141 @@ def iteration(model, opponent, optimizer, games: int, rng: np.random.Generator, 
             filled = (boards[idx] != 0).any(1)
             drop = np.where(filled, rows, ROWS)[np.arange(idx.size), cols] - 1
             boards[idx, drop, cols] = 1
+            length[idx] += 1
             won = _fours(boards[idx] == 1)
             full = (boards[idx] != 0).all((1, 2))
             outcome[idx[won]] = np.where(net is model, 1.0, -1.0)
             done[idx[won | full]] = True
             boards[idx] = -boards[idx]
+    return {"history": history, "outcome": outcome, "length": length}
+
+
+def discounted_returns(outcome: float, moves: int, gamma: float) -> np.ndarray:
+    """``outcome * gamma**k`` for each of a player's ``moves``, ``k`` its own moves still to come
+    (the PyTorch project's ``compute_rewards`` without bootstrapping)."""
+    return (outcome * gamma ** np.arange(moves - 1, -1, -1, dtype=np.float64)).astype(np.float32)
+
+
+def update(model, optimizer, batch: dict, entropy_bonus=0.05, value_weight=0.5, gamma=0.9) -> dict:
+    """The PyTorch project's ``update_policy`` (REINFORCE, with baseline when the model has a
+    value head) on a batch from :func:`play_batch`: one AdamW step on summed losses. Returns
+    per-position metrics as czjax reports them (weighted value loss, population std)."""
+    torch = _torch()
     xs, acts, returns = [], [], []
-    for g in range(games):
-        k = len(history[g])
-        for i, (b, a) in enumerate(history[g]):
+    for g, moves in enumerate(batch["history"]):
+        returns.append(discounted_returns(float(batch["outcome"][g]), len(moves), gamma))
+        for b, a in moves:
             xs.append(b)
             acts.append(a)
-            returns.append(outcome[g] * gamma ** (k - 1 - i))
     x = torch.from_numpy(np.stack(xs))
     actions = torch.tensor(acts)
-    g_t = torch.tensor(returns, dtype=torch.float32)
+    g_t = torch.from_numpy(np.concatenate(returns))
     logits, values = model(x)
     logits = logits + (x[:, 0, :] != 0).float() * -1e9
     log_p = torch.log_softmax(logits, dim=-1)
     entropy = -(log_p.exp() * log_p).sum(-1)
     taken = log_p.gather(1, actions[:, None])[:, 0]
     if values is None:
-        loss = -(g_t * taken).sum() - entropy_bonus * entropy.sum()
+        advantage = g_t
+        value_loss = torch.zeros(())
     else:
-        weight = torch.where(g_t.abs() == 1.0, 2.0, 1.0)
-        loss = -((g_t - values).detach() * taken).sum() + value_weight * (weight * (values - g_t) ** 2).sum() - entropy_bonus * entropy.sum()
+        advantage = (g_t - values).detach()
+        weight = torch.where(g_t.abs() == 1.0, 2.0, 1.0)  # terminal positions of decided games
+        value_loss = (weight * (values - g_t) ** 2).sum()
+    policy_loss = -(advantage * taken).sum()
+    loss = policy_loss + value_weight * value_loss - entropy_bonus * entropy.sum()
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
-    return len(acts)
+    n = len(acts)
+    return {
+        "positions": n,
+        "loss": loss.item() / n,
+        "policy_loss": policy_loss.item() / n,
+        "value_loss": value_loss.item() / n,
+        "entropy": entropy.mean().item(),
+        "returns_std": g_t.std(unbiased=False).item(),
+        "advantage_std": advantage.std(unbiased=False).item(),
+    }
+
+
+def train_iteration(model, opponent, optimizer, games: int, entropy_bonus=0.05, value_weight=0.5, gamma=0.9) -> dict:
+    """One training iteration (a batch of games, one update); per-batch metrics. ``score`` is
+    the PyTorch project's win rate (a draw counts half), which its promotion rule reads;
+    ``win_rate`` counts wins only, as czjax's does."""
+    batch = play_batch(model, opponent, games)
+    metrics = update(model, optimizer, batch, entropy_bonus, value_weight, gamma)
+    outcome = batch["outcome"]
+    metrics.update(
+        win_rate=float((outcome == 1).mean()),
+        draw_rate=float((outcome == 0).mean()),
+        score=float((outcome == 1).mean() + 0.5 * (outcome == 0).mean()),
+        game_length=float(batch["length"].mean()),
+    )
+    return metrics
+
+
+def iteration(model, opponent, optimizer, games: int, rng: np.random.Generator = None, entropy_bonus=0.05, value_weight=0.5, gamma=0.9) -> int:
+    """One training iteration; returns the number of learner positions trained on (the
+    benchmark's unit). ``rng`` is unused: sampling draws from PyTorch's generator."""
+    return train_iteration(model, opponent, optimizer, games, entropy_bonus, value_weight, gamma)["positions"]
+
+
+ROW_MEANS = ("loss", "policy_loss", "value_loss", "entropy", "returns_std", "advantage_std", "win_rate", "draw_rate", "score", "game_length")
+
+
+def self_play(
+    model,
+    opponent,
+    optimizer,
+    batches: int,
+    games: int,
+    entropy_bonus=0.05,
+    value_weight=0.5,
+    gamma=0.9,
+    promote_every: int = 100,
+    window: int = 20,
+    threshold: float = 0.52,
+    log_every: int = 20,
+    evaluate: Callable | None = None,
+    on_batch: Callable[[dict], None] | None = None,
+    on_row: Callable[[dict], None] | None = None,
+) -> list[dict]:
+    """The PyTorch project's ``self_play_loop`` for ``batches`` batches: train against the frozen
+    ``opponent``; every ``promote_every`` batches, copy the learner into it when its score
+    (wins + draws / 2) over the last ``window`` batches exceeds ``threshold`` (the blog's 100,
+    20 and 52%). Every ``log_every`` batches a row of means over those batches (czjax's
+    metric names, plus ``score``), with ``evaluate(model) -> dict`` merged in when given (the
+    project plays 100 games against RandomPunisher there). Returns the rows; ``on_batch`` and
+    ``on_row`` see each batch's metrics and each row as they come."""
+    recent: list[dict] = []
+    scores: list[float] = []
+    rows = []
+    promotions, positions = 0, 0
+    start = time.perf_counter()
+    for step in range(1, batches + 1):
+        metrics = train_iteration(model, opponent, optimizer, games, entropy_bonus, value_weight, gamma)
+        metrics.update(batch=step, games=step * games)
+        if on_batch:
+            on_batch(metrics)
+        recent.append(metrics)
+        scores = (scores + [metrics["score"]])[-window:]
+        positions += metrics["positions"]
+        if step % promote_every == 0 and len(scores) == window and statistics.fmean(scores) > threshold:
+            opponent.load_state_dict(model.state_dict())
+            promotions += 1
+        if step % log_every == 0 or step == batches:
+            row = {key: statistics.fmean(m[key] for m in recent) for key in ROW_MEANS}
+            row.update(positions=positions, batches=step, games=step * games, promotions=promotions)
+            if evaluate is not None:
+                row.update(evaluate(model))
+            row["elapsed_s"] = time.perf_counter() - start
+            row["games_per_s"] = step * games / row["elapsed_s"]
+            rows.append(row)
+            if on_row:
+                on_row(row)
+            recent, positions = [], 0
+    return rows
 
 
 def bench_train(model_name: str, games_per_batch: int, runs: int, steps: int, threads: int = 2) -> dict:

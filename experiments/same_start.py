@@ -1,0 +1,333 @@
+"""czjax and the PyTorch project's own training loop from the same initial weights, side by side.
+
+For each seed the initial weights are drawn once (czjax's PyTorch-style initialisation, the
+very weights ``czjax train --seed S`` starts from) and written as a PyTorch ``.pth``. Then both
+sides train from that file with the preset's settings (example 3 by default: Mk4 with value head,
+50 games per batch, AdamW lr 1e-4, entropy 0.05, value weight 0.5, gamma 0.9, self-play against
+a frozen copy promoted every 100 batches when the learner's last 1,000 games score over 52%):
+
+- czjax: ``loop.run(..., init_from=<the .pth>)`` with the seed's own random stream;
+- PyTorch: ``czjax.torch_peer.self_play`` (the project's ``self_play_loop`` and
+  ``update_policy``, PyTorch's sampling), with ``torch.manual_seed(seed)``.
+
+Both log every 20 batches: entropy, win rate against the frozen copy, value loss, game length
+(plies), promotions, and the win rate in 100 games against RandomPunisher (for PyTorch: its
+weights imported into czjax and played with czjax's RandomPunisher, the same evaluation as
+czjax's). Outputs in ``--out``: ``seed<S>/init.pth``, ``seed<S>/czjax/`` (a czjax run folder),
+``seed<S>/torch/metrics.jsonl`` (and ``batches.jsonl``, one row per batch), ``same_start.png``
+(curves per seed, czjax against PyTorch) and ``summary.json`` (milestones, wall times).
+
+    python experiments/same_start.py --games 12000 --seeds 2                 # ~40 min on a 2-core CPU
+    python experiments/same_start.py --games 100000 --seeds 4 --out runs/ss4  # a longer comparison
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from curves import per_seed, seed_band, trailing_mean, value_at  # noqa: E402
+
+SIDES = ("czjax", "torch")
+LABELS = {"czjax": "czjax (JAX)", "torch": "PyTorch project loop"}
+# (metric, panel title) in the figure and the milestone table
+METRICS = [
+    ("entropy", "policy entropy (nats)"),
+    ("win_rate", "win rate vs frozen copy (training)"),
+    ("value_loss", "value loss (per position)"),
+    ("game_length", "game length (plies)"),
+    ("eval_win_rate", "win rate vs RandomPunisher (100 games)"),
+    ("promotions", "checkpoint promotions"),
+]
+SUMMARY_KEYS = ("preset", "config", "hparams", "seeds", "batches", "games", "runs", "start_check", "milestones", "figure")
+
+
+def parse_args(argv=None):
+    from czjax import presets
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--games", type=int, default=12000, help="games per side per seed (default: %(default)s)")
+    parser.add_argument("--seeds", type=int, default=2, help="seeds 0..N-1 (default: %(default)s)")
+    parser.add_argument("--out", default="runs/same-start", help="output folder (default: %(default)s)")
+    parser.add_argument("--preset", default="ex3-rwb", help="a self-play preset (default: %(default)s)")
+    parser.add_argument("--games-per-batch", type=int, default=None, help="(default: the preset's)")
+    parser.add_argument("--model", default=None, help="(default: the preset's; a small one for tests)")
+    parser.add_argument("--log-every", type=int, default=None, metavar="BATCHES",
+                        help="batches per logged row and evaluation (default: the preset's chunk, 20)")
+    parser.add_argument("--milestones", type=int, default=4, help="table rows: the run in this many equal parts (default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=1, help="PyTorch threads (default: %(default)s: with 2 on a busy 2-core CPU PyTorch ran 5-10x slower)")
+    parser.add_argument("--sides", nargs="+", default=list(SIDES), choices=SIDES, help="run only these (default: both)")
+    parser.add_argument("--resume", action="store_true", help="keep the finished runs in --out, finish the rest")
+    parser.add_argument("--overwrite", action="store_true", help="start again where --out holds a comparison")
+    args = parser.parse_args(argv)
+    try:
+        preset = presets.get_preset(args.preset)
+    except ValueError as err:
+        parser.error(str(err))
+    if preset.config.opponent != "self":
+        parser.error(f"{args.preset} trains against {preset.config.opponent}; the PyTorch peer runs self-play presets (ex1-collapse, ex2-entropy, ex3-rwb)")
+    if args.seeds < 1 or args.milestones < 1 or args.threads < 1:
+        parser.error("--seeds, --milestones and --threads must be at least 1")
+    return args, preset
+
+
+def run_config(args, preset):
+    """The TrainConfig both sides follow (the preset's, with the command line's overrides)."""
+    changes = {k: v for k, v in (("games_per_batch", args.games_per_batch), ("model", args.model), ("batches_per_chunk", args.log_every)) if v is not None}
+    try:
+        return dataclasses.replace(preset.config, **changes)
+    except ValueError as err:
+        raise SystemExit(f"same_start.py: {err}") from None
+
+
+def initial_weights(config, seed: int, path: Path) -> dict:
+    """Write the weights czjax's run with ``seed`` starts from as a PyTorch ``.pth``; returns the state dict."""
+    from czjax import torch_io
+    from czjax.train import make_trainer
+
+    state_dict = torch_io.to_state_dict(config.model, make_trainer(config).init(seed).params)
+    torch_io.write_pth(path, state_dict)
+    return state_dict
+
+
+def start_check(model_name: str, pth: Path, torch_model) -> float:
+    """The largest difference between czjax's and PyTorch's logits and values on the same
+    boards at the start: both sides must begin as the same network."""
+    import torch
+
+    from czjax import agents, models
+
+    params = agents.load_weights(str(pth), model_name)
+    boards = np.random.default_rng(0).integers(-1, 2, size=(64, 6, 7)).astype(np.int8)
+    logits, value = models.apply_model(models.get_model(model_name), params, boards)
+    with torch.no_grad():
+        t_logits, t_value = torch_model(torch.from_numpy(boards))
+    diff = float(np.abs(np.asarray(logits) - t_logits.numpy()).max())
+    if value is not None:
+        diff = max(diff, float(np.abs(np.asarray(value) - t_value.numpy()).max()))
+    return diff
+
+
+def punisher_evaluator(model_name: str, games: int, seed: int):
+    """``evaluate(torch_model) -> {eval_win_rate, eval_draw_rate}``: the PyTorch model's weights
+    imported into czjax and played against czjax's RandomPunisher at temperature 1, as czjax
+    evaluates its own learner (a stream of keys of its own)."""
+    import jax
+
+    from czjax import models, players, rollout, torch_io
+
+    learner = models.model_player(models.get_model(model_name))
+    key = [jax.random.key(1_000_003 + seed)]
+
+    @jax.jit
+    def play(params, key):
+        _, results = rollout.play_games(key, learner, params, players.random_punisher, None, games, 1.0, 1.0)
+        return (results.outcome == 1).mean(), (results.outcome == 0).mean()
+
+    def evaluate(torch_model) -> dict:
+        params = torch_io.from_state_dict(model_name, {k: v.detach().numpy() for k, v in torch_model.state_dict().items()})
+        key[0], k = jax.random.split(key[0])
+        win, draw = play(params, k)
+        return {"eval_win_rate": float(win), "eval_draw_rate": float(draw)}
+
+    return evaluate
+
+
+def run_torch(config, hparams: dict, seed: int, pth: Path, folder: Path, batches: int, threads: int, log) -> dict:
+    """The PyTorch project's self-play loop from ``pth``; rows in ``folder/metrics.jsonl``."""
+    import torch
+
+    from czjax import torch_io, torch_peer
+
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    state_dict = {k: torch.from_numpy(v) for k, v in torch_io.read_pth(pth).items()}
+    model, opponent = torch_peer.build_model(config.model), torch_peer.build_model(config.model)
+    model.load_state_dict(state_dict)
+    opponent.load_state_dict(state_dict)
+    check = start_check(config.model, pth, model)
+    # torch.optim.AdamW's default weight decay (0.01) is the project's and czjax's
+    optimizer = torch.optim.AdamW(model.parameters(), lr=hparams["learning_rate"], weight_decay=config.weight_decay)
+    metrics_path, batches_path = folder / "metrics.jsonl", folder / "batches.jsonl"
+    for path in (metrics_path, batches_path, folder / "done.json"):
+        path.unlink(missing_ok=True)
+    batch_file = batches_path.open("a")
+
+    def on_row(row):
+        row["seed"] = seed
+        with metrics_path.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        log(f"torch seed {seed} | batch {row['batches']:,}/{batches:,} | {row['games_per_s']:.0f} games/s | win {row['win_rate']:.2f} | "
+            f"vs punisher {row['eval_win_rate']:.2f} | entropy {row['entropy']:.2f} | length {row['game_length']:.1f} | "
+            f"promotions {row['promotions']}")
+
+    start = time.perf_counter()
+    try:
+        rows = torch_peer.self_play(
+            model, opponent, optimizer, batches, config.games_per_batch,
+            entropy_bonus=hparams["entropy_bonus"], value_weight=hparams["value_weight"], gamma=hparams["discount"],
+            promote_every=config.promote_every, window=config.window_batches, threshold=config.promote_threshold,
+            log_every=config.batches_per_chunk, evaluate=punisher_evaluator(config.model, config.eval_games, seed),
+            on_batch=lambda m: batch_file.write(json.dumps(m) + "\n"), on_row=on_row,
+        )
+    finally:
+        batch_file.close()
+    wall = time.perf_counter() - start
+    torch_io.write_pth(folder / "final.pth", {k: v.detach().numpy() for k, v in model.state_dict().items()})
+    done = {"wall_s": wall, "games_per_s": batches * config.games_per_batch / wall, "promotions": rows[-1]["promotions"],
+            "batches": batches, "start_max_abs_diff": check, "threads": threads, "torch": torch.__version__}
+    (folder / "done.json").write_text(json.dumps(done, indent=1))
+    return done
+
+
+def run_czjax(config, hparams: dict, seed: int, pth: Path, folder: Path, batches: int, resume: bool, log) -> dict:
+    """czjax's loop from ``pth`` with ``seed``'s random stream; a czjax run folder."""
+    from czjax import loop
+    from czjax.train import HParams
+
+    start = time.perf_counter()
+    summary = loop.run(config, HParams.create(**hparams), folder, seed=seed, batches=batches, resume=resume, overwrite=not resume,
+                       plot_every_s=600.0, log=lambda m: log(f"czjax seed {seed} | {m}"), init_from=str(pth),
+                       title=f"same start, czjax, seed {seed}")
+    wall = time.perf_counter() - start
+    # speed over the compiled chunks only (training and evaluation games, no compile time)
+    chunk_s = sum(r["chunk_s"] for r in loop.read_metrics(folder / loop.METRICS))
+    done = {"wall_s": wall, "games_per_s": summary["games"] / max(chunk_s, 1e-9), "promotions": summary["promotions"],
+            "batches": summary["batches"]}
+    (folder / "done.json").write_text(json.dumps(done, indent=1))
+    return done
+
+
+def read_rows(out: Path, seeds: list[int]) -> dict[str, list[dict]]:
+    """``{side: rows of every seed}`` (each row with its ``seed``)."""
+    from czjax.loop import read_metrics
+
+    rows = {side: [] for side in SIDES}
+    for seed in seeds:
+        for side in SIDES:
+            for r in read_metrics(out / f"seed{seed}" / side / "metrics.jsonl"):
+                rows[side].append({**r, "seed": seed})
+    return rows
+
+
+def milestones(batches: int, log_every: int, games_per_batch: int, parts: int) -> list[int]:
+    """The ends, in games, of ``parts`` about equal parts of a run, each at a logged row (rows
+    come every ``log_every`` batches and at the last batch)."""
+    logged = sorted({min(b, batches) for b in range(log_every, batches + log_every, log_every)})
+    parts = min(parts, len(logged))
+    return [logged[round(len(logged) * i / parts) - 1] * games_per_batch for i in range(1, parts + 1)]
+
+
+def milestone_table(rows: dict[str, list[dict]], ends: list[int]) -> list[dict]:
+    """Per milestone (the end of each part of the run) and metric: each side's per-seed mean
+    over that part (since the previous milestone; promotions: the count at the milestone) and
+    the seed band (mean +- 2 standard errors)."""
+    table = []
+    for before, at in zip([0] + ends[:-1], ends):
+        for key, _ in METRICS:
+            entry = {"games": at, "metric": key}
+            for side in SIDES:
+                # a count (promotions so far) is read at the milestone, a rate averaged over the part
+                window = 1 if key == "promotions" else at - before
+                per = {seed: value_at(g, v, at, window) for seed, (g, v) in per_seed(rows[side], key).items()}
+                entry[side] = {"per_seed": {str(s): v for s, v in per.items()}, "band": seed_band(list(per.values()))}
+            table.append(entry)
+    return table
+
+
+def figure(rows: dict[str, list[dict]], path: Path, title: str, smoothing: int) -> None:
+    from czjax.plots import plt, save_figure
+
+    fig, axes = plt.subplots(2, 3, figsize=(15, 7.5), constrained_layout=True)
+    colors = {"czjax": "tab:blue", "torch": "tab:orange"}
+    styles = ["-", "--", ":", "-."]
+    for ax, (key, label) in zip(axes.flat, METRICS):
+        for side in SIDES:
+            for i, (seed, (games, values)) in enumerate(per_seed(rows[side], key).items()):
+                width = 1 if key == "promotions" else smoothing
+                ax.plot(games, trailing_mean(values, width), color=colors[side], ls=styles[i % len(styles)], lw=1.4,
+                        label=f"{LABELS[side]}, seed {seed}")
+        ax.set_title(label)
+        ax.set_xlabel("games (per run)")
+        ax.grid(alpha=0.3)
+    axes.flat[0].legend(fontsize=8)
+    fig.suptitle(title)
+    save_figure(fig, path)
+
+
+def print_table(table: list[dict]) -> None:
+    def fmt(band):
+        if band is None:
+            return "-"
+        return f"{band['mean']:.3f}" + (f" +- {2 * band['se']:.3f}" if band["se"] is not None else "")
+
+    print(f"{'games':>8} {'metric':>14} {'czjax (mean +- 2 SE)':>22} {'PyTorch (mean +- 2 SE)':>24}")
+    for e in table:
+        print(f"{e['games']:>8,} {e['metric']:>14} {fmt(e['czjax']['band']):>22} {fmt(e['torch']['band']):>24}")
+
+
+def main(argv=None) -> dict:
+    args, preset = parse_args(argv)
+    config = run_config(args, preset)
+    out = Path(args.out)
+    batches = args.games // config.games_per_batch
+    if batches < 1:
+        raise SystemExit(f"same_start.py: --games {args.games} is less than one batch of {config.games_per_batch}")
+    seeds = list(range(args.seeds))
+    description = {"preset": args.preset, "config": config.to_dict(), "hparams": preset.hparams, "seeds": seeds, "batches": batches}
+    marker = out / "same_start.json"
+    if marker.exists() and not (args.resume or args.overwrite):
+        raise SystemExit(f"same_start.py: {out} already holds a comparison: --resume to finish it, --overwrite to start again, or another --out")
+    if args.resume and marker.exists() and json.loads(marker.read_text()) != description:
+        raise SystemExit("same_start.py: --resume must use the same settings, seeds and games as the comparison in --out")
+    out.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps(description, indent=1))
+    log = lambda m: print(m, flush=True)  # noqa: E731
+    log(f"same start: {args.preset} ({config.model}, {config.games_per_batch} games per batch), {batches:,} batches = "
+        f"{batches * config.games_per_batch:,} games per side per seed, seeds {seeds}; outputs in {out}/")
+    runs = {side: {} for side in SIDES}
+    checks = {}
+    for seed in seeds:
+        folder = out / f"seed{seed}"
+        pth = folder / "init.pth"
+        if not (args.resume and pth.exists()):
+            initial_weights(config, seed, pth)
+        for side in SIDES:
+            done_path = folder / side / "done.json"
+            if args.resume and done_path.exists():
+                runs[side][str(seed)] = json.loads(done_path.read_text())
+                log(f"{side} seed {seed}: finished before, kept")
+            elif side in args.sides:
+                log(f"== {LABELS[side]}, seed {seed}")
+                if side == "czjax":
+                    runs[side][str(seed)] = run_czjax(config, preset.hparams, seed, pth, folder / side, batches, args.resume, log)
+                else:
+                    runs[side][str(seed)] = run_torch(config, preset.hparams, seed, pth, folder / side, batches, args.threads, log)
+        if str(seed) in runs["torch"]:
+            checks[str(seed)] = runs["torch"][str(seed)]["start_max_abs_diff"]
+    rows = read_rows(out, seeds)
+    run_games = batches * config.games_per_batch
+    table = milestone_table(rows, milestones(batches, config.batches_per_chunk, config.games_per_batch, args.milestones))
+    fig_path = out / "same_start.png"
+    title = (f"same initial weights, {args.preset} ({config.model}, {config.games_per_batch} games per batch): czjax vs the PyTorch "
+             f"project's loop, {len(seeds)} seed(s), {run_games:,} games each")
+    figure(rows, fig_path, title, smoothing=1)
+    summary = {"preset": args.preset, "config": config.to_dict(), "hparams": preset.hparams, "seeds": seeds, "batches": batches,
+               "games": run_games, "runs": runs, "start_check": checks, "milestones": table, "figure": str(fig_path)}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    print_table(table)
+    log(f"figure: {fig_path}; summary: {out / 'summary.json'}")
+    return summary
+
+
+if __name__ == "__main__":
+    main()

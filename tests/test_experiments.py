@@ -1,0 +1,119 @@
+"""The experiment scripts same_start.py and reproduce_blog.py at a tiny scale, and their pure helpers
+against hand-computed examples."""
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
+sys.path.insert(0, str(EXPERIMENTS))
+
+import curves  # noqa: E402
+
+
+def load_script(name: str):
+    spec = importlib.util.spec_from_file_location(f"experiment_{name}", EXPERIMENTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_seed_band_is_mean_and_two_standard_errors():
+    band = curves.seed_band([0.4, 0.5, 0.6])
+    se = 0.1 / math.sqrt(3)  # sample std 0.1 over 3 seeds
+    assert band["n"] == 3 and band["mean"] == pytest.approx(0.5)
+    assert band["se"] == pytest.approx(se) and band["low"] == pytest.approx(0.5 - 2 * se) and band["high"] == pytest.approx(0.5 + 2 * se)
+    one = curves.seed_band([None, 0.3])  # a seed whose run did not reach the milestone is left out
+    assert one == {"mean": 0.3, "low": None, "high": None, "se": None, "n": 1}
+    assert curves.seed_band([None]) is None
+
+
+def test_readings_at_milestones():
+    games, values = np.array([1000, 2000, 3000, 4000]), np.array([0.5, 0.2, 0.4, 0.1])
+    assert curves.value_at(games, values, 4000, 2000) == pytest.approx(0.25)  # rows at 3000 and 4000
+    assert curves.value_at(games, values, 2000, 1000) == pytest.approx(0.2)
+    assert curves.value_at(games, values, 5000, 1000) is None  # not reached
+    assert curves.min_until(games, values, 3000, 1000) == pytest.approx(0.2)
+    assert curves.min_until(games, values, 4000, 2000) == pytest.approx(0.25)  # means 0.5, 0.35, 0.3, 0.25
+    np.testing.assert_allclose(curves.trailing_mean(np.array([1.0, 2.0, 3.0, 4.0]), 2), [1.0, 1.5, 2.5, 3.5])
+
+
+def test_agrees():
+    band = {"mean": 0.5, "low": 0.4, "high": 0.6, "se": 0.05, "n": 4}
+    assert curves.agrees(band, value=0.55) is True and curves.agrees(band, value=0.7) is False
+    assert curves.agrees(band, low=0.45) is True and curves.agrees(band, high=0.45) is False
+    assert curves.agrees(band, low=1.0, high=1.2) is False
+    assert curves.agrees(None, value=0.5) is None and curves.agrees(band) is None
+    assert curves.agrees({"mean": 0.5, "low": None, "high": None, "se": None, "n": 1}, value=0.5) is None
+
+
+def test_milestone_rows_by_hand():
+    blog = load_script("reproduce_blog")
+    rows = [
+        {"seed": 0, "games": 1000, "eval_win_rate": 0.2, "entropy": 1.0},
+        {"seed": 0, "games": 2000, "eval_win_rate": 0.4, "entropy": 0.8},
+        {"seed": 1, "games": 1000, "eval_win_rate": 0.4, "entropy": 1.2},
+        {"seed": 1, "games": 2000, "eval_win_rate": 0.6, "entropy": 0.6},
+    ]
+    points = [blog.Point(2000, "eval_win_rate", value=0.5), blog.Point(None, "entropy", high=0.1), blog.Point(2000, "entropy", value=0.8, stat="min")]
+    table = blog.milestone_rows(rows, points, full_games=3000, run_games=2000, window=1000)
+    first = table[0]
+    assert set(blog.ROW_KEYS) <= set(first)
+    # readings 0.4 and 0.6: mean 0.5, sample std 0.1414, SE 0.1, band 0.3..0.7
+    assert first["czjax"]["mean"] == pytest.approx(0.5) and first["czjax"]["se"] == pytest.approx(0.1)
+    assert first["agrees"] is True and first["per_seed"] == {"0": pytest.approx(0.4), "1": pytest.approx(0.6)}
+    assert table[1]["games"] == 3000 and table[1]["czjax"] is None and table[1]["agrees"] is None  # not reached
+    assert table[2]["czjax"]["mean"] == pytest.approx(0.7)  # lowest per seed: 0.8 and 0.6
+    ends = table[3:]
+    assert [r["metric"] for r in ends] == list(blog.END_METRICS) and all(r["games"] == 2000 and r["blog"] is None for r in ends)
+    assert ends[2]["czjax"]["mean"] == pytest.approx(0.7)  # entropy at the end: 0.8 and 0.6
+
+
+def test_same_start_milestones_fall_on_logged_rows():
+    same_start = load_script("same_start")
+    assert same_start.milestones(batches=5, log_every=2, games_per_batch=4, parts=4) == [8, 16, 20]
+    assert same_start.milestones(batches=240, log_every=20, games_per_batch=50, parts=4) == [3000, 6000, 9000, 12000]
+
+
+def test_same_start_tiny(tmp_path, capsys):
+    pytest.importorskip("torch")
+    same_start = load_script("same_start")
+    argv = ["--games", "8", "--games-per-batch", "4", "--seeds", "2", "--model", "mlp", "--log-every", "1", "--out", str(tmp_path)]
+    summary = same_start.main(argv)
+    assert set(same_start.SUMMARY_KEYS) <= set(summary)
+    assert json.loads((tmp_path / "summary.json").read_text())["games"] == 8
+    assert (tmp_path / "same_start.png").stat().st_size > 0
+    for seed in (0, 1):
+        assert (tmp_path / f"seed{seed}" / "init.pth").exists()
+        for side in same_start.SIDES:
+            rows = [json.loads(line) for line in (tmp_path / f"seed{seed}" / side / "metrics.jsonl").read_text().splitlines()]
+            assert [r["games"] for r in rows] == [4, 8]
+            assert {"entropy", "win_rate", "value_loss", "game_length", "eval_win_rate", "promotions"} <= set(rows[-1])
+        assert summary["start_check"][str(seed)] < 1e-5  # both sides start as the same network
+    assert summary["milestones"][0]["games"] == 4 and summary["milestones"][0]["torch"]["band"]["n"] == 2
+    with pytest.raises(SystemExit, match="already holds"):
+        same_start.main(argv)
+    again = same_start.main(argv + ["--resume"])  # everything finished: kept, nothing run again
+    assert again["runs"] == summary["runs"] and "finished before, kept" in capsys.readouterr().out
+
+
+def test_reproduce_blog_tiny(tmp_path):
+    blog = load_script("reproduce_blog")
+    summary = blog.main(["--examples", "1", "3", "--model", "mlp", "--batches", "2", "--games-per-batch", "4", "--seeds", "2",
+                         "--window", "1", "--out", str(tmp_path)])
+    assert set(blog.SUMMARY_KEYS) <= set(summary) and list(summary["examples"]) == ["ex1-collapse", "ex3-rwb"]
+    assert json.loads((tmp_path / "summary.json").read_text()) == json.loads(json.dumps(summary))
+    for name, example in summary["examples"].items():
+        assert set(blog.EXAMPLE_KEYS) <= set(example) and example["games"] == 8
+        assert (tmp_path / f"{name}.png").stat().st_size > 0 and (tmp_path / name / "metrics.jsonl").exists()
+        blog_rows = [r for r in example["milestones"] if r["blog"]]
+        assert len(blog_rows) == len(blog.BLOG[name]) and all(r["czjax"] is None for r in blog_rows)  # far beyond 8 games
+        end = [r for r in example["milestones"] if not r["blog"]]
+        assert all(r["games"] == 8 and r["czjax"]["n"] == 2 for r in end)
+    with pytest.raises(SystemExit, match="A2C|a2c|value head"):
+        blog.main(["--examples", "4", "--model", "mlp", "--batches", "1", "--out", str(tmp_path / "bad")])
