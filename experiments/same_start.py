@@ -175,7 +175,7 @@ def run_torch(config, hparams: dict, seed: int, pth: Path, folder: Path, batches
         rows = torch_peer.self_play(
             model, opponent, optimizer, batches, config.games_per_batch,
             entropy_bonus=hparams["entropy_bonus"], value_weight=hparams["value_weight"], gamma=hparams["discount"],
-            promote_every=config.promote_every, window=config.window_batches, threshold=config.promote_threshold,
+            promote_every=config.promote_every, window=config.window_batches, threshold=config.promotion.threshold,
             log_every=config.batches_per_chunk, evaluate=punisher_evaluator(config.model, config.eval_games, seed),
             on_batch=lambda m: batch_file.write(json.dumps(m) + "\n"), on_row=on_row,
         )
