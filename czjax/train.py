@@ -88,11 +88,14 @@ class PPOSettings:
 @dataclasses.dataclass(frozen=True)
 class PromotionSettings:
     """Self-play: the frozen copy is replaced by the learner when, at a check every
-    ``every_games`` games, its win rate over the last ``window_games`` exceeds ``threshold``."""
+    ``every_games`` games, its score over the last ``window_games`` exceeds ``threshold``. The
+    score counts a draw as half a win, as the PyTorch project's ``self_play_loop`` does
+    (``draws_count_half=False``: wins only, what czjax did before)."""
 
     every_games: int = 5000  # every 100 batches of 50, as the blog
     window_games: int = 1000  # the last 20 batches of 50
     threshold: float = 0.52
+    draws_count_half: bool = True
 
     def __post_init__(self):
         if self.every_games <= 0 or self.window_games <= 0:
@@ -125,9 +128,10 @@ FLAT_SETTINGS = {
     "promote_window_games": ("promotion", "window_games"), "promote_threshold": ("promotion", "threshold"),
     "pool": ("pool", "members"), "pool_ema": ("pool", "ema"), "league": ("pool", "league"),
     "league_slots": ("pool", "league_slots"), "league_threshold": ("pool", "league_threshold"),
+    "promote_draws_count_half": ("promotion", "draws_count_half"),
 }
 # What a stored config that predates a setting did (see TrainConfig.from_dict).
-SETTINGS_BEFORE_THEY_EXISTED = {"init": "flax", "ppo_kl_stop": "before-step"}
+SETTINGS_BEFORE_THEY_EXISTED = {"init": "flax", "ppo_kl_stop": "before-step", "promote_draws_count_half": False}
 NESTED = {"ppo": PPOSettings, "promotion": PromotionSettings, "pool": PoolSettings}
 
 
@@ -224,7 +228,10 @@ class TrainState:
     key: chex.Array
     step: chex.Array  # batches done
     games: chex.Array  # games played in training
-    window_wins: chex.Array  # learner wins in each of the last window_batches batches
+    # The learner's score in each of the last window_batches batches, and the most it could
+    # score: in half-points (a win 2, a draw 1, a batch of n games 2n) when draws count half,
+    # else in wins and games.
+    window_wins: chex.Array
     window_games: chex.Array
     promotions: chex.Array  # checkpoint promotions (self-play) or league additions (pool)
     pool: Any = None  # PoolState with opponent="pool"
@@ -320,8 +327,10 @@ def record_batch(setup: Setup, state: TrainState, params, opt_state, results, ch
     config, n = setup.config, setup.config.games_per_batch
     wins = (results.outcome == 1).sum().astype(jnp.int32)
     slot = state.step % config.window_batches
-    window_wins = state.window_wins.at[slot].set(wins)
-    window_games = state.window_games.at[slot].set(n)
+    draws = (results.outcome == 0).sum().astype(jnp.int32)
+    half = config.promotion.draws_count_half
+    window_wins = state.window_wins.at[slot].set(2 * wins + draws if half else wins)
+    window_games = state.window_games.at[slot].set(2 * n if half else n)
     step = state.step + 1
     pool, metrics, promote, league_added = state.pool, {}, jnp.zeros((), bool), jnp.zeros((), bool)
     if config.opponent == "self":

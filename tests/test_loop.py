@@ -136,7 +136,7 @@ def test_resume_of_a_checkpoint_without_init_field(tmp_path, uninterrupted):
     shutil.copy(uninterrupted / loop.METRICS, tmp_path / loop.METRICS)
     assert cli.main(["train", "--resume", "--out", str(tmp_path), "--batches", "8"]) == 0  # already there: no batch to run
     meta, _ = checkpoint.read_meta(tmp_path / loop.CHECKPOINT)
-    assert meta["config"] == CONFIG.override({"init": "flax", "ppo.kl_stop": "before-step"}).to_dict()
+    assert meta["config"] == CONFIG.override({"init": "flax", "ppo.kl_stop": "before-step", "promotion.draws_count_half": False}).to_dict()
     assert json.loads((tmp_path / "run.json").read_text())["config"]["init"] == "flax"
 
 

@@ -82,7 +82,7 @@ def test_scan_resumes(scanned, tmp_path):
     (tmp_path / "scan.json").write_text(json.dumps(description))
     with pytest.raises(ValueError, match="same settings"):
         scan.run_scan(CONFIG, BASE, SETTINGS, SEEDS, tmp_path, BATCHES, chunk=2, resume=True, log=quiet)
-    flax_config = CONFIG.override({"init": "flax", "ppo.kl_stop": "before-step"})
+    flax_config = CONFIG.override({"init": "flax", "ppo.kl_stop": "before-step", "promotion.draws_count_half": False})
     scan.run_scan(flax_config, BASE, SETTINGS, SEEDS, tmp_path, BATCHES, chunk=2, resume=True, log=quiet)  # done: nothing to run
     assert json.loads((tmp_path / "scan.json").read_text())["config"] == flax_config.to_dict()
 

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from czjax import loop
+from czjax import loop, rollout, train
 from czjax.train import HParams, PoolSettings, PromotionSettings, TrainConfig, make_trainer
 
 # One small config shared by every test here, so the chunk compiles once.
@@ -32,7 +32,7 @@ def test_unknown_init_and_old_configs():
     # configs stored before the init field existed: those runs started from Flax's initialisation,
     # and PPO stopped before the step; their flat settings go into the nested groups
     old = TrainConfig.from_dict(OLD_STORED_CONFIG)
-    assert old == CONFIG.override({"init": "flax", "ppo.kl_stop": "before-step"})
+    assert old == CONFIG.override({"init": "flax", "ppo.kl_stop": "before-step", "promotion.draws_count_half": False})
     assert TrainConfig.from_dict(CONFIG.to_dict()) == CONFIG and TrainConfig.from_dict(old.to_dict()) == old
     pooled = TrainConfig.from_dict(dict(OLD_STORED_CONFIG, opponent="pool", pool=["random"], league=True, pool_ema=0.2))
     assert pooled.pool == PoolSettings(members=("random",), ema=0.2, league=True)
@@ -62,17 +62,19 @@ def test_value_head_model_trains_with_baseline_and_without():
 
 
 def test_promotion_on_scripted_win_rates(trainer):
-    """Promotion happens at a check batch iff the window's win rate exceeds 52%."""
+    """Promotion happens at a check batch iff the window's score (a draw half a win) exceeds 52%."""
     state = trainer.init(0)
     w = CONFIG.window_batches
     assert CONFIG.promote_every == 2 and w == 2
     step = jax.jit(trainer.train_step)
-    for earlier_wins, expect in ((8, True), (0, False)):
-        # the previous batch of the window had `earlier_wins` of 8; this batch is the check batch (step 2)
-        s = state.replace(step=jnp.int32(1), window_wins=jnp.array([earlier_wins, 0], jnp.int32), window_games=jnp.array([8, 0], jnp.int32))
+    for earlier_points, expect in ((16, True), (0, False)):
+        # the previous batch of the window scored `earlier_points` of 16 half-points (8 games);
+        # this batch is the check batch (step 2)
+        s = state.replace(step=jnp.int32(1), window_wins=jnp.array([earlier_points, 0], jnp.int32),
+                          window_games=jnp.array([16, 0], jnp.int32))
         new, metrics = step(s, HP, jax.random.key(2))
-        batch_wins = round(float(metrics["win_rate"]) * 8)
-        assert ((earlier_wins + batch_wins) / 16 > 0.52) == expect
+        batch_points = 2 * round(float(metrics["win_rate"]) * 8) + round(float(metrics["draw_rate"]) * 8)
+        assert ((earlier_points + batch_points) / 32 > 0.52) == expect
         assert int(new.promotions) == int(expect)
         assert loop.params_equal(new.opponent_params, new.params) == expect
         if expect:
@@ -83,3 +85,18 @@ def test_promotion_on_scripted_win_rates(trainer):
     assert int(new.promotions) == 0
 
 
+
+
+@pytest.mark.parametrize("draws_count_half, expect", [(True, True), (False, False)])
+def test_a_draw_counts_half_a_win_for_promotion(draws_count_half, expect):
+    """As the PyTorch project scores the window: 4 wins and 4 draws in each of 8-game batches
+    score 0.75 (promoted), but only 0.5 on wins alone (not promoted, the earlier rule)."""
+    config = CONFIG.override({"promotion.draws_count_half": draws_count_half})
+    setup = train.make_setup(config, None)
+    state = train.init_state(setup, 0)
+    results = rollout.GameResults(outcome=jnp.array([1, 1, 1, 1, 0, 0, 0, 0], jnp.int8), length=jnp.full((8,), 42, jnp.int32),
+                                  a_first=jnp.arange(8) < 4, final=None)
+    state, _ = train.record_batch(setup, state, state.params, state.opt_state, results, None)  # batch 1 of the window
+    assert int(state.promotions) == 0  # not a check batch
+    state, _ = train.record_batch(setup, state, state.params, state.opt_state, results, None)  # batch 2: the check
+    assert int(state.promotions) == int(expect)
