@@ -106,18 +106,27 @@ def starting_policy(ctx, params, boards):
     return lax.stop_gradient(models.apply_model(ctx.model, params, boards))
 
 
-def td_targets(ctx, params, boards, batch, outcome, hp):
-    """A2C: ``r + gamma * V(next own position)`` in place of the returns (:func:`a2c_targets`),
-    each copy of the batch (the mirror half too) with its own values."""
-    _, values = starting_policy(ctx, params, boards)
+def td_returns(ctx, values, batch, outcome, discount):
+    """One-step TD targets ``r + gamma * V(next own position)`` (:func:`a2c_targets`) for the
+    learner's positions, each copy of the batch (the mirror half too) with its own values."""
     shape = (2 if ctx.mirror else 1, rollout.PLIES // 2, ctx.games)
-    targets = jax.vmap(a2c_targets, in_axes=(0, 0, None, None))(values.reshape(shape), batch.valid.reshape(shape), outcome, hp.discount)
-    return batch.replace(returns=targets.reshape(-1))
+    targets = jax.vmap(a2c_targets, in_axes=(0, 0, None, None))(values.reshape(shape), batch.valid.reshape(shape), outcome, discount)
+    return targets.reshape(-1)
+
+
+def td_targets(ctx, params, boards, batch, outcome, hp):
+    """A2C: the TD targets in place of the returns."""
+    _, values = starting_policy(ctx, params, boards)
+    return batch.replace(returns=td_returns(ctx, values, batch, outcome, hp.discount))
 
 
 def ppo_targets(ctx, params, boards, batch, outcome, hp):
-    """PPO: the starting policy's log-probabilities and the advantage ``G - V``."""
+    """PPO: the starting policy's log-probabilities and the advantage ``G - V``; with
+    ``ppo.bootstrap`` the TD target ``y`` takes the place of ``G`` (value target and advantage
+    ``y - V``), as the PyTorch project's example 5 runs it (``bootstrap_value=True``)."""
     logits, values = starting_policy(ctx, params, boards)
+    if ctx.ppo.bootstrap:
+        batch = batch.replace(returns=td_returns(ctx, values, batch, outcome, hp.discount))
     return batch.replace(old_log_probs=masked_log_probs(batch.legal, logits), advantages=batch.returns - values)
 
 

@@ -112,7 +112,7 @@ def _non_negative_float(text: str) -> float:
 SETTING_FLAGS = {
     "model": "model", "init": "init", "games_per_batch": "games_per_batch", "opponent": "opponent",
     "algorithm": "algorithm", "mirror": "mirror", "batches_per_chunk": "batches_per_chunk", "eval_games": "eval_games",
-    "ppo_epochs": "ppo.epochs", "ppo_clip": "ppo.clip", "target_kl": "ppo.target_kl", "ppo_kl_stop": "ppo.kl_stop",
+    "ppo_epochs": "ppo.epochs", "ppo_clip": "ppo.clip", "target_kl": "ppo.target_kl", "ppo_kl_stop": "ppo.kl_stop", "ppo_bootstrap": "ppo.bootstrap",
     "pool": "pool.members", "league": "pool.league", "precision": "precision",
 }
 
@@ -248,6 +248,9 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ppo-epochs", type=_positive_int, default=None)
     parser.add_argument("--target-kl", type=_non_negative_float, default=None)
     parser.add_argument("--ppo-clip", type=_non_negative_float, default=None)
+    parser.add_argument("--ppo-bootstrap", action=argparse.BooleanOptionalAction, default=None,
+                        help="PPO with A2C's one-step TD target in place of the Monte-Carlo return, as the PyTorch project's "
+                             "example 5 (bootstrap_value=True; the ex5-ppo preset's default)")
     parser.add_argument("--ppo-kl-stop", default=None, choices=list(PPO_KL_STOPS),
                         help="after-step (default, as the PyTorch project): the epoch whose KL exceeds --target-kl still "
                              "takes its step, then PPO stops; before-step: it stops without that step")

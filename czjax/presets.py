@@ -47,9 +47,9 @@ PRESETS: dict[str, Preset] = {
         batches=20000,
     ),
     "ex5-ppo": Preset(
-        "example 5: PPO (clip 0.2, 4 epochs, target KL 0.01), Mk4 CNN with value head against RandomPunisher, lr 1e-4, entropy 0.05, value weight 1.5",
+        "example 5: PPO (clip 0.2, 4 epochs, target KL 0.01, one-step TD targets as bootstrap_value=True), Mk4 CNN with value head against RandomPunisher, lr 1e-4, entropy 0.05, value weight 1.5",
         TrainConfig(model="cnn-mk4-value", games_per_batch=50, opponent="random-punisher", algorithm="ppo",
-                    ppo=PPOSettings(clip=0.2, epochs=4, target_kl=0.01)),
+                    ppo=PPOSettings(clip=0.2, epochs=4, target_kl=0.01, bootstrap=True)),
         dict(learning_rate=1e-4, entropy_bonus=0.05, value_weight=1.5, discount=0.9),
         batches=20000,
     ),

@@ -77,6 +77,7 @@ class PPOSettings:
     epochs: int = 4  # full-batch epochs per batch of games, stopped early by target_kl
     target_kl: float = 0.01  # no further epoch once the mean KL from the starting policy exceeds this
     kl_stop: str = "after-step"  # the step of the epoch that exceeds it is taken (PyTorch's order), or not
+    bootstrap: bool = False  # A2C's one-step TD target in place of the Monte-Carlo return (bootstrap_value)
 
     def __post_init__(self):
         if not self.epochs >= 1 or not self.clip > 0 or not self.target_kl >= 0:
@@ -128,10 +129,10 @@ FLAT_SETTINGS = {
     "promote_window_games": ("promotion", "window_games"), "promote_threshold": ("promotion", "threshold"),
     "pool": ("pool", "members"), "pool_ema": ("pool", "ema"), "league": ("pool", "league"),
     "league_slots": ("pool", "league_slots"), "league_threshold": ("pool", "league_threshold"),
-    "promote_draws_count_half": ("promotion", "draws_count_half"),
+    "promote_draws_count_half": ("promotion", "draws_count_half"), "ppo_bootstrap": ("ppo", "bootstrap"),
 }
 # What a stored config that predates a setting did (see TrainConfig.from_dict).
-SETTINGS_BEFORE_THEY_EXISTED = {"init": "flax", "ppo_kl_stop": "before-step", "promote_draws_count_half": False}
+SETTINGS_BEFORE_THEY_EXISTED = {"init": "flax", "ppo_kl_stop": "before-step", "promote_draws_count_half": False, "ppo_bootstrap": False}
 NESTED = {"ppo": PPOSettings, "promotion": PromotionSettings, "pool": PoolSettings}
 
 

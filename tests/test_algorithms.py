@@ -151,3 +151,26 @@ def test_sparse_gradient_equals_the_dense_gradient():
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-4, atol=1e-5)  # summation order
         for key in dense_sums:
             np.testing.assert_allclose(float(sums[key]), float(dense_sums[key]), rtol=1e-4, atol=1e-5)
+
+
+def test_ppo_with_bootstrap_takes_a2cs_targets(ppo_games):
+    """``ppo.bootstrap`` (the PyTorch project's example 5): the value target is A2C's one-step TD
+    target ``y`` (checked against NumPy in test_losses) and the advantage ``y - V``; without it,
+    the Monte-Carlo return ``G`` and ``G - V``."""
+    from czjax import algorithms
+    from czjax.train import make_setup
+
+    config, state, traj, results = ppo_games
+    hp = HParams.create(learning_rate=1e-3, entropy_bonus=0.05, value_weight=1.5, discount=GAMMA)
+    for bootstrap in (False, True):
+        setup = make_setup(config.override({"ppo.bootstrap": bootstrap}), None)
+        boards, batch = algorithms.learner_batch(setup.ctx, traj, results.outcome, hp.discount)
+        got = algorithms.ppo_targets(setup.ctx, state.params, boards, batch, results.outcome, hp)
+        _, values = models.apply_model(setup.model, state.params, boards)
+        want = algorithms.td_targets(setup.ctx, state.params, boards, batch, results.outcome, hp).returns if bootstrap else batch.returns
+        np.testing.assert_array_equal(np.asarray(got.returns), np.asarray(want))
+        np.testing.assert_allclose(np.asarray(got.advantages), np.asarray(want - values), rtol=1e-6, atol=1e-6)
+    assert not np.array_equal(np.asarray(want), np.asarray(batch.returns))  # the two targets differ
+    from czjax import presets
+
+    assert presets.get_preset("ex5-ppo").config.ppo.bootstrap  # example 5 runs as the PyTorch project's
