@@ -142,8 +142,8 @@ def train_settings(args):
     from czjax import loop, presets
     from czjax.train import HParams, TrainConfig
 
-    given = [f for f in (*SETTING_FLAGS, *_hparam_flags(), "no_baseline", "seed", "preset", "init_from") if getattr(args, f) not in (None, False)
-             or getattr(args, f) == 0 and getattr(args, f) is not False]
+    flags = (*SETTING_FLAGS, *_hparam_flags(), "no_baseline", "seed", "preset", "init_from")
+    given = [f for f in flags if getattr(args, f) is not None and getattr(args, f) is not False]  # 0 and 0.0 are given values
     if args.resume:
         if given:
             raise ValueError(f"--resume continues with the run's settings; drop --{given[0].replace('_', '-')}")
