@@ -25,14 +25,16 @@ class Agent(NamedTuple):
     player: Player  # (params, boards, key) -> PlayerOutput; static under jit
     params: Any  # None for the built-in players
     model_name: str | None  # registry name, None for a built-in player
+    search: Any = None  # the search (czjax.search) wrapped around the network, if any
+    network: Player | None = None  # the searched network's own player, when searching
 
     def temperature(self, given: float | None = None) -> float:
         """The sampling temperature to play at: ``given``, else 1 for a built-in player (random
-        and RandomPunisher are stochastic by definition) and 0 (its most likely column) for a
-        trained model."""
+        and RandomPunisher are stochastic by definition) and 0 (its most likely column, or the
+        search's move) for a trained model or a search."""
         if given is not None:
             return given
-        return 1.0 if self.model_name is None else 0.0
+        return 1.0 if self.model_name is None and self.search is None else 0.0
 
     @property
     def has_value(self) -> bool:
@@ -82,7 +84,18 @@ def load_weights(spec, model_name: str):
 
 
 def load_agent(spec: str) -> Agent:
-    """A built-in player by name, or the learner of a checkpoint file or run folder."""
+    """A built-in player by name, the learner of a checkpoint file or run folder, or a search
+    over either: ``NAME[:OPTIONS]:BASE`` with NAME one of :data:`czjax.search.SEARCHES`
+    (``mcts:sims=64:runs/ex3``, ``gumbel:runs/ex3``, ``rollout:width=4,depth=4:random``)."""
+    from czjax import search
+
+    parsed = search.parse_spec(spec)
+    if parsed is not None:
+        settings, base_spec = parsed
+        if search.parse_spec(base_spec) is not None:
+            raise ValueError(f"{spec!r}: a search cannot search a search; give a checkpoint or a built-in player after the options")
+        base = load_agent(base_spec)
+        return base._replace(name=spec, player=search.search_player(settings, base.player), search=settings, network=base.player)
     if spec in BUILTIN_PLAYERS:
         return Agent(spec, BUILTIN_PLAYERS[spec], None, None)
     path = checkpoint.resolve(spec)

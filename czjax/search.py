@@ -1,0 +1,604 @@
+"""Search on the device: Connect-Zero's rollout improver and batched Monte Carlo tree search.
+
+Every search takes a network player (``(params, boards, key) -> PlayerOutput``, its value 0
+when it has no value head) and a batch of int8 boards, and returns a :class:`SearchOutput`:
+the chosen move, the policy to train towards, visits and Q per column, and the root value.
+Everything is fixed-shape and compiled: the tree is a set of ``(B, N)`` / ``(B, N, 7)``
+arrays (``N = simulations + 1``), positions travel packed (:class:`czjax.game.Position`).
+
+Signs (docs/DESIGN.md): a node's value is from the point of view of the player to move there.
+``Q(s, a) = reward(child) - value(child)``: the reward is 1 when the move into the child won,
+and a child's value is negated for its parent (a two-player game's discount of -1). A move
+that ends the game leads to a *terminal* node: value 0, never expanded; a simulation that
+selects it again backs up its reward once more. Illegal columns get ``-1e9`` logits at every
+node and are never selected.
+
+The algorithms (the :data:`SEARCHES` table; each a frozen dataclass whose fields are its
+settings and whose ``run`` searches):
+
+- ``rollout``: the PyTorch project's rollout improver (``treesearch.multiple_rollouts``).
+- ``mcts``: AlphaZero's PUCT with Dirichlet noise at the root and a visit-count policy.
+- ``entropy-mcts``: seed 004's entropy-guided PUCT (see :func:`subtree_entropy`).
+- ``gumbel``: Gumbel MuZero's root (sequential halving with Gumbel noise, completed-Q improved
+  policy) with its deterministic interior selection, as in ``mctx.gumbel_muzero_policy``.
+
+A search is a player too (:func:`search_player`), so every evaluation command can use it
+(``agents.load_agent("mcts:sims=64:runs/ex3")``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from typing import Callable, ClassVar
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from czjax import game
+from czjax.players import LOSS_MASK_VALUE, Player, PlayerOutput, mask_for_loss, sample_masked
+
+A = game.COLS
+ROOT = 0
+UNVISITED = -1
+ROLLOUT_MASK = -1e12  # the rollout improver's logits off its chosen column (the PyTorch project's)
+
+
+@chex.dataclass(frozen=True)
+class Tree:
+    """A batch of search trees. Node 0 is the root; simulation ``i`` adds node ``i + 1`` (left
+    unused when the simulation revisited a terminal node).
+
+    positions: packed positions ``(B, N)``, the side to move's point of view.
+    terminal: ``bool (B, N)``: the move into the node ended the game.
+    reward: ``float (B, N)``: 1 when the move into the node won (for its mover), else 0.
+    raw_value: ``float (B, N)``: the network's value when the node was added (0 if terminal).
+    node_visits, node_values: ``(B, N)``: visits, and the mean of the values backed up.
+    parents, action_from_parent: ``int32 (B, N)``.
+    legal: ``bool (B, N, 7)``; prior_logits: ``float (B, N, 7)``, -1e9 added where illegal.
+    children_index: ``int32 (B, N, 7)``, :data:`UNVISITED` where the child is not in the tree.
+    children_visits: ``int32 (B, N, 7)``; children_q: ``float (B, N, 7)``, ``Q(s, a)``.
+    """
+
+    positions: game.Position
+    terminal: chex.Array
+    reward: chex.Array
+    raw_value: chex.Array
+    node_visits: chex.Array
+    node_values: chex.Array
+    parents: chex.Array
+    action_from_parent: chex.Array
+    legal: chex.Array
+    prior_logits: chex.Array
+    children_index: chex.Array
+    children_visits: chex.Array
+    children_q: chex.Array
+    gumbel: chex.Array
+
+
+@chex.dataclass(frozen=True)
+class SearchOutput:
+    """What a search says about a batch of boards.
+
+    action: ``int32 (B,)``, the search's move (PUCT: the most visited; Gumbel: sequential
+        halving's winner; rollout: the best mean).
+    policy: ``float (B, 7)``, the distribution to train towards (visit counts; the completed-Q
+        improved policy; one-hot on the rollout's move).
+    visits: ``int32 (B, 7)`` per root column (rollouts per column for the rollout improver).
+    q: ``float (B, 7)``, the root's Q per column, NaN where not visited or illegal.
+    value: ``float (B,)``, the root's value for the side to move.
+    """
+
+    action: chex.Array
+    policy: chex.Array
+    visits: chex.Array
+    q: chex.Array
+    value: chex.Array
+
+
+def evaluate(player: Player, params, pos: game.Position, key) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(masked logits, value, legal)`` of the network on packed positions (value 0 without a
+    value head)."""
+    out = player(params, game.unpack(pos), key)
+    legal = game.position_legal_mask(pos)
+    value = jnp.zeros(legal.shape[:-1], jnp.float32) if out.value is None else out.value.astype(jnp.float32)
+    return mask_for_loss(legal, out.logits.astype(jnp.float32)), value, legal
+
+
+# ---------------------------------------------------------------------------------------------
+# The rollout improver
+
+
+def rollout_values(player: Player, params, pos: game.Position, key, width: int, depth: int, gamma, temperature):
+    """``float (B, 7)``: the rollout improver's value of every column, ``-inf`` where illegal.
+
+    As ``treesearch.multiple_rollouts``: a column that wins now is worth 1 (a full board 0);
+    otherwise ``width`` rollouts of at most ``depth`` plies with the policy at
+    ``temperature``, where rollout ply ``k`` (0 = the opponent's reply) ending in a win
+    scores ``gamma**(k+1)``, positive when the searching side won (odd ``k``), and an
+    unfinished rollout scores ``gamma**(depth+1) * v``, ``v`` the value head's value of the
+    leaf for the searching side. The column's value is the mean over its rollouts.
+    """
+    batch = pos.heights.shape[0]
+    legal = game.position_legal_mask(pos)
+    cols = jnp.broadcast_to(jnp.arange(A, dtype=jnp.int32), (batch, A))
+    after, won, done = game.position_step(jax.tree.map(lambda x: jnp.repeat(x[:, None], A, 1), pos), cols)
+    # every (board, column) pair `width` times, flattened: (B * 7 * width,)
+    flat = jax.tree.map(lambda x: jnp.repeat(x.reshape(-1), width), after)
+    running = jnp.repeat(~done.reshape(-1), width)
+
+    def ply(carry, k):
+        pos, running, score, key = carry
+        key, eval_key, sample_key = jax.random.split(key, 3)
+        logits, _, legal = evaluate(player, params, pos, eval_key)
+        moves = sample_masked(sample_key, legal, logits, temperature)
+        nxt, won, done = game.position_step(pos, moves)
+        sign = jnp.where(k % 2 == 1, 1.0, -1.0)
+        score = score + jnp.where(running & won, sign * gamma ** (k + 1.0), 0.0)
+        pos = jax.tree.map(lambda new, old: jnp.where(running, new, old), nxt, pos)
+        return (pos, running & ~done, score, key), None
+
+    key, leaf_key = jax.random.split(key)
+    zero = jnp.zeros(running.shape, jnp.float32)
+    (leaf, unfinished, score, _), _ = jax.lax.scan(ply, (flat, running, zero, key), jnp.arange(depth, dtype=jnp.float32))
+    _, leaf_value, _ = evaluate(player, params, leaf, leaf_key)
+    leaf_sign = 1.0 if depth % 2 == 1 else -1.0  # the searching side moves at the leaf after an odd number of plies
+    score = score + jnp.where(unfinished, leaf_sign * gamma ** (depth + 1.0) * leaf_value, 0.0)
+    mean = score.reshape(batch, A, width).mean(-1)
+    value = jnp.where(won, 1.0, jnp.where(done, 0.0, mean))
+    return jnp.where(legal, value, -jnp.inf)
+
+
+# ---------------------------------------------------------------------------------------------
+# The tree: creation, one simulation (descend, expand, back up)
+
+
+def init_tree(pos: game.Position, logits, value, legal, num_nodes: int, gumbel=None) -> Tree:
+    """A tree per board with only its root: ``logits`` masked, ``value (B,)``, ``legal (B, 7)``."""
+    batch = value.shape[0]
+
+    def nodes(root, fill=0):
+        x = jnp.full((batch, num_nodes) + root.shape[1:], fill, root.dtype)
+        return x.at[:, ROOT].set(root)
+
+    zero = jnp.zeros((batch,), jnp.float32)
+    return Tree(
+        positions=jax.tree.map(nodes, pos),
+        terminal=jnp.zeros((batch, num_nodes), bool),
+        reward=jnp.zeros((batch, num_nodes), jnp.float32),
+        raw_value=nodes(value),
+        node_visits=nodes(jnp.ones((batch,), jnp.int32)),
+        node_values=nodes(value),
+        parents=jnp.full((batch, num_nodes), UNVISITED, jnp.int32),
+        action_from_parent=jnp.full((batch, num_nodes), UNVISITED, jnp.int32),
+        legal=nodes(legal),
+        prior_logits=nodes(logits),
+        children_index=jnp.full((batch, num_nodes, A), UNVISITED, jnp.int32),
+        children_visits=jnp.zeros((batch, num_nodes, A), jnp.int32),
+        children_q=jnp.broadcast_to(zero[:, None, None], (batch, num_nodes, A)),
+        gumbel=jnp.zeros((batch, A), jnp.float32) if gumbel is None else jnp.asarray(gumbel, jnp.float32),
+    )
+
+
+# select(tree, node, depth) -> action, for one tree (no batch axis); vmapped by simulate
+Select = Callable[[Tree, jax.Array, jax.Array], jax.Array]
+
+
+def descend(tree: Tree, select: Select):
+    """``(parent, action, child)`` for one tree: from the root, follow ``select`` while the
+    chosen child is in the tree and not terminal. ``child`` is :data:`UNVISITED` (expand it)
+    or a terminal node (back up its reward again)."""
+
+    def go_on(state):
+        _, _, child, _ = state
+        return (child != UNVISITED) & ~tree.terminal[jnp.maximum(child, 0)]
+
+    def step(state):
+        _, _, node, depth = state
+        action = select(tree, node, depth)
+        return node, action, tree.children_index[node, action], depth + 1
+
+    parent, action, child, _ = jax.lax.while_loop(go_on, step, (jnp.int32(ROOT), jnp.int32(0), jnp.int32(ROOT), jnp.int32(0)))
+    return parent, action, child
+
+
+def backup(tree: Tree, leaf, value) -> Tree:
+    """Back ``value`` (for the side to move at ``leaf``) up to the root of one tree: each
+    node's mean value and visits, each parent's child visits and ``Q = reward - value``."""
+
+    def visit(stats, node, g):
+        values, visits, child_visits, child_q = stats
+        n = visits[node]
+        values = values.at[node].set((values[node] * n + g) / (n + 1))
+        return values, visits.at[node].add(1), child_visits, child_q
+
+    def not_root(carry):
+        return carry[0] != ROOT
+
+    def up(carry):
+        node, g, stats = carry
+        parent, action = tree.parents[node], tree.action_from_parent[node]
+        g = tree.reward[node] - g
+        values, visits, child_visits, child_q = visit(stats, parent, g)
+        child_visits = child_visits.at[parent, action].add(1)
+        child_q = child_q.at[parent, action].set(tree.reward[node] - values[node])
+        return parent, g, (values, visits, child_visits, child_q)
+
+    stats = visit((tree.node_values, tree.node_visits, tree.children_visits, tree.children_q), leaf, value)
+    _, _, (values, visits, child_visits, child_q) = jax.lax.while_loop(not_root, up, (leaf, value, stats))
+    return tree.replace(node_values=values, node_visits=visits, children_visits=child_visits, children_q=child_q)
+
+
+def _at(tree_field, index):
+    """``tree_field[b, index[b]]`` for every tree ``b``."""
+    return tree_field[jnp.arange(index.shape[0]), index]
+
+
+def simulate(tree: Tree, sim, select: Select, player: Player, params, key) -> Tree:
+    """Simulation ``sim`` on every tree: descend, add node ``sim + 1`` (the network evaluates
+    it; a terminal node gets value 0), back up."""
+    parent, action, child = jax.vmap(lambda t: descend(t, select))(tree)
+    batch = parent.shape[0]
+    rows = jnp.arange(batch)
+    expand = child == UNVISITED
+    new = sim + 1
+    pos, won, done = game.position_step(jax.tree.map(lambda x: _at(x, parent), tree.positions), action)
+    logits, value, legal = evaluate(player, params, pos, key)
+    value = jnp.where(done, 0.0, value)
+
+    def write(field, x):
+        return field.at[:, new].set(x)
+
+    tree = tree.replace(
+        positions=jax.tree.map(write, tree.positions, pos),
+        terminal=write(tree.terminal, done),
+        reward=write(tree.reward, won.astype(jnp.float32)),
+        raw_value=write(tree.raw_value, value),
+        parents=write(tree.parents, parent),
+        action_from_parent=write(tree.action_from_parent, action),
+        legal=write(tree.legal, legal),
+        prior_logits=write(tree.prior_logits, logits),
+        children_index=tree.children_index.at[rows, parent, action].set(jnp.where(expand, new, child)),
+    )
+    leaf = jnp.where(expand, new, child)
+    return jax.vmap(backup)(tree, leaf, jnp.where(expand, value, 0.0))
+
+
+def run_tree_search(player: Player, params, boards, key, num_simulations: int, select: Select, root_noise=None, gumbel=None) -> Tree:
+    """The tree after ``num_simulations`` simulations from int8 ``boards (B, 6, 7)``.
+    ``root_noise(key, prior_probs, legal) -> prior_probs`` perturbs the root's prior;
+    ``gumbel (B, 7)`` is stored in the tree for a Gumbel selection."""
+    pos = game.pack(boards)
+    key, root_key, noise_key = jax.random.split(key, 3)
+    logits, value, legal = evaluate(player, params, pos, root_key)
+    if root_noise is not None:
+        probs = root_noise(noise_key, jax.nn.softmax(logits), legal)
+        logits = jnp.where(legal, jnp.log(jnp.maximum(probs, 1e-30)), LOSS_MASK_VALUE)
+    tree = init_tree(pos, logits, value, legal, num_simulations + 1, gumbel)
+    keys = jax.random.split(key, num_simulations)
+    return jax.lax.fori_loop(0, num_simulations, lambda i, t: simulate(t, i, select, player, params, keys[i]), tree)
+
+
+def root_q(tree: Tree) -> jax.Array:
+    visits = tree.children_visits[:, ROOT]
+    return jnp.where((visits > 0) & tree.legal[:, ROOT], tree.children_q[:, ROOT], jnp.nan)
+
+
+# ---------------------------------------------------------------------------------------------
+# PUCT and the entropy-guided variant
+
+
+def subtree_entropy(tree: Tree, node) -> jax.Array:
+    """``E(s, a)`` of seed 004 for every column ``a`` of ``node`` (one tree), in ``[0, 1]``.
+
+    Seed 004 defines ``E`` as the entropy of the distribution over the leaves that a playout
+    through the child reaches, which needs the whole subtree. On a batched tree czjax uses the
+    one-step version the proposal's discussion suggested: the distribution of the child's
+    *next* playout over the child's own columns, ``p(b) = (N(c, b) + P(c, b)) / (N(c) + 1)``
+    (its visits so far plus one visit spread by its prior, so a once-visited child gives the
+    entropy of its prior, as in the proposal's worked example), its entropy divided by
+    ``log(L)``, ``L`` the child's number of legal columns. ``E = 0`` for a forced reply
+    (``L = 1``), a terminal child (a decided line) and a child not yet in the tree (whose
+    ``N(s, a) = 0`` makes ``E`` irrelevant).
+    """
+    child = tree.children_index[node]
+    safe = jnp.maximum(child, 0)
+    prior = jax.nn.softmax(tree.prior_logits[safe], axis=-1)  # (7, 7)
+    weights = tree.children_visits[safe].astype(jnp.float32) + prior
+    p = weights / weights.sum(-1, keepdims=True)
+    legal = tree.legal[safe]
+    plogp = jnp.where(legal & (p > 0), p * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0)
+    count = legal.sum(-1)
+    normalised = -plogp.sum(-1) / jnp.log(jnp.maximum(count, 2).astype(jnp.float32))
+    open_line = (child != UNVISITED) & ~tree.terminal[safe] & (count > 1)
+    return jnp.where(open_line, jnp.clip(normalised, 0.0, 1.0), 0.0)
+
+
+def puct_select(c_puct: float, entropy_guided: bool) -> Select:
+    """``argmax_a Q(s,a) + c P(s,a) sqrt(N(s)) / (1 + N(s,a) E(s,a))`` over legal columns;
+    ``E = 1`` for plain PUCT. An unvisited column's Q is the node's own value (first-play
+    urgency as in mctx); ``N(s)`` counts the node's visits, its expansion included."""
+
+    def select(tree: Tree, node, depth):
+        del depth
+        visits = tree.children_visits[node]
+        q = jnp.where(visits > 0, tree.children_q[node], tree.node_values[node])
+        prior = jax.nn.softmax(tree.prior_logits[node])
+        damping = visits * (subtree_entropy(tree, node) if entropy_guided else 1.0)
+        score = q + c_puct * prior * jnp.sqrt(tree.node_visits[node].astype(jnp.float32)) / (1.0 + damping)
+        return jnp.argmax(jnp.where(tree.legal[node], score, -jnp.inf)).astype(jnp.int32)
+
+    return select
+
+
+def dirichlet_noise(alpha: float, fraction: float):
+    """AlphaZero's root noise: ``(1 - fraction) P + fraction Dir(alpha)`` over the legal columns."""
+
+    def noise(key, probs, legal):
+        gammas = jnp.where(legal, jax.random.gamma(key, alpha, probs.shape), 0.0)
+        dirichlet = gammas / jnp.maximum(gammas.sum(-1, keepdims=True), 1e-30)
+        return (1.0 - fraction) * probs + fraction * dirichlet
+
+    return noise
+
+
+def visit_output(tree: Tree) -> SearchOutput:
+    visits = tree.children_visits[:, ROOT]
+    total = jnp.maximum(visits.sum(-1, keepdims=True), 1)
+    return SearchOutput(
+        action=jnp.argmax(visits, -1).astype(jnp.int32),
+        policy=visits / total,
+        visits=visits,
+        q=root_q(tree),
+        value=tree.node_values[:, ROOT],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Gumbel MuZero (as mctx 0.0.71: seq_halving, qtransform_completed_by_mix_value)
+
+
+def considered_visits(max_considered: int, num_simulations: int) -> tuple[int, ...]:
+    """Sequential halving's schedule: the visit count an action must have to be chosen at each
+    simulation, when ``max_considered`` actions are considered."""
+    if max_considered <= 1:
+        return tuple(range(num_simulations))
+    log2max = int(math.ceil(math.log2(max_considered)))
+    sequence: list[int] = []
+    visits = [0] * max_considered
+    considered = max_considered
+    while len(sequence) < num_simulations:
+        extra = max(1, int(num_simulations / (log2max * considered)))
+        for _ in range(extra):
+            sequence.extend(visits[:considered])
+            for i in range(considered):
+                visits[i] += 1
+        considered = max(2, considered // 2)
+    return tuple(sequence[:num_simulations])
+
+
+def completed_q(tree: Tree, node, c_visit: float, c_scale: float) -> jax.Array:
+    """``sigma(completed Q)`` of one node: unvisited columns take the mixed value (the raw value
+    mixed with the prior-weighted Q of the visited ones), rescaled to [0, 1] by min and max,
+    times ``(c_visit + max N) * c_scale``."""
+    visits = tree.children_visits[node]
+    visited = visits > 0
+    q = tree.children_q[node]
+    prior = jnp.maximum(jax.nn.softmax(tree.prior_logits[node]), jnp.finfo(jnp.float32).tiny)
+    total = visits.sum()
+    visited_prior = jnp.where(visited, prior, 0.0).sum()
+    weighted_q = jnp.where(visited, prior * q / jnp.where(visited, visited_prior, 1.0), 0.0).sum()
+    mixed = (tree.raw_value[node] + total * weighted_q) / (total + 1)
+    completed = jnp.where(visited, q, mixed)
+    low, high = completed.min(), completed.max()
+    rescaled = (completed - low) / jnp.maximum(high - low, 1e-8)
+    return (c_visit + visits.max()) * c_scale * rescaled
+
+
+def _score_considered(considered_visit, gumbel, logits, sigma_q, visits):
+    logits = logits - logits.max(-1, keepdims=True)
+    penalty = jnp.where(visits == considered_visit, 0.0, -jnp.inf)
+    return jnp.maximum(-1e9, gumbel + logits + sigma_q) + penalty
+
+
+def gumbel_select(num_simulations: int, max_considered: int, c_visit: float, c_scale: float) -> Select:
+    """Gumbel MuZero's selection for one tree (its root's noise in ``tree.gumbel``): sequential
+    halving among the top columns at the root, ``argmax(pi' - N / (1 + sum N))`` below, with
+    ``pi' = softmax(logits + sigma(completed Q))``."""
+    table = jnp.asarray([considered_visits(m, num_simulations) for m in range(A + 1)], jnp.int32)
+
+    def select(tree: Tree, node, depth):
+        visits = tree.children_visits[node]
+        legal = tree.legal[node]
+        sigma_q = completed_q(tree, node, c_visit, c_scale)
+        considered = jnp.minimum(max_considered, legal.sum())
+        root_score = _score_considered(table[considered, visits.sum()], tree.gumbel, tree.prior_logits[node], sigma_q, visits)
+        improved = jax.nn.softmax(tree.prior_logits[node] + sigma_q)
+        interior_score = improved - visits / (1.0 + visits.sum())
+        score = jnp.where(depth == 0, root_score, interior_score)
+        return jnp.argmax(jnp.where(legal, score, -jnp.inf)).astype(jnp.int32)
+
+    return select
+
+
+def gumbel_output(tree: Tree, c_visit: float, c_scale: float) -> SearchOutput:
+    def one(tree):
+        visits = tree.children_visits[ROOT]
+        legal = tree.legal[ROOT]
+        sigma_q = completed_q(tree, ROOT, c_visit, c_scale)
+        score = _score_considered(visits.max(), tree.gumbel, tree.prior_logits[ROOT], sigma_q, visits)
+        action = jnp.argmax(jnp.where(legal, score, -jnp.inf)).astype(jnp.int32)
+        policy = jax.nn.softmax(jnp.where(legal, tree.prior_logits[ROOT] + sigma_q, -jnp.inf))
+        return action, policy
+
+    action, policy = jax.vmap(one)(tree)
+    visits = tree.children_visits[:, ROOT]
+    return SearchOutput(action=action, policy=policy, visits=visits, q=root_q(tree), value=tree.node_values[:, ROOT])
+
+
+# ---------------------------------------------------------------------------------------------
+# The algorithms: settings, run, and how each becomes a player's logits
+
+
+@dataclasses.dataclass(frozen=True)
+class RolloutImprover:
+    """The PyTorch project's rollout improver: ``width`` rollouts of ``depth`` plies per column
+    with the policy at ``temperature``, discount ``gamma`` (see :func:`rollout_values`)."""
+
+    width: int = 4
+    depth: int = 4
+    gamma: float = 0.9
+    temperature: float = 1.0
+    description: ClassVar[str] = "the PyTorch project's rollout improver (treesearch.multiple_rollouts)"
+
+    def run(self, player: Player, params, boards, key) -> SearchOutput:
+        pos = game.pack(boards)
+        key, root_key = jax.random.split(key)
+        values = rollout_values(player, params, pos, key, self.width, self.depth, self.gamma, self.temperature)
+        _, root_value, legal = evaluate(player, params, pos, root_key)
+        action = jnp.argmax(values, -1).astype(jnp.int32)
+        visits = jnp.where(legal, self.width, 0).astype(jnp.int32)
+        return SearchOutput(
+            action=action,
+            policy=jax.nn.one_hot(action, A),
+            visits=visits,
+            q=jnp.where(legal, values, jnp.nan),
+            value=root_value,
+        )
+
+    def logits(self, out: SearchOutput) -> jax.Array:
+        return jnp.where(jax.nn.one_hot(out.action, A) > 0, 1.0, ROLLOUT_MASK)
+
+
+@dataclasses.dataclass(frozen=True)
+class PUCT:
+    """AlphaZero's PUCT: ``sims`` simulations, exploration ``c``, root noise ``(1 - noise) P +
+    noise Dir(alpha)`` (0 for play and evaluation); the policy is the root's visit counts.
+    ``entropy``: seed 004's entropy-guided exploration (:func:`subtree_entropy`)."""
+
+    sims: int = 64
+    c: float = 2.0
+    noise: float = 0.0
+    alpha: float = 0.3
+    entropy: bool = False
+    description: ClassVar[str] = "AlphaZero's PUCT tree search (visit-count policy)"
+
+    def run(self, player: Player, params, boards, key) -> SearchOutput:
+        noise = dirichlet_noise(self.alpha, self.noise) if self.noise > 0 else None
+        tree = run_tree_search(player, params, boards, key, self.sims, puct_select(self.c, self.entropy), noise)
+        return visit_output(tree)
+
+    def logits(self, out: SearchOutput) -> jax.Array:
+        """``log N(a)``: a player sampling at temperature ``T`` plays ``a`` with probability
+        proportional to ``N(a) ** (1 / T)``, AlphaZero's rule; at ``T = 0`` the most visited."""
+        return jnp.where(out.visits > 0, jnp.log(jnp.maximum(out.visits, 1).astype(jnp.float32)), LOSS_MASK_VALUE)
+
+
+@dataclasses.dataclass(frozen=True)
+class Gumbel:
+    """Gumbel MuZero: ``sims`` simulations, at most ``considered`` root columns, Gumbel noise
+    times ``scale`` (0: deterministic), ``sigma`` constants ``c_visit`` and ``c_scale``; the
+    policy is ``softmax(logits + sigma(completed Q))``."""
+
+    sims: int = 64
+    considered: int = 16
+    scale: float = 1.0
+    c_visit: float = 50.0
+    c_scale: float = 0.1
+    description: ClassVar[str] = "Gumbel MuZero (sequential halving at the root, completed-Q policy)"
+
+    def run(self, player: Player, params, boards, key, gumbel=None) -> SearchOutput:
+        """``gumbel (B, 7)``: the root noise, drawn from ``key`` when not given."""
+        key, gumbel_key = jax.random.split(key)
+        if gumbel is None:
+            gumbel = self.scale * jax.random.gumbel(gumbel_key, boards.shape[:1] + (A,), jnp.float32)
+        select = gumbel_select(self.sims, self.considered, self.c_visit, self.c_scale)
+        tree = run_tree_search(player, params, boards, key, self.sims, select, gumbel=gumbel)
+        return gumbel_output(tree, self.c_visit, self.c_scale)
+
+    def logits(self, out: SearchOutput) -> jax.Array:
+        """Sequential halving's winner only: the Gumbel noise already made the choice."""
+        return jnp.where(jax.nn.one_hot(out.action, A) > 0, 0.0, LOSS_MASK_VALUE)
+
+
+SEARCHES: dict[str, Callable[..., object]] = {
+    "rollout": RolloutImprover,
+    "mcts": PUCT,
+    "entropy-mcts": functools.partial(PUCT, entropy=True),
+    "gumbel": Gumbel,
+}
+
+
+def _check_settings(search) -> None:
+    for field in dataclasses.fields(search):
+        value = getattr(search, field.name)
+        if field.name in ("sims", "width", "depth", "considered") and value < 1:
+            raise ValueError(f"{field.name} must be at least 1, got {value}")
+        if field.name in ("c", "noise", "alpha", "scale", "c_visit", "c_scale", "temperature", "gamma") and not value >= 0:
+            raise ValueError(f"{field.name} must be non-negative, got {value}")
+    if getattr(search, "noise", 0) > 1:
+        raise ValueError(f"noise must be in [0, 1], got {search.noise}")
+    if getattr(search, "alpha", 1) == 0 and getattr(search, "noise", 0) > 0:
+        raise ValueError("alpha must be positive when noise is on")
+
+
+def make_search(name: str, options: str | dict = ""):
+    """The search ``name`` with ``options`` (``"sims=64,c=1.5"`` or a dict); one-line
+    ``ValueError`` for an unknown name, option or value."""
+    if name not in SEARCHES:
+        raise ValueError(f"unknown search {name!r}; choose one of {', '.join(SEARCHES)}")
+    factory = SEARCHES[name]
+    cls = factory.func if isinstance(factory, functools.partial) else factory
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    if isinstance(options, str):
+        pairs = [item.partition("=") for item in options.split(",") if item.strip()]
+        if any(not sep for _, sep, _ in pairs):
+            raise ValueError(f"search options are key=value pairs separated by commas, got {options!r}")
+        options = {k.strip(): v.strip() for k, _, v in pairs}
+    values = {}
+    for key, text in options.items():
+        if key not in fields:
+            raise ValueError(f"{name} has no option {key!r}; its options are {', '.join(fields)}")
+        kind = type(fields[key].default)
+        try:
+            if kind is bool:
+                values[key] = text if isinstance(text, bool) else {"1": True, "true": True, "0": False, "false": False}[str(text).lower()]
+            else:
+                values[key] = kind(text) if kind is float or str(text).lstrip("-").isdigit() else int(text)
+        except (KeyError, ValueError):
+            raise ValueError(f"{name} option {key} must be {'0 or 1' if kind is bool else 'a number' if kind is float else 'an integer'}, got {text!r}") from None
+    search = factory(**values)
+    _check_settings(search)
+    return search
+
+
+def parse_spec(spec: str):
+    """``(search, base spec)`` for a player spec ``NAME:OPTIONS:BASE`` or ``NAME:BASE``
+    (``mcts:sims=64:runs/ex3``, ``gumbel:runs/ex3``, ``rollout:width=4,depth=4:runs/ex3``), or
+    None when ``spec`` does not start with a search's name."""
+    name, sep, rest = spec.partition(":")
+    if not sep or name not in SEARCHES:
+        return None
+    options, sep, base = rest.partition(":")
+    if not sep and "=" not in options:
+        options, base = "", options
+    if not base:
+        raise ValueError(f"{spec!r} names no player to search with (e.g. {name}:sims=64:runs/ex3)")
+    return make_search(name, options), base
+
+
+@functools.lru_cache(maxsize=None)
+def search_player(search, player: Player) -> Player:
+    """``search`` over ``player``'s network as a player: its logits say the search's move (see
+    each search's ``logits``), its value is the root's, its policy target the search's policy.
+    Cached, so the same search over the same network is the same function (no recompiles)."""
+
+    def searched(params, boards, key):
+        out = search.run(player, params, boards, key)
+        return PlayerOutput(logits=search.logits(out), value=out.value, policy_target=out.policy)
+
+    searched.__name__ = f"{type(search).__name__}_{getattr(player, '__name__', 'player')}"
+    return searched

@@ -1,0 +1,223 @@
+"""Search: the rollout improver and the tree searches against plain-Python transcriptions
+(tests/reference_search.py), Gumbel MuZero against mctx itself, hand-built tactics, legality,
+determinism, and search as a player."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from czjax import agents, game, search
+from czjax.players import PlayerOutput, random_player
+from tests import reference_search as ref
+from tests.reference import replay
+
+# Positions (1-based move strings): the opening, a midgame, a win in one for the side to move
+# (column 4), an opponent's vertical three to block (column 5), a double threat to make
+# (column 4 wins by ply 3), a nearly full board (short lines, terminal nodes, full columns).
+POSITIONS = ["", "4453", "112233", "151525", "2233", "25777131474464721417456153261"]
+
+rng = np.random.default_rng(7)
+W = (0.7 * rng.standard_normal((42, 7))).astype(np.float32)
+w = (0.4 * rng.standard_normal(42)).astype(np.float32)
+PARAMS = {"W": jnp.asarray(W), "w": jnp.asarray(w)}
+
+
+def linear_player(params, boards, key):
+    del key
+    x = boards.reshape(boards.shape[0], -1).astype(jnp.float32)
+    logits = jnp.dot(x, params["W"], precision="highest")
+    return PlayerOutput(logits=logits, value=jnp.tanh(jnp.dot(x, params["w"], precision="highest")))
+
+
+def boards_of(positions):
+    return jnp.asarray(np.stack([game.from_moves(p) for p in positions]))
+
+
+def ref_game(moves: str):
+    return replay([int(c) - 1 for c in moves])
+
+
+BOARDS = boards_of(POSITIONS)
+
+
+@jax.jit
+def _rollout(params, boards, key, temperature):
+    return search.rollout_values(linear_player, params, game.pack(boards), key, 512, 3, 0.9, temperature)
+
+
+def test_rollout_improver_matches_the_python_transcription_greedy():
+    """Greedy rollouts are one line per column: the values equal the transcription's exactly."""
+    got = np.asarray(_rollout(PARAMS, BOARDS, jax.random.key(0), 0.0))
+    for i, moves in enumerate(POSITIONS):
+        want = ref.rollout_expectation(ref_game(moves), W.astype(np.float64), w.astype(np.float64), 3, 0.9, uniform=False)
+        np.testing.assert_allclose(got[i], want, atol=2e-5, err_msg=moves)
+
+
+def test_rollout_improver_averages_sampled_rollouts():
+    """With a uniform policy (zero logits) the mean of 512 rollouts per column is within 4.5
+    standard errors of the exact expectation over every line (a score is at most 1)."""
+    params = {"W": jnp.zeros_like(PARAMS["W"]), "w": PARAMS["w"]}
+    got = np.asarray(_rollout(params, BOARDS, jax.random.key(1), 1.0))
+    for i, moves in enumerate(POSITIONS):
+        want = np.asarray(ref.rollout_expectation(ref_game(moves), np.zeros((42, 7)), w.astype(np.float64), 3, 0.9, uniform=True))
+        legal = np.isfinite(want)
+        assert np.array_equal(np.isfinite(got[i]), legal), moves
+        assert np.all(np.abs(got[i][legal] - want[legal]) < 4.5 / np.sqrt(512)), (moves, got[i], want)
+
+
+SEARCH_CACHE = {}
+
+
+def run(name, options, boards=BOARDS, key=0, player=linear_player, params=PARAMS, **kw):
+    s = search.make_search(name, options)
+    fn = SEARCH_CACHE.get((s, player, boards.shape))
+    if fn is None:
+        fn = SEARCH_CACHE[(s, player, boards.shape)] = jax.jit(lambda p, b, k, **kw: s.run(player, p, b, k, **kw))
+    return fn(params, boards, jax.random.key(key), **kw)
+
+
+@pytest.mark.parametrize("entropy_guided", [False, True])
+def test_puct_matches_the_python_search(entropy_guided):
+    """Visits per column equal the recursive float64 search's; Q and the root value agree to
+    float32 precision. Covers terminal children (wins in one and two), full columns and draws."""
+    out = run("entropy-mcts" if entropy_guided else "mcts", "sims=48,c=1.5")
+    for i, moves in enumerate(POSITIONS):
+        root = ref.puct(ref_game(moves), W.astype(np.float64), w.astype(np.float64), 48, 1.5, entropy_guided)
+        visits = [root.children[a].visits if a in root.children else 0 for a in range(7)]
+        np.testing.assert_array_equal(np.asarray(out.visits[i]), visits, err_msg=moves)
+        q = [root.q(a) if a in root.children else np.nan for a in range(7)]
+        np.testing.assert_allclose(np.asarray(out.q[i]), q, atol=1e-4, err_msg=moves)
+        np.testing.assert_allclose(float(out.value[i]), root.mean, atol=1e-4, err_msg=moves)
+
+
+def test_gumbel_matches_mctx():
+    """Czjax's Gumbel MuZero against ``mctx.gumbel_muzero_policy`` with czjax's rules as its
+    recurrent function and the same Gumbel noise: same action, visits and improved policy."""
+    mctx = pytest.importorskip("mctx", reason="mctx is a test dependency (pip install -e '.[test]')")
+
+    def root_and_recurrent():
+        pos = game.pack(BOARDS)
+        logits, value, _ = search.evaluate(linear_player, PARAMS, pos, None)
+        embedding = (pos, jnp.zeros(pos.heights.shape, bool))
+        root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=embedding)
+
+        def recurrent(params, key, action, embedding):
+            pos, over = embedding
+            nxt, won, done = game.position_step(pos, action)
+            logits, value, _ = search.evaluate(linear_player, params, nxt, key)
+            out = mctx.RecurrentFnOutput(
+                reward=jnp.where(over, 0.0, won.astype(jnp.float32)),
+                discount=jnp.where(over | done, 0.0, -1.0),
+                prior_logits=logits,
+                value=jnp.where(over | done, 0.0, value),
+            )
+            return out, (nxt, over | done)
+
+        return root, recurrent, ~game.position_legal_mask(pos)
+
+    key = jax.random.key(3)
+    root, recurrent, invalid = root_and_recurrent()
+    theirs = jax.jit(lambda k: mctx.gumbel_muzero_policy(PARAMS, k, root, recurrent, 24, invalid_actions=invalid, max_num_considered_actions=4))(key)
+    gumbel = jax.random.gumbel(jax.random.split(key)[1], (len(POSITIONS), 7), jnp.float32)
+    ours = run("gumbel", "sims=24,considered=4", gumbel=gumbel)
+    np.testing.assert_array_equal(np.asarray(ours.visits), np.asarray(theirs.search_tree.summary().visit_counts))
+    np.testing.assert_array_equal(np.asarray(ours.action), np.asarray(theirs.action))
+    np.testing.assert_allclose(np.asarray(ours.policy), np.asarray(theirs.action_weights), atol=1e-5)
+
+
+TACTICS = ["112233", "151525", "2233"]  # win now at 4; block at 5; double threat at 4
+TACTIC_MOVES = [3, 4, 3]
+
+
+@pytest.mark.parametrize("name,options", [("mcts", "sims=200"), ("entropy-mcts", "sims=200"), ("gumbel", "sims=200,scale=0"), ("rollout", "width=8,depth=4")])
+def test_search_finds_tactics_with_no_knowledge(name, options):
+    """Over the uniform random player (no value head) each search wins in one and blocks a
+    vertical three; PUCT and its entropy-guided variant also play the double threat that wins
+    at ply 3. (Gumbel's sequential halving drops that column after 4 visits worth 0 when the
+    network knows nothing, and the rollout improver's rollouts are random.)"""
+    out = run(name, options, boards=boards_of(TACTICS), player=random_player, params=None)
+    checked = 3 if name.endswith("mcts") else 2
+    assert np.asarray(out.action)[:checked].tolist() == TACTIC_MOVES[:checked]
+
+
+def test_illegal_columns_are_never_chosen_at_any_depth():
+    """On the nearly full board every node's move was legal in its parent, the policies are 0
+    on full columns, and 64 simulations on a board with two empty columns stay in the tree."""
+    for name in ("mcts", "entropy-mcts", "gumbel"):
+        s = search.make_search(name, "sims=40")
+        select = search.puct_select(s.c, s.entropy) if name != "gumbel" else search.gumbel_select(40, 16, 50.0, 0.1)
+        gumbel = jnp.zeros((len(POSITIONS), 7)) if name == "gumbel" else None
+        tree = jax.jit(lambda b: search.run_tree_search(linear_player, PARAMS, b, jax.random.key(0), 40, select, gumbel=gumbel))(BOARDS)
+        used = np.asarray(tree.parents) >= 0
+        parents = np.maximum(np.asarray(tree.parents), 0)
+        actions = np.maximum(np.asarray(tree.action_from_parent), 0)
+        legal_in_parent = np.asarray(tree.legal)[np.arange(len(POSITIONS))[:, None], parents, actions]
+        assert legal_in_parent[used].all(), name
+        assert (np.asarray(tree.children_visits)[~np.asarray(tree.legal)] == 0).all(), name
+    full = ~np.asarray(game.legal_mask(BOARDS))
+    out = run("mcts", "sims=48,c=1.5")
+    assert (np.asarray(out.policy)[full] == 0).all() and (np.asarray(out.visits)[full] == 0).all()
+
+
+def test_the_same_key_gives_the_same_search():
+    a = run("mcts", "sims=48,c=1.5,noise=0.25", key=5)
+    b = run("mcts", "sims=48,c=1.5,noise=0.25", key=5)
+    c = run("mcts", "sims=48,c=1.5,noise=0.25", key=6)
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    assert not np.array_equal(np.asarray(a.visits), np.asarray(c.visits))  # the root noise differs
+
+
+def test_dirichlet_noise_stays_on_legal_columns_and_sums_to_one():
+    legal = jnp.asarray([[True, False, True, True, False, True, True]] * 3)
+    probs = jax.nn.softmax(jnp.where(legal, 0.0, -1e9))
+    noisy = np.asarray(search.dirichlet_noise(0.3, 0.25)(jax.random.key(0), probs, legal))
+    np.testing.assert_allclose(noisy.sum(-1), 1.0, atol=1e-6)
+    assert (noisy[:, [1, 4]] < 1e-6).all() and not np.allclose(noisy, np.asarray(probs))
+
+
+def test_sequential_halving_schedule():
+    """mctx's documented example: 4 actions, 8 simulations -> 0,0,0,0 then 1,1 then 2,2 (two
+    kept after halving), and every action visited once before any twice."""
+    assert search.considered_visits(4, 8) == (0, 0, 0, 0, 1, 1, 2, 2)
+    assert search.considered_visits(1, 3) == (0, 1, 2)
+
+
+def test_subtree_entropy_of_hand_built_children():
+    """A child with one legal column (a forced reply) has E = 0; a once-visited child with a
+    uniform prior over 7 columns has E = 1; a terminal child has E = 0."""
+    pos = game.pack(boards_of([""]))
+    uniform = jnp.zeros((1, 7))
+    tree = search.init_tree(pos, uniform, jnp.zeros((1,)), jnp.ones((1, 7), bool), 3)
+    # node 1: a child of the root through column 0 with a uniform prior and 7 legal columns
+    tree = tree.replace(
+        children_index=tree.children_index.at[0, 0, 0].set(1).at[0, 0, 1].set(2),
+        legal=tree.legal.at[0, 1].set(True).at[0, 2].set(jnp.arange(7) == 3),
+        prior_logits=tree.prior_logits.at[0, 1].set(0.0),
+    )
+    e = np.asarray(search.subtree_entropy(jax.tree.map(lambda x: x[0], tree), 0))
+    assert e[0] == pytest.approx(1.0, abs=1e-6) and e[1] == 0.0 and (e[2:] == 0).all()
+    terminal = tree.replace(terminal=tree.terminal.at[0, 1].set(True))
+    assert float(search.subtree_entropy(jax.tree.map(lambda x: x[0], terminal), 0)[0]) == 0.0
+
+
+def test_search_specs_and_their_errors(model_checkpoints):
+    path = str(model_checkpoints["cnn-mk4-value"])
+    agent = agents.load_agent(f"mcts:sims=8,c=1.5:{path}")
+    assert agent.search == search.PUCT(sims=8, c=1.5) and agent.temperature() == 0.0
+    assert agents.load_agent(f"gumbel:{path}").search == search.Gumbel()
+    assert agents.load_agent("rollout:width=2,depth=2:random").search == search.RolloutImprover(width=2, depth=2)
+    # the same search over the same network is the same player function (tournaments group it)
+    assert agents.load_agent(f"mcts:sims=8,c=1.5:{path}").player is agent.player
+    probs, value, greedy = agents.policy(agent, boards_of(["112233"]))
+    assert greedy[0] == 3 and probs[0, 3] == probs[0].max()
+    for spec, message in [
+        ("mcts:sims=0:random", "sims must be at least 1"),
+        ("mcts:simz=8:random", "has no option 'simz'"),
+        ("mcts:sims=x:random", "must be an integer"),
+        ("gumbel:sims=8", "names no player"),
+        ("mcts:sims=8:mcts:random", "cannot search a search"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            agents.load_agent(spec)
