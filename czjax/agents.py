@@ -138,3 +138,22 @@ def policy(agent: Agent, boards, batch_size: int = 1024) -> tuple[np.ndarray, np
     if not outs:
         return np.zeros((0, game.COLS), np.float32), np.zeros((0,), np.float32), np.zeros((0,), np.int32)
     return tuple(np.concatenate(parts) for parts in zip(*outs))
+
+
+@functools.partial(jax.jit, static_argnames=("search", "network"))
+def _search_details(search, network: Player, params, boards: jax.Array):
+    out = search.run(network, params, boards, jax.random.key(0))
+    return out.visits, out.q
+
+
+def search_details(agent: Agent, boards) -> tuple[np.ndarray, np.ndarray]:
+    """``(visits (N, 7), q (N, 7))`` of a search agent's root on int8 ``boards (N, 6, 7)``: its
+    visits (rollouts for the rollout improver) and Q per column (NaN where not visited), with
+    the same key as :func:`policy`, so they explain the moves it reports."""
+    if agent.search is None:
+        raise ValueError(f"{agent.name} is not a search")
+    boards = np.asarray(boards, np.int8)
+    if boards.shape[0] == 0:
+        return np.zeros((0, game.COLS), np.int32), np.zeros((0, game.COLS), np.float32)
+    visits, q = _search_details(agent.search, agent.network, agent.params, jnp.asarray(boards))
+    return np.asarray(visits), np.asarray(q)

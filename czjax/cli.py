@@ -97,6 +97,14 @@ def cmd_bench_scan(args) -> int:
                   lambda k, log: [bench.bench_scan(k, args.games_per_batch, args.steps, args.runs, args.model)], bench.format_scan_row)
 
 
+def cmd_bench_search(args) -> int:
+    from czjax import bench
+
+    settings = [(algo, batch, sims) for algo in args.algo for batch in args.batch for sims in args.sims]
+    return _bench(args, "search (czjax's tree; mctx over czjax's rules and over pgx, same network)", bench.SEARCH_HEADER, settings,
+                  lambda s, log: bench.bench_search(*s, args.runs, peers=not args.no_peer), bench.format_search_row)
+
+
 def _non_negative_float(text: str) -> float:
     try:
         value = float(text)
@@ -382,8 +390,18 @@ TEMPERATURE_HELP = ("the opponent's sampling temperature; 0 plays its most likel
                     "(default: 0 for a checkpoint, 1 for the built-in random and random-punisher)")
 
 
+def player_help() -> str:
+    from czjax.search import search_options
+
+    return (
+        "a checkpoint (run folder or .msgpack file), random, random-punisher, or a search over one: "
+        "SEARCH[:OPTIONS]:PLAYER, e.g. mcts:sims=64:runs/ex3 or rollout:width=4,depth=4:runs/ex3; "
+        f"searches and their options (defaults): {search_options()}"
+    )
+
+
 def _add_player_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("player", metavar="PLAYER", help="a checkpoint (run folder or .msgpack file), or random / random-punisher")
+    parser.add_argument("player", metavar="PLAYER", help=player_help())
 
 
 def _add_evaluation_commands(commands) -> None:
@@ -440,7 +458,7 @@ def _add_play_commands(commands) -> None:
             "likelihood, draws counted as half, with 95%% intervals, anchored to --anchor."
         ),
     )
-    tour.add_argument("players", nargs="+", metavar="PLAYER", help="checkpoints (run folders or .msgpack files), random, random-punisher")
+    tour.add_argument("players", nargs="+", metavar="PLAYER", help="players, each " + player_help())
     tour.add_argument("--games", type=_batch, default=200, help="games per pair (default: %(default)s)")
     tour.add_argument("--anchor", default=None, help="the player rated 0 (default: the first)")
     tour.add_argument("--seed", type=int, default=0)
@@ -558,7 +576,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_bench_commands(commands) -> None:
     from czjax.precision import PRECISIONS
 
-    bench = commands.add_parser("bench", help="measure throughput: `czjax bench rollout`, `czjax bench train`, `czjax bench scan`")
+    bench = commands.add_parser("bench", help="measure throughput: `czjax bench rollout`, `czjax bench train`, `czjax bench scan`, `czjax bench search`")
     bench_commands = bench.add_subparsers(dest="bench_command", metavar="WHAT", required=True)
     rollout = bench_commands.add_parser(
         "rollout",
@@ -617,6 +635,24 @@ def _add_bench_commands(commands) -> None:
     scan_bench.add_argument("--runs", type=_positive_int, default=3, help="timed runs (default: %(default)s)")
     scan_bench.add_argument("--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)")
     scan_bench.set_defaults(func=cmd_bench_scan)
+    search_bench = bench_commands.add_parser(
+        "search",
+        help="searches per second: czjax's tree against mctx over pgx, the same network",
+        description=(
+            "Times batched searches from mid-game positions (12 random plies) with a SimpleMLP-sized policy-value MLP "
+            "(84-128-64-8): czjax's own tree (czjax.search), and, when mctx is installed (pip install 'czjax[bench]'), "
+            "mctx's policy with czjax's rules as its recurrent function and mctx over pgx's connect_four, in the same "
+            "process. gumbel is Gumbel MuZero (mctx.gumbel_muzero_policy), mcts is PUCT (mctx.muzero_policy). Median of "
+            "several runs, compile time separate; czjax/this is czjax's searches per second over that row's."
+        ),
+    )
+    search_bench.add_argument("--algo", nargs="+", default=["gumbel", "mcts"], choices=["gumbel", "mcts"], help="(default: %(default)s)")
+    search_bench.add_argument("--batch", type=_positive_int, nargs="+", default=[1024, 4096], help="positions searched at once (default: %(default)s)")
+    search_bench.add_argument("--sims", type=_positive_int, nargs="+", default=[32], help="simulations per search (default: %(default)s)")
+    search_bench.add_argument("--runs", type=_positive_int, default=5, help="timed runs per setting (default: %(default)s)")
+    search_bench.add_argument("--no-peer", action="store_true", help="czjax only (no mctx rows)")
+    search_bench.add_argument("--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)")
+    search_bench.set_defaults(func=cmd_bench_search)
 
 
 

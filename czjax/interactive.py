@@ -13,7 +13,7 @@ import jax
 import numpy as np
 
 from czjax import game
-from czjax.agents import Agent, policy
+from czjax.agents import Agent, policy, search_details
 from czjax.rollout import play_games
 
 QUIT = ("q", "quit", "exit")
@@ -138,11 +138,14 @@ def self_play_moves(agent: Agent, temperature: float, seed: int) -> list[int]:
 
 def analyze(agent: Agent, moves: str | None = None, temperature: float = 1.0, seed: int = 0) -> dict:
     """Per move of a game (given, or ``agent``'s own self-play game): the probability the
-    agent gives the move played, its entropy, its value and its favourite column."""
+    agent gives the move played, its entropy, its value and its favourite column; for a
+    search, also its visits and Q per column (``visits``, ``q``: 7 numbers, Q None where the
+    column was not visited)."""
     cols = game.parse_moves(moves) if moves is not None else self_play_moves(agent, temperature, seed)
     game.apply_moves(cols, column_base=1)  # ValueError for an illegal game, columns 1-based
     boards = np.stack([game.apply_moves(cols[:t]) for t in range(len(cols))]) if cols else np.zeros((0, 6, 7), np.int8)
     probs, values, greedy = policy(agent, boards)
+    visits, q = search_details(agent, boards) if agent.search is not None else (None, None)
     rows = []
     for t, col in enumerate(cols):
         rows.append(
@@ -157,6 +160,9 @@ def analyze(agent: Agent, moves: str | None = None, temperature: float = 1.0, se
                 "best_prob": float(probs[t, greedy[t]]),
             }
         )
+        if visits is not None:
+            rows[-1]["visits"] = [int(v) for v in visits[t]]
+            rows[-1]["q"] = [None if np.isnan(x) else float(x) for x in q[t]]
     outcome = game_result(cols)
     result = {None: "unfinished", 0: "draw", 1: "X (first) wins", -1: "O (second) wins"}[outcome]
     return {"player": agent.name, "moves": "".join(str(c + 1) for c in cols), "result": result, "plies": rows}
@@ -168,6 +174,9 @@ def format_analysis(report: dict) -> str:
         value = "   -  " if r["value"] is None else f"{r['value']:+6.2f}"
         mark = "" if r["best"] == r["column"] else f"  {r['best']} ({r['best_prob']:.2f})"
         lines.append(f"{r['ply']:4d} {r['player']:>3s} {r['column']:3d} {r['prob']:8.3f} {r['entropy']:8.3f} {value}{mark or '  ='}")
+        if "visits" in r:
+            cells = [f"{c + 1}:{n}/{'  -  ' if x is None else f'{x:+.2f}'}" for c, (n, x) in enumerate(zip(r["visits"], r["q"]))]
+            lines.append(f"{'':15s} visits/Q  " + "  ".join(cells))
     lines += ["", show_board(game.parse_moves(report["moves"])), f"result: {report['result']}"]
     return "\n".join(lines)
 

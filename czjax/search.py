@@ -31,15 +31,21 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from typing import Callable, ClassVar
+from collections.abc import Callable
+from typing import ClassVar
 
 import chex
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from czjax import game
-from czjax.players import LOSS_MASK_VALUE, Player, PlayerOutput, mask_for_loss, sample_masked
+from czjax.players import (
+    LOSS_MASK_VALUE,
+    Player,
+    PlayerOutput,
+    mask_for_loss,
+    sample_masked,
+)
 
 A = game.COLS
 ROOT = 0
@@ -58,7 +64,8 @@ class Tree:
     raw_value: ``float (B, N)``: the network's value when the node was added (0 if terminal).
     node_visits, node_values: ``(B, N)``: visits, and the mean of the values backed up.
     parents, action_from_parent: ``int32 (B, N)``.
-    legal: ``bool (B, N, 7)``; prior_logits: ``float (B, N, 7)``, -1e9 added where illegal.
+    legal: ``bool (B, N, 7)``; prior_logits: ``float (B, N, 7)``, -1e9 added where illegal;
+    prior: their softmax.
     children_index: ``int32 (B, N, 7)``, :data:`UNVISITED` where the child is not in the tree.
     children_visits: ``int32 (B, N, 7)``; children_q: ``float (B, N, 7)``, ``Q(s, a)``.
     """
@@ -73,6 +80,7 @@ class Tree:
     action_from_parent: chex.Array
     legal: chex.Array
     prior_logits: chex.Array
+    prior: chex.Array
     children_index: chex.Array
     children_visits: chex.Array
     children_q: chex.Array
@@ -176,6 +184,7 @@ def init_tree(pos: game.Position, logits, value, legal, num_nodes: int, gumbel=N
         action_from_parent=jnp.full((batch, num_nodes), UNVISITED, jnp.int32),
         legal=nodes(legal),
         prior_logits=nodes(logits),
+        prior=nodes(jax.nn.softmax(logits)),
         children_index=jnp.full((batch, num_nodes, A), UNVISITED, jnp.int32),
         children_visits=jnp.zeros((batch, num_nodes, A), jnp.int32),
         children_q=jnp.broadcast_to(zero[:, None, None], (batch, num_nodes, A)),
@@ -183,53 +192,65 @@ def init_tree(pos: game.Position, logits, value, legal, num_nodes: int, gumbel=N
     )
 
 
-# select(tree, node, depth) -> action, for one tree (no batch axis); vmapped by simulate
-Select = Callable[[Tree, jax.Array, jax.Array], jax.Array]
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """How a search picks a column at a node of one tree (no batch axis): ``root(tree)`` at the
+    root, ``interior(tree, node)`` below it; each returns an ``int32`` column."""
+
+    root: Callable[[Tree], jax.Array]
+    interior: Callable[[Tree, jax.Array], jax.Array]
 
 
-def descend(tree: Tree, select: Select):
-    """``(parent, action, child)`` for one tree: from the root, follow ``select`` while the
-    chosen child is in the tree and not terminal. ``child`` is :data:`UNVISITED` (expand it)
-    or a terminal node (back up its reward again)."""
+def descend(tree: Tree, selection: Selection):
+    """``(action, child, path, actions, depth)`` for one tree: from the root, follow the
+    selection while the chosen child is in the tree and not terminal. ``path[:depth]`` are the
+    nodes where a column was chosen (the root first), ``actions[:depth]`` the columns;
+    ``child`` is :data:`UNVISITED` (to be added) or a terminal node (its reward is backed up
+    again). The root's choice is made before the loop, so a search whose root rule differs
+    (Gumbel's sequential halving) pays for it once per simulation, not once per level."""
+    length = tree.node_visits.shape[0] + 1
+    first = selection.root(tree)
+    path = jnp.full((length,), UNVISITED, jnp.int32).at[0].set(ROOT)
+    actions = jnp.zeros((length,), jnp.int32).at[0].set(first)
 
     def go_on(state):
-        _, _, child, _ = state
+        child = state[1]
         return (child != UNVISITED) & ~tree.terminal[jnp.maximum(child, 0)]
 
     def step(state):
-        _, _, node, depth = state
-        action = select(tree, node, depth)
-        return node, action, tree.children_index[node, action], depth + 1
+        _, node, path, actions, depth = state
+        action = selection.interior(tree, node)
+        return action, tree.children_index[node, action], path.at[depth].set(node), actions.at[depth].set(action), depth + 1
 
-    parent, action, child, _ = jax.lax.while_loop(go_on, step, (jnp.int32(ROOT), jnp.int32(0), jnp.int32(ROOT), jnp.int32(0)))
-    return parent, action, child
+    return jax.lax.while_loop(go_on, step, (first, tree.children_index[ROOT, first], path, actions, jnp.int32(1)))
 
 
-def backup(tree: Tree, leaf, value) -> Tree:
-    """Back ``value`` (for the side to move at ``leaf``) up to the root of one tree: each
-    node's mean value and visits, each parent's child visits and ``Q = reward - value``."""
+def backup(tree: Tree, path, actions, depth, leaf, value) -> Tree:
+    """Back ``value`` (for the side to move at ``leaf``) up one tree's ``path`` in one scatter:
+    each node's mean value and visits, each edge's visits and ``Q = reward - value``.
 
-    def visit(stats, node, g):
-        values, visits, child_visits, child_q = stats
-        n = visits[node]
-        values = values.at[node].set((values[node] * n + g) / (n + 1))
-        return values, visits.at[node].add(1), child_visits, child_q
-
-    def not_root(carry):
-        return carry[0] != ROOT
-
-    def up(carry):
-        node, g, stats = carry
-        parent, action = tree.parents[node], tree.action_from_parent[node]
-        g = tree.reward[node] - g
-        values, visits, child_visits, child_q = visit(stats, parent, g)
-        child_visits = child_visits.at[parent, action].add(1)
-        child_q = child_q.at[parent, action].set(tree.reward[node] - values[node])
-        return parent, g, (values, visits, child_visits, child_q)
-
-    stats = visit((tree.node_values, tree.node_visits, tree.children_visits, tree.children_q), leaf, value)
-    _, _, (values, visits, child_visits, child_q) = jax.lax.while_loop(not_root, up, (leaf, value, stats))
-    return tree.replace(node_values=values, node_visits=visits, children_visits=child_visits, children_q=child_q)
+    Only the leaf can be terminal, so every other node's reward is 0 and the value for the
+    side to move ``d >= 1`` levels above the leaf is ``(-1)**(d - 1) * (reward(leaf) - value)``.
+    """
+    num_nodes = tree.node_visits.shape[0]
+    path = path.at[depth].set(leaf)
+    index = jnp.arange(path.shape[0])
+    above = depth - index  # levels above the leaf
+    g = jnp.where(above == 0, value, jnp.where(above % 2 == 1, 1.0, -1.0) * (tree.reward[leaf] - value))
+    nodes = jnp.where(index <= depth, path, num_nodes)  # out of range: dropped
+    safe = jnp.minimum(nodes, num_nodes - 1)
+    visits = tree.node_visits[safe]
+    new_values = (tree.node_values[safe] * visits + g) / (visits + 1)
+    # edge i: path[i] --actions[i]--> path[i + 1], for i < depth
+    parents = jnp.where(index < depth, path, num_nodes)
+    children = jnp.minimum(jnp.roll(nodes, -1), num_nodes - 1)
+    edge_q = tree.reward[children] - jnp.roll(new_values, -1)
+    return tree.replace(
+        node_values=tree.node_values.at[nodes].set(new_values, mode="drop"),
+        node_visits=tree.node_visits.at[nodes].add(1, mode="drop"),
+        children_visits=tree.children_visits.at[parents, actions].add(1, mode="drop"),
+        children_q=tree.children_q.at[parents, actions].set(edge_q, mode="drop"),
+    )
 
 
 def _at(tree_field, index):
@@ -237,12 +258,12 @@ def _at(tree_field, index):
     return tree_field[jnp.arange(index.shape[0]), index]
 
 
-def simulate(tree: Tree, sim, select: Select, player: Player, params, key) -> Tree:
+def simulate(tree: Tree, sim, selection: Selection, player: Player, params, key) -> Tree:
     """Simulation ``sim`` on every tree: descend, add node ``sim + 1`` (the network evaluates
     it; a terminal node gets value 0), back up."""
-    parent, action, child = jax.vmap(lambda t: descend(t, select))(tree)
-    batch = parent.shape[0]
-    rows = jnp.arange(batch)
+    action, child, path, actions, depth = jax.vmap(lambda t: descend(t, selection))(tree)
+    parent = _at(path, depth - 1)
+    rows = jnp.arange(parent.shape[0])
     expand = child == UNVISITED
     new = sim + 1
     pos, won, done = game.position_step(jax.tree.map(lambda x: _at(x, parent), tree.positions), action)
@@ -261,13 +282,14 @@ def simulate(tree: Tree, sim, select: Select, player: Player, params, key) -> Tr
         action_from_parent=write(tree.action_from_parent, action),
         legal=write(tree.legal, legal),
         prior_logits=write(tree.prior_logits, logits),
+        prior=write(tree.prior, jax.nn.softmax(logits)),
         children_index=tree.children_index.at[rows, parent, action].set(jnp.where(expand, new, child)),
     )
     leaf = jnp.where(expand, new, child)
-    return jax.vmap(backup)(tree, leaf, jnp.where(expand, value, 0.0))
+    return jax.vmap(backup)(tree, path, actions, depth, leaf, jnp.where(expand, value, 0.0))
 
 
-def run_tree_search(player: Player, params, boards, key, num_simulations: int, select: Select, root_noise=None, gumbel=None) -> Tree:
+def run_tree_search(player: Player, params, boards, key, num_simulations: int, selection: Selection, root_noise=None, gumbel=None) -> Tree:
     """The tree after ``num_simulations`` simulations from int8 ``boards (B, 6, 7)``.
     ``root_noise(key, prior_probs, legal) -> prior_probs`` perturbs the root's prior;
     ``gumbel (B, 7)`` is stored in the tree for a Gumbel selection."""
@@ -279,7 +301,7 @@ def run_tree_search(player: Player, params, boards, key, num_simulations: int, s
         logits = jnp.where(legal, jnp.log(jnp.maximum(probs, 1e-30)), LOSS_MASK_VALUE)
     tree = init_tree(pos, logits, value, legal, num_simulations + 1, gumbel)
     keys = jax.random.split(key, num_simulations)
-    return jax.lax.fori_loop(0, num_simulations, lambda i, t: simulate(t, i, select, player, params, keys[i]), tree)
+    return jax.lax.fori_loop(0, num_simulations, lambda i, t: simulate(t, i, selection, player, params, keys[i]), tree)
 
 
 def root_q(tree: Tree) -> jax.Array:
@@ -306,7 +328,7 @@ def subtree_entropy(tree: Tree, node) -> jax.Array:
     """
     child = tree.children_index[node]
     safe = jnp.maximum(child, 0)
-    prior = jax.nn.softmax(tree.prior_logits[safe], axis=-1)  # (7, 7)
+    prior = tree.prior[safe]  # (7, 7)
     weights = tree.children_visits[safe].astype(jnp.float32) + prior
     p = weights / weights.sum(-1, keepdims=True)
     legal = tree.legal[safe]
@@ -317,21 +339,20 @@ def subtree_entropy(tree: Tree, node) -> jax.Array:
     return jnp.where(open_line, jnp.clip(normalised, 0.0, 1.0), 0.0)
 
 
-def puct_select(c_puct: float, entropy_guided: bool) -> Select:
+def puct_select(c_puct: float, entropy_guided: bool) -> Selection:
     """``argmax_a Q(s,a) + c P(s,a) sqrt(N(s)) / (1 + N(s,a) E(s,a))`` over legal columns;
     ``E = 1`` for plain PUCT. An unvisited column's Q is the node's own value (first-play
     urgency as in mctx); ``N(s)`` counts the node's visits, its expansion included."""
 
-    def select(tree: Tree, node, depth):
-        del depth
+    def select(tree: Tree, node):
         visits = tree.children_visits[node]
         q = jnp.where(visits > 0, tree.children_q[node], tree.node_values[node])
-        prior = jax.nn.softmax(tree.prior_logits[node])
+        prior = tree.prior[node]
         damping = visits * (subtree_entropy(tree, node) if entropy_guided else 1.0)
         score = q + c_puct * prior * jnp.sqrt(tree.node_visits[node].astype(jnp.float32)) / (1.0 + damping)
         return jnp.argmax(jnp.where(tree.legal[node], score, -jnp.inf)).astype(jnp.int32)
 
-    return select
+    return Selection(root=lambda tree: select(tree, ROOT), interior=select)
 
 
 def dirichlet_noise(alpha: float, fraction: float):
@@ -366,7 +387,7 @@ def considered_visits(max_considered: int, num_simulations: int) -> tuple[int, .
     simulation, when ``max_considered`` actions are considered."""
     if max_considered <= 1:
         return tuple(range(num_simulations))
-    log2max = int(math.ceil(math.log2(max_considered)))
+    log2max = math.ceil(math.log2(max_considered))
     sequence: list[int] = []
     visits = [0] * max_considered
     considered = max_considered
@@ -387,7 +408,7 @@ def completed_q(tree: Tree, node, c_visit: float, c_scale: float) -> jax.Array:
     visits = tree.children_visits[node]
     visited = visits > 0
     q = tree.children_q[node]
-    prior = jnp.maximum(jax.nn.softmax(tree.prior_logits[node]), jnp.finfo(jnp.float32).tiny)
+    prior = jnp.maximum(tree.prior[node], jnp.finfo(jnp.float32).tiny)
     total = visits.sum()
     visited_prior = jnp.where(visited, prior, 0.0).sum()
     weighted_q = jnp.where(visited, prior * q / jnp.where(visited, visited_prior, 1.0), 0.0).sum()
@@ -404,24 +425,27 @@ def _score_considered(considered_visit, gumbel, logits, sigma_q, visits):
     return jnp.maximum(-1e9, gumbel + logits + sigma_q) + penalty
 
 
-def gumbel_select(num_simulations: int, max_considered: int, c_visit: float, c_scale: float) -> Select:
+def gumbel_select(num_simulations: int, max_considered: int, c_visit: float, c_scale: float) -> Selection:
     """Gumbel MuZero's selection for one tree (its root's noise in ``tree.gumbel``): sequential
     halving among the top columns at the root, ``argmax(pi' - N / (1 + sum N))`` below, with
     ``pi' = softmax(logits + sigma(completed Q))``."""
     table = jnp.asarray([considered_visits(m, num_simulations) for m in range(A + 1)], jnp.int32)
 
-    def select(tree: Tree, node, depth):
-        visits = tree.children_visits[node]
-        legal = tree.legal[node]
-        sigma_q = completed_q(tree, node, c_visit, c_scale)
+    def root(tree: Tree):
+        visits = tree.children_visits[ROOT]
+        legal = tree.legal[ROOT]
+        sigma_q = completed_q(tree, ROOT, c_visit, c_scale)
         considered = jnp.minimum(max_considered, legal.sum())
-        root_score = _score_considered(table[considered, visits.sum()], tree.gumbel, tree.prior_logits[node], sigma_q, visits)
-        improved = jax.nn.softmax(tree.prior_logits[node] + sigma_q)
-        interior_score = improved - visits / (1.0 + visits.sum())
-        score = jnp.where(depth == 0, root_score, interior_score)
+        score = _score_considered(table[considered, visits.sum()], tree.gumbel, tree.prior_logits[ROOT], sigma_q, visits)
         return jnp.argmax(jnp.where(legal, score, -jnp.inf)).astype(jnp.int32)
 
-    return select
+    def interior(tree: Tree, node):
+        visits = tree.children_visits[node]
+        improved = jax.nn.softmax(tree.prior_logits[node] + completed_q(tree, node, c_visit, c_scale))
+        score = improved - visits / (1.0 + visits.sum())
+        return jnp.argmax(jnp.where(tree.legal[node], score, -jnp.inf)).astype(jnp.int32)
+
+    return Selection(root=root, interior=interior)
 
 
 def gumbel_output(tree: Tree, c_visit: float, c_scale: float) -> SearchOutput:
@@ -567,12 +591,22 @@ def make_search(name: str, options: str | dict = ""):
             if kind is bool:
                 values[key] = text if isinstance(text, bool) else {"1": True, "true": True, "0": False, "false": False}[str(text).lower()]
             else:
-                values[key] = kind(text) if kind is float or str(text).lstrip("-").isdigit() else int(text)
+                values[key] = kind(text)
         except (KeyError, ValueError):
             raise ValueError(f"{name} option {key} must be {'0 or 1' if kind is bool else 'a number' if kind is float else 'an integer'}, got {text!r}") from None
     search = factory(**values)
     _check_settings(search)
     return search
+
+
+def search_options() -> str:
+    """Every search with its options and their defaults, for help texts."""
+    parts = []
+    for name, factory in SEARCHES.items():
+        defaults = factory()
+        fields = [f.name for f in dataclasses.fields(defaults) if not (name == "entropy-mcts" and f.name == "entropy")]
+        parts.append(f"{name} ({', '.join(f'{f}={getattr(defaults, f)}' for f in fields)})")
+    return "; ".join(parts)
 
 
 def parse_spec(spec: str):
@@ -590,7 +624,7 @@ def parse_spec(spec: str):
     return make_search(name, options), base
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def search_player(search, player: Player) -> Player:
     """``search`` over ``player``'s network as a player: its logits say the search's move (see
     each search's ``logits``), its value is the root's, its policy target the search's policy.

@@ -7,7 +7,7 @@ import pytest
 from czjax import cli, loop
 
 
-@pytest.mark.parametrize("command", [[], ["train"], ["scan"], ["bench"], ["bench", "rollout"], ["bench", "train"], ["bench", "scan"],
+@pytest.mark.parametrize("command", [[], ["train"], ["scan"], ["bench"], ["bench", "rollout"], ["bench", "train"], ["bench", "scan"], ["bench", "search"],
      ["eval"], ["eval", "accuracy"], ["eval", "puzzles"], ["eval", "make-puzzles"], ["tournament"], ["play"], ["analyze"], ["openings"]])
 def test_help_explains_itself(command, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -24,6 +24,16 @@ def test_bench_rollout_json_has_the_documented_keys(capsys):
     assert {"player", "batch", "games_per_s", "moves_per_s", "compile_s"} <= set(rows[0])
     assert rows[0]["batch"] == 8 and rows[0]["player"] == "random" and rows[0]["moves_per_s"] >= 7 * rows[0]["games_per_s"]
     assert "games/s" in captured.err  # the table goes to stderr with --json
+
+
+def test_bench_search_json_has_the_documented_keys(capsys):
+    assert cli.main(["bench", "search", "--algo", "gumbel", "--batch", "4", "--sims", "4", "--runs", "1", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rows[0]["impl"] == "czjax" and "mctx+czjax-rules" in [r["impl"] for r in rows]  # mctx is a test dependency
+    for row in rows:
+        assert {"algo", "batch", "sims", "searches_per_s", "simulations_per_s", "compile_s"} <= set(row)
+        assert (row["algo"], row["batch"], row["sims"]) == ("gumbel", 4, 4)
+        assert row["simulations_per_s"] == pytest.approx(4 * row["searches_per_s"])
 
 
 def test_bench_rejects_bad_batches(capsys):

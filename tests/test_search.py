@@ -148,7 +148,7 @@ def test_illegal_columns_are_never_chosen_at_any_depth():
         s = search.make_search(name, "sims=40")
         select = search.puct_select(s.c, s.entropy) if name != "gumbel" else search.gumbel_select(40, 16, 50.0, 0.1)
         gumbel = jnp.zeros((len(POSITIONS), 7)) if name == "gumbel" else None
-        tree = jax.jit(lambda b: search.run_tree_search(linear_player, PARAMS, b, jax.random.key(0), 40, select, gumbel=gumbel))(BOARDS)
+        tree = jax.jit(lambda b, select=select, gumbel=gumbel: search.run_tree_search(linear_player, PARAMS, b, jax.random.key(0), 40, select, gumbel=gumbel))(BOARDS)
         used = np.asarray(tree.parents) >= 0
         parents = np.maximum(np.asarray(tree.parents), 0)
         actions = np.maximum(np.asarray(tree.action_from_parent), 0)
@@ -195,6 +195,7 @@ def test_subtree_entropy_of_hand_built_children():
         children_index=tree.children_index.at[0, 0, 0].set(1).at[0, 0, 1].set(2),
         legal=tree.legal.at[0, 1].set(True).at[0, 2].set(jnp.arange(7) == 3),
         prior_logits=tree.prior_logits.at[0, 1].set(0.0),
+        prior=tree.prior.at[0, 1].set(1 / 7),
     )
     e = np.asarray(search.subtree_entropy(jax.tree.map(lambda x: x[0], tree), 0))
     assert e[0] == pytest.approx(1.0, abs=1e-6) and e[1] == 0.0 and (e[2:] == 0).all()
@@ -210,7 +211,7 @@ def test_search_specs_and_their_errors(model_checkpoints):
     assert agents.load_agent("rollout:width=2,depth=2:random").search == search.RolloutImprover(width=2, depth=2)
     # the same search over the same network is the same player function (tournaments group it)
     assert agents.load_agent(f"mcts:sims=8,c=1.5:{path}").player is agent.player
-    probs, value, greedy = agents.policy(agent, boards_of(["112233"]))
+    probs, _, greedy = agents.policy(agent, boards_of(["112233"]))
     assert greedy[0] == 3 and probs[0, 3] == probs[0].max()
     for spec, message in [
         ("mcts:sims=0:random", "sims must be at least 1"),
@@ -221,3 +222,18 @@ def test_search_specs_and_their_errors(model_checkpoints):
     ]:
         with pytest.raises(ValueError, match=message):
             agents.load_agent(spec)
+
+
+def test_search_players_in_analyze_and_tournaments():
+    """``analyze`` shows a search's visits and Q per column; a search plays whole games in a
+    tournament (tournaments sample every player at temperature 1: Gumbel's move is its own
+    choice at any temperature, and it beats the random player it searches with in most of 8)."""
+    from czjax import interactive, tournament
+
+    agent = agents.load_agent("mcts:sims=32:random")
+    report = interactive.analyze(agent, "112233")
+    last = report["plies"][-1]
+    assert sum(last["visits"]) == 32 and len(last["q"]) == 7
+    assert "visits/Q" in interactive.format_analysis(report)
+    results = tournament.round_robin([agents.load_agent("gumbel:sims=32:random"), agents.load_agent("random")], 8, seed=0)
+    assert results[0, 1].sum() == 8 and results[0, 1, 0] >= 6
