@@ -396,7 +396,7 @@ def bench_search(algo: str, batch: int, sims: int, runs: int, peers: bool = True
     impls = [("czjax", _czjax_search(algo, sims), boards)]
     if peers:
         try:
-            import mctx  # noqa: F401
+            import mctx
         except ImportError:
             mctx = None
         if mctx is not None:

@@ -285,6 +285,13 @@ def cmd_eval_accuracy(args) -> int:
     return _print_report(args, evaluate.accuracy(agents.load_agent(args.player), positions), evaluate.format_accuracy)
 
 
+def cmd_eval_pons(args) -> int:
+    from czjax import agents, evaluate
+
+    sets = evaluate.load_pons(args.dir)
+    return _print_report(args, evaluate.pons(agents.load_agent(args.player), sets), evaluate.format_pons)
+
+
 def cmd_eval_puzzles(args) -> int:
     from czjax import agents, puzzles
 
@@ -406,7 +413,7 @@ def _add_player_arg(parser: argparse.ArgumentParser) -> None:
 
 def _add_evaluation_commands(commands) -> None:
     json_help = "print the results as one JSON object"
-    evaluate = commands.add_parser("eval", help="measure a model: solver-labelled accuracy, tactical puzzles")
+    evaluate = commands.add_parser("eval", help="measure a model: solver-labelled accuracy, tactical puzzles, values on Pons' sets")
     eval_commands = evaluate.add_subparsers(dest="eval_command", metavar="WHAT", required=True)
     acc = eval_commands.add_parser(
         "accuracy",
@@ -435,6 +442,20 @@ def _add_evaluation_commands(commands) -> None:
     puz.add_argument("--puzzles", default=None, metavar="FILE", help="a puzzles file from `czjax eval make-puzzles`")
     puz.add_argument("--json", action="store_true", help=json_help)
     puz.set_defaults(func=cmd_eval_puzzles)
+    pons = eval_commands.add_parser(
+        "pons",
+        help="does the value read win, draw or loss right, on Pascal Pons' benchmark sets",
+        description=(
+            "Reads each position's outcome from the player's value (the value head, or a search's root value): win "
+            "above +1/3, loss below -1/3, a draw between, and compares it with the exact score of Pons' benchmark "
+            "sets (6 x 1,000 positions shipped with czjax: L3 ply 29-41, L2 15-28, L1 1-14; R1-R3 increasingly "
+            "hard for a solver). Also the sign alone on the decided positions."
+        ),
+    )
+    _add_player_arg(pons)
+    pons.add_argument("--dir", default=None, metavar="DIR", help="a folder of Test_L*_R* files (default: the shipped sets)")
+    pons.add_argument("--json", action="store_true", help=json_help)
+    pons.set_defaults(func=cmd_eval_pons)
     make = eval_commands.add_parser(
         "make-puzzles",
         help="generate a puzzle set from random games, deterministically from a seed",

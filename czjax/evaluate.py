@@ -152,3 +152,81 @@ def format_accuracy(report: dict) -> str:
         f"sampled {report['sampled_keeps_outcome_not_lost']:.3f}"
     )
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pascal Pons' benchmark sets: does the value say win, draw or loss?
+
+PONS_SETS = ("Test_L3_R1", "Test_L2_R1", "Test_L2_R2", "Test_L1_R1", "Test_L1_R2", "Test_L1_R3")
+OUTCOMES = ("loss", "draw", "win")
+DRAW_BAND = 1.0 / 3.0  # a value within +-1/3 reads as a draw
+
+
+def default_pons_dir() -> Path:
+    return Path(str(resources.files("czjax") / "data" / "pons"))
+
+
+def load_pons(directory=None) -> dict[str, dict]:
+    """Pons' sets in ``directory`` (default: the six shipped with czjax, 1,000 positions each):
+    ``{set name: {"boards", "scores", "moves"}}``. A line is ``MOVES SCORE``, the score the
+    position's exact value for the side to move (positive: it wins). One-line ValueError
+    naming the line of a malformed one."""
+    directory = Path(directory) if directory is not None else default_pons_dir()
+    names = [n for n in PONS_SETS if (directory / n).is_file()] or sorted(p.name for p in directory.glob("Test_*"))
+    if not names:
+        raise ValueError(f"no Pons benchmark sets (Test_L*_R*) in {directory}")
+    sets = {}
+    for name in names:
+        boards, scores, moves = [], [], []
+        for lineno, line in enumerate((directory / name).read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            parts = line.split()
+            try:
+                if len(parts) != 2:
+                    raise ValueError("a line is 'moves score'")
+                boards.append(game.from_moves(parts[0]))
+                scores.append(int(parts[1]))
+            except ValueError as err:
+                raise ValueError(f"{directory / name}:{lineno}: {err}") from None
+            moves.append(parts[0])
+        sets[name] = {"boards": np.stack(boards), "scores": np.asarray(scores), "moves": moves}
+    return sets
+
+
+def value_outcome(value: np.ndarray) -> np.ndarray:
+    """-1 / 0 / +1 (loss, draw, win) read from values in [-1, 1]: a draw within +-1/3."""
+    return np.where(value > DRAW_BAND, 1, np.where(value < -DRAW_BAND, -1, 0))
+
+
+def pons(agent: Agent, sets: dict) -> dict:
+    """Per set, how often ``agent``'s value (the value head, or a search's root value) reads the
+    position's outcome right: overall, per true outcome, and the sign alone on decided positions."""
+    if not agent.has_value and agent.search is None:
+        raise ValueError(f"{agent.name} has no value head: eval pons scores a value")
+    report: dict = {"player": agent.name, "draw_band": DRAW_BAND, "sets": []}
+    for name, data in sets.items():
+        _, value, _ = policy(agent, data["boards"])
+        truth = np.sign(data["scores"])
+        guess = value_outcome(value)
+        decided = truth != 0
+        row = {"set": name, "n": int(len(truth)), "outcome": float((guess == truth).mean()),
+               "sign_on_decided": float((np.sign(value[decided]) == truth[decided]).mean()) if decided.any() else None}
+        for outcome, label in zip((-1, 0, 1), OUTCOMES):
+            mask = truth == outcome
+            row[f"n_{label}"] = int(mask.sum())
+            row[label] = float((guess[mask] == outcome).mean()) if mask.any() else None
+        report["sets"].append(row)
+    return report
+
+
+def format_pons(report: dict) -> str:
+    def cell(x):
+        return "    -" if x is None else f"{x:5.3f}"
+
+    lines = [f"{report['player']}: outcome read from the value (a draw within +-{report['draw_band']:.2f})",
+             f"{'set':>11s} {'n':>5s} {'outcome':>8s} {'win':>11s} {'draw':>11s} {'loss':>11s} {'sign (decided)':>15s}"]
+    for r in report["sets"]:
+        per = "".join(f" {cell(r[k])} ({r[f'n_{k}']:4d})" for k in ("win", "draw", "loss"))
+        lines.append(f"{r['set']:>11s} {r['n']:5d} {r['outcome']:8.3f}{per} {cell(r['sign_on_decided']):>15s}")
+    return "\n".join(lines)

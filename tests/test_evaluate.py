@@ -240,3 +240,33 @@ def test_players_load_from_names_files_and_run_folders(model_checkpoints, tmp_pa
     damaged.write_bytes(path.read_bytes()[:100])
     with pytest.raises(checkpoint.CheckpointError, match="damaged"):
         agents.load_agent(str(damaged))
+
+
+def test_pons_sets_are_shipped_and_read(tmp_path):
+    """The six shipped sets, 1,000 legal positions each, none finished; scores within the
+    bound a position allows (a win at the side to move's last possible stone scores 1, the
+    fastest (43 - ply) // 2); a malformed line names itself."""
+    sets = evaluate.load_pons()
+    assert sorted(sets) == sorted(evaluate.PONS_SETS)
+    for name, data in sets.items():
+        ply = np.array([len(m) for m in data["moves"]])
+        assert len(ply) == 1000 and (np.abs(data["scores"]) <= (43 - ply) // 2).all(), name
+    (tmp_path / "Test_L1_R1").write_text("44 0\n4x 1\n")
+    with pytest.raises(ValueError, match="Test_L1_R1:2"):
+        evaluate.load_pons(tmp_path)
+
+
+def test_pons_report_reads_outcomes_from_values(monkeypatch):
+    """With values chosen by hand: +-0.9 on the right side, 0.2 (a draw), -0.5 (a loss)."""
+    boards = np.zeros((5, 6, 7), np.int8)
+    sets = {"Test_X": {"boards": boards, "scores": np.array([3, -2, 0, 5, 0]), "moves": [""] * 5}}
+    values = np.array([0.9, -0.9, 0.2, -0.5, 0.5])  # right, right, right (draw), wrong (a loss), wrong (a win)
+    monkeypatch.setattr(evaluate, "policy", lambda agent, b: (np.zeros((5, 7)), values, np.zeros(5, int)))
+    agent = agents.load_agent("mcts:sims=2:random")
+    row = evaluate.pons(agent, sets)["sets"][0]
+    assert row["outcome"] == pytest.approx(3 / 5)
+    assert (row["win"], row["n_win"], row["loss"], row["draw"], row["n_draw"]) == (0.5, 2, 1.0, 0.5, 2)
+    assert row["sign_on_decided"] == pytest.approx(2 / 3)  # 0.9, -0.9 right; -0.5 on a win wrong
+    assert "Test_X" in evaluate.format_pons(evaluate.pons(agent, sets))
+    with pytest.raises(ValueError, match="no value head"):
+        evaluate.pons(agents.load_agent("random"), sets)

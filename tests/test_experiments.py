@@ -117,3 +117,17 @@ def test_reproduce_blog_tiny(tmp_path):
         assert all(r["games"] == 8 and r["czjax"]["n"] == 2 for r in end)
     with pytest.raises(SystemExit, match="A2C|a2c|value head"):
         blog.main(["--examples", "4", "--model", "mlp", "--batches", "1", "--out", str(tmp_path / "bad")])
+
+
+def test_search_strength_scores_every_player_and_rates_them(model_checkpoints, tmp_path, capsys):
+    """search_strength.py at a tiny scale: the untrained mlp alone and PUCT over it, on the
+    shipped positions and puzzles, and a 4-game match; its JSON has a row per player with an
+    Elo, and the figures are fractions."""
+    script = load_script("search_strength")
+    out = tmp_path / "strength.json"
+    assert script.main([str(model_checkpoints["mlp"]), "--players", "", "mcts:sims=4", "--games", "4", "--out", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["player"] for r in rows] == [str(model_checkpoints["mlp"]), f"mcts:sims=4:{model_checkpoints['mlp']}"]
+    for r in rows:
+        assert 0 <= r["optimal"] <= r["keeps"] <= 1 and 0 <= r["puzzle_win"] <= 1 and math.isfinite(r["elo"])
+    assert "| player | optimal |" in capsys.readouterr().out

@@ -1,0 +1,72 @@
+"""Search against the network it searches with: solver accuracy, puzzles and one tournament.
+
+For a trained model (by default the one `experiments/ex3_rwb.py` writes), the raw network, the
+rollout improver (width 4, depth 4), PUCT, Gumbel MuZero and entropy-guided PUCT over it are
+each scored on the shipped solver-labelled positions (greedy move: optimal / keeps the
+game-theoretic outcome) and the shipped puzzles, then play one round robin (every player
+sampled at temperature 1, as `czjax tournament` plays: the network from its policy, PUCT in
+proportion to its visits, Gumbel and the rollout improver their own choice). The same table
+answers seed 004's question: entropy-guided PUCT against plain PUCT at equal simulations.
+
+    python experiments/search_strength.py runs/ex3-rwb --games 100
+    python experiments/search_strength.py runs/ex3-rwb --players mcts:sims=64 entropy-mcts:sims=64 --games 400
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from czjax import agents, evaluate, puzzles, tournament
+
+SEARCHES = ["", "rollout:width=4,depth=4", "mcts:sims=64", "gumbel:sims=16", "gumbel:sims=64", "entropy-mcts:sims=64"]
+
+
+def spec(search: str, model: str) -> str:
+    return f"{search}:{model}" if search else model
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("model", nargs="?", default="runs/ex3-rwb", help="a run folder or checkpoint (default: %(default)s)")
+    parser.add_argument("--players", nargs="+", default=SEARCHES, metavar="SEARCH",
+                        help="searches over the model, as in a player spec without the model ('' = the network alone; default: %(default)s)")
+    parser.add_argument("--games", type=int, default=100, help="tournament games per pair, half with each side first (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default=None, help="write the report as JSON here (default: MODEL/search_strength.json)")
+    args = parser.parse_args(argv)
+    players = [agents.load_agent(spec(s, args.model)) for s in args.players]
+    positions, puzzle_set = evaluate.load_positions(), puzzles.load()
+    rows = []
+    for agent in players:
+        start = time.perf_counter()
+        acc = evaluate.accuracy(agent, positions)
+        puz = puzzles.score(agent, puzzle_set)
+        rows.append({"player": agent.name, "optimal": acc["greedy_optimal"], "keeps": acc["greedy_keeps_outcome"],
+                     **{f"puzzle_{k}": puz[k]["greedy"] for k in puzzles.KINDS if puz[k]["n"]}, "eval_s": time.perf_counter() - start})
+        print(f"{agent.name}: optimal {acc['greedy_optimal']:.3f}, keeps the outcome {acc['greedy_keeps_outcome']:.3f}, "
+              + ", ".join(f"{k} puzzles {puz[k]['greedy']:.3f}" for k in puzzles.KINDS if puz[k]["n"]), flush=True)
+    start = time.perf_counter()
+    report = tournament.tournament(players, args.games, seed=args.seed, log=print)
+    elo = {r["player"]: (r["elo"], r["ci95"]) for r in report["ratings"]}
+    for row in rows:
+        row["elo"], row["elo_ci95"] = elo[row["player"]]
+    print(f"\ntournament: {args.games} games per pair in {time.perf_counter() - start:.0f} s; Elo relative to {report['anchor']}\n")
+    kinds = [k for k in puzzles.KINDS if f"puzzle_{k}" in rows[0]]
+    print("| player | optimal | keeps outcome | " + " | ".join(f"{k} puzzles" for k in kinds) + " | Elo |")
+    print("| --- | ---: | ---: | " + " | ".join("---:" for _ in kinds) + " | ---: |")
+    for row in rows:
+        print(f"| {row['player']} | {row['optimal']:.3f} | {row['keeps']:.3f} | "
+              + " | ".join(f"{row[f'puzzle_{k}']:.3f}" for k in kinds) + f" | {row['elo']:+.0f} +- {row['elo_ci95']:.0f} |")
+    out = Path(args.out) if args.out else Path(args.model) / "search_strength.json"
+    if out.parent.is_dir():
+        out.write_text(json.dumps({"rows": rows, "tournament": report}, indent=1))
+        print(f"\nwritten {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
