@@ -24,7 +24,7 @@ import optax
 from jax import lax
 
 from czjax import compaction, devices, game, models, rollout
-from czjax.losses import LossInputs, a2c_targets, discounted_returns, metrics_from_sums, mirror, policy_gradient_sums, ppo_sums
+from czjax.losses import LossInputs, a2c_targets, discounted_returns, imitation_sums, metrics_from_sums, mirror, policy_gradient_sums, ppo_sums
 from czjax.players import masked_log_probs
 
 
@@ -88,6 +88,7 @@ def learner_batch(ctx: UpdateContext, traj: rollout.Trajectory, outcome, discoun
         actions=flat(mine.actions).astype(jnp.int32),
         returns=flat(returns),
         valid=flat(mine.valid),
+        policy_targets=None if mine.policy_targets is None else flat(mine.policy_targets),
     )
     boards, batch = mirror(boards, batch) if ctx.mirror else (boards, batch)
     return jax.tree.map(lambda x: devices.split(x, ctx.devices), (boards, batch))
@@ -130,6 +131,16 @@ def ppo_targets(ctx, params, boards, batch, outcome, hp):
     return batch.replace(old_log_probs=masked_log_probs(batch.legal, logits), advantages=batch.returns - values)
 
 
+def search_policy_targets(ctx, params, boards, batch, outcome, hp):
+    """AlphaZero: the search's policy as it played (recorded in the trajectory)."""
+    return batch
+
+
+def played_move_targets(ctx, params, boards, batch, outcome, hp):
+    """Hard targets: the move the search played, as the PyTorch project's ``alpha.py``."""
+    return batch.replace(policy_targets=jax.nn.one_hot(batch.actions, game.COLS, dtype=jnp.float32))
+
+
 # --- Steps ------------------------------------------------------------------------------------
 
 
@@ -141,6 +152,20 @@ def gradient_step(ctx: UpdateContext, params, opt_state, boards, batch: LossInpu
         logits, values = models.apply_model(ctx.model, params, chunk_boards)
         return policy_gradient_sums(logits, values if ctx.baseline else None, chunk_batch, hp.entropy_bonus, hp.value_weight)
 
+    return _one_step(ctx, chunk_loss, params, opt_state, boards, batch, hp)
+
+
+def imitation_step(ctx: UpdateContext, params, opt_state, boards, batch: LossInputs, hp):
+    """One AdamW step towards the search's targets and the outcome (:func:`imitation_sums`)."""
+
+    def chunk_loss(params, chunk_boards, chunk_batch):
+        logits, values = models.apply_model(ctx.model, params, chunk_boards)
+        return imitation_sums(logits, values, chunk_batch, hp.entropy_bonus, hp.value_weight)
+
+    return _one_step(ctx, chunk_loss, params, opt_state, boards, batch, hp)
+
+
+def _one_step(ctx: UpdateContext, chunk_loss, params, opt_state, boards, batch: LossInputs, hp):
     grads, sums = sparse_value_and_grad(chunk_loss, params, boards, batch, ctx.num_chunks, axis_name=ctx.axis_name)
     params, opt_state = apply_step(ctx, params, opt_state, grads, hp)
     return params, opt_state, metrics_from_sums(sums)
@@ -201,12 +226,19 @@ class Algorithm:
     needs_value_head: bool
     targets: Callable  # (ctx, params, boards, batch, outcome, hparams) -> batch
     step: Callable  # (ctx, params, opt_state, boards, batch, hparams) -> (params, opt_state, metrics)
+    needs_search: bool = False  # trains on the moves of a search (TrainConfig.search) that plays the games
+    records_policy_targets: bool = False  # its targets are the players' policy targets, kept by the rollout
 
 
 ALGORITHMS: dict[str, Algorithm] = {
     "reinforce": Algorithm("REINFORCE, with baseline when the model has a value head", False, monte_carlo_targets, gradient_step),
     "a2c": Algorithm("A2C: one-step TD targets from the value head", True, td_targets, gradient_step),
     "ppo": Algorithm("PPO: clipped ratio objective, several epochs, KL stop", True, ppo_targets, ppo_step),
+    "alphazero": Algorithm("AlphaZero: --search plays; cross-entropy to its policy (visit counts, or Gumbel's improved policy) "
+                           "and value MSE to the return", True, search_policy_targets, imitation_step, needs_search=True,
+                           records_policy_targets=True),
+    "alpha": Algorithm("Connect-Zero's alpha mode: --search plays; cross-entropy to the move it played (a hard target) and "
+                       "value MSE to the return", True, played_move_targets, imitation_step, needs_search=True),
 }
 
 

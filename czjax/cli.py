@@ -119,7 +119,7 @@ def _non_negative_float(text: str) -> float:
 # --resume they come from the run folder instead.
 SETTING_FLAGS = {
     "model": "model", "init": "init", "games_per_batch": "games_per_batch", "opponent": "opponent",
-    "algorithm": "algorithm", "mirror": "mirror", "batches_per_chunk": "batches_per_chunk", "eval_games": "eval_games",
+    "algorithm": "algorithm", "search": "search", "mirror": "mirror", "batches_per_chunk": "batches_per_chunk", "eval_games": "eval_games",
     "ppo_epochs": "ppo.epochs", "ppo_clip": "ppo.clip", "target_kl": "ppo.target_kl", "ppo_kl_stop": "ppo.kl_stop", "ppo_bootstrap": "ppo.bootstrap",
     "pool": "pool.members", "league": "pool.league", "precision": "precision",
 }
@@ -247,6 +247,9 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
                         help=f"{', '.join(OPPONENTS)}: self is a frozen copy of the learner, promoted at 52%%; pool needs --pool")
     parser.add_argument("--algorithm", default=None, choices=list(ALGORITHMS),
                         help="; ".join(f"{name}: {a.description}" for name, a in ALGORITHMS.items()))
+    parser.add_argument("--search", default=None, metavar="SEARCH[:OPTIONS]",
+                        help="the search that plays the games of alpha and alphazero, e.g. mcts:sims=32,noise=0.25 or "
+                             "rollout:width=4,depth=4 (searches and options as in a player spec: czjax eval accuracy --help)")
     parser.add_argument("--mirror", action="store_true", default=None, help="add every position flipped left-right")
     parser.add_argument("--pool", nargs="+", default=None, metavar="PLAYER",
                         help="opponents for --opponent pool: random, random-punisher, checkpoint files; each batch draws one, "

@@ -52,6 +52,7 @@ class LossInputs:
     valid: chex.Array
     old_log_probs: chex.Array | None = None  # PPO: (N, 7) log-probabilities of the starting policy
     advantages: chex.Array | None = None  # PPO: (N,) G - V_old
+    policy_targets: chex.Array | None = None  # search-based training: (N, 7) the distribution to learn
 
 
 def a2c_targets(values: jax.Array, valid: jax.Array, outcome: jax.Array, gamma) -> jax.Array:
@@ -82,6 +83,7 @@ def mirror(boards: jax.Array, batch: LossInputs) -> tuple[jax.Array, LossInputs]
         valid=cat(batch.valid, batch.valid),
         old_log_probs=cat(batch.old_log_probs, None if batch.old_log_probs is None else flip_cols(batch.old_log_probs)),
         advantages=cat(batch.advantages, batch.advantages),
+        policy_targets=cat(batch.policy_targets, None if batch.policy_targets is None else flip_cols(batch.policy_targets)),
     )
 
 
@@ -155,6 +157,26 @@ def policy_gradient_sums(logits, values, batch: LossInputs, entropy_bonus, value
     return loss, sums
 
 
+def imitation_sums(logits, values, batch: LossInputs, entropy_bonus, value_weight):
+    """Search-based training (AlphaZero, Connect-Zero's alpha mode): cross-entropy from
+    ``batch.policy_targets`` to the policy, ``value_weight`` times the squared error of the
+    value to the return, minus the entropy bonus: ``(loss, sums)``. ``sums`` as in
+    :func:`policy_gradient_sums` (the advantage being ``G - v``), plus ``target_entropy`` (the
+    targets' entropy) and ``disagree`` (positions where the target's favourite column is not the
+    network's)."""
+    mask = batch.valid.astype(jnp.float32)
+    log_p = masked_log_probs(batch.legal, logits)
+    entropy = -(jnp.exp(log_p) * log_p).sum(-1)
+    targets = batch.policy_targets
+    policy_loss = -(mask * (targets * log_p).sum(-1)).sum()
+    value_loss = (mask * (values - batch.returns) ** 2).sum()
+    loss, sums = _loss_and_sums(mask, policy_loss, value_loss, entropy, batch.returns, batch.returns - values, entropy_bonus, value_weight)
+    target_entropy = -(targets * jnp.log(jnp.where(targets > 0, targets, 1.0))).sum(-1)
+    sums["target_entropy"] = (mask * target_entropy).sum()
+    sums["disagree"] = jax.lax.stop_gradient((mask * (jnp.argmax(targets, -1) != jnp.argmax(log_p, -1))).sum())
+    return loss, sums
+
+
 def metrics_from_sums(sums: dict) -> dict:
     """Per-position metrics (they do not change with the batch size) from additive sums."""
     n = jnp.maximum(sums["positions"], 1.0)
@@ -163,7 +185,8 @@ def metrics_from_sums(sums: dict) -> dict:
         mean = sums[key] / n
         return jnp.sqrt(jnp.maximum(sums[key + "_sq"] / n - mean**2, 0.0))
 
-    return {
+    searched = {k: sums[k] / n for k in ("target_entropy", "disagree") if k in sums}  # search-based training
+    return searched | {
         "loss": sums["loss"] / n,
         "policy_loss": sums["policy_loss"] / n,
         "value_loss": sums["value_loss"] / n,

@@ -36,12 +36,16 @@ class Trajectory:
     actions: ``int8`` column played (0 where the ply did not happen).
     player: ``int8`` 0 if player A moved, 1 if player B.
     valid: ``bool`` the ply happened (the game was not over yet).
+    policy_targets: ``float (T, B, 7)``, the mover's policy target (a search's visit counts, say;
+        ``softmax(logits)`` for a player without one), when the games were played with
+        ``record_targets``; else None.
     """
 
     positions: game.Position
     actions: chex.Array
     player: chex.Array
     valid: chex.Array
+    policy_targets: chex.Array | None = None
 
     def boards(self) -> jax.Array:
         """The mover's canonical int8 boards before each ply, ``(T, B, 6, 7)``."""
@@ -75,26 +79,42 @@ def default_chunks(player: Player, params, boards_per_call: int) -> int:
     return compaction.rollout_chunks(compaction.flops_per_board(player, params), boards_per_call)
 
 
-def evaluate_active(player: Player, params, boards: jax.Array, key, active: jax.Array, num_chunks: int, axis_name=None) -> jax.Array:
-    """The player's float32 logits ``(B, 7)`` on the ``active`` boards; the rows of the other
-    boards are not to be used (zeros, or the player's logits when every board is evaluated).
+def _logits_and_target(player: Player, params, boards, key) -> jax.Array:
+    """``float (B, 14)``: the player's logits and its policy target (``softmax(logits)`` when it
+    gives none), side by side so the compaction below moves them as one array."""
+    out = player(params, boards, key)
+    logits = out.logits.astype(jnp.float32)
+    target = jax.nn.softmax(logits) if out.policy_target is None else out.policy_target.astype(jnp.float32)
+    return jnp.concatenate([logits, target], axis=-1)
+
+
+def evaluate_active(player: Player, params, boards: jax.Array, key, active: jax.Array, num_chunks: int, axis_name=None,
+                    with_targets: bool = False) -> jax.Array:
+    """The player's float32 logits ``(B, 7)`` on the ``active`` boards (``(B, 14)``: logits and
+    policy targets, with ``with_targets``); the rows of the other boards are not to be used
+    (zeros, or the player's output when every board is evaluated).
 
     Games end at different plies, and a fixed-shape rollout would otherwise run the model on
     every finished game until the longest one ends: the active boards are evaluated in
     ``num_chunks`` static chunks, idle chunks skipped (:func:`czjax.compaction.over_valid_chunks`).
     ``num_chunks <= 1`` evaluates every board.
     """
-    if num_chunks <= 1:
+    def run_player(boards, key):
+        if with_targets:
+            return _logits_and_target(player, params, boards, key)
         return player(params, boards, key).logits.astype(jnp.float32)
 
+    if num_chunks <= 1:
+        return run_player(boards, key)
+
     def run(index, chunk_boards):
-        return player(params, chunk_boards, jax.random.fold_in(key, index)).logits.astype(jnp.float32)
+        return run_player(chunk_boards, jax.random.fold_in(key, index))
 
-    logits, destination = compaction.over_valid_chunks(run, boards, active, num_chunks, axis_name)
-    return logits.reshape(-1, game.COLS)[destination]
+    outputs, destination = compaction.over_valid_chunks(run, boards, active, num_chunks, axis_name)
+    return outputs.reshape(-1, outputs.shape[-1])[destination]
 
 
-@functools.partial(jax.jit, static_argnames=("player_a", "player_b", "num_games", "axis_name", "chunks", "devices"))
+@functools.partial(jax.jit, static_argnames=("player_a", "player_b", "num_games", "axis_name", "chunks", "devices", "record_targets"))
 def play_games(
     key: jax.Array,
     player_a: Player,
@@ -107,6 +127,7 @@ def play_games(
     axis_name: str | None = None,
     chunks: int | None = None,
     devices: int = 1,
+    record_targets: bool = False,
 ) -> tuple[Trajectory, GameResults]:
     """Play ``num_games`` whole games between two players; returns ``(trajectory, results)``.
 
@@ -116,7 +137,8 @@ def play_games(
     :func:`all_configurations`). ``chunks``: how :func:`evaluate_active` splits each player's
     boards (1: every board; default: :func:`default_chunks`); it changes the speed only, never
     the games. ``devices``: the games are split across that many devices
-    (:mod:`czjax.devices`); the games are the same on any number.
+    (:mod:`czjax.devices`); the games are the same on any number. ``record_targets``: the
+    trajectory keeps every mover's policy target (:attr:`Trajectory.policy_targets`).
     """
     if num_games < 2:
         raise ValueError(f"num_games must be at least 2 (half of the games with each side first), got {num_games}")
@@ -135,12 +157,14 @@ def play_games(
         keys, uniform = randomness
         boards = game.unpack(pos)  # only computed if a player reads the boards
         legal = game.position_legal_mask(pos)
-        logits, temps = [], []
+        outputs, temps = [], []
         for half, mover in zip(halves, movers):
             player, params, temp = players_of[mover]
-            logits.append(evaluate_active(player, params, boards[half], keys[mover], ~done[half], chunks_of[mover], axis_name))
+            outputs.append(evaluate_active(player, params, boards[half], keys[mover], ~done[half], chunks_of[mover], axis_name,
+                                           record_targets))
             temps.append(jnp.broadcast_to(jnp.asarray(temp, jnp.float32), (half.stop - half.start,)))
-        action = sample_masked_uniform(uniform, legal, jnp.concatenate(logits), jnp.concatenate(temps))
+        outputs = jnp.concatenate(outputs)
+        action = sample_masked_uniform(uniform, legal, outputs[:, : game.COLS], jnp.concatenate(temps))
         active = ~done
         # Finished games play column -1, which position_step treats as an illegal move: their
         # position stays as it is. Sampling only returns legal columns, so for the games still
@@ -149,6 +173,8 @@ def play_games(
         outcome = jnp.where(won, jnp.where(mover_is_a[movers], 1, -1).astype(jnp.int8), outcome)
         new_carry = (next_pos, done | ended, outcome, length + active.astype(jnp.int32))
         record = (pos, jnp.where(active, action, 0).astype(jnp.int8), active)
+        if record_targets:
+            record += (jnp.where(active[:, None], outputs[:, game.COLS :], 0.0),)
         return new_carry, record
 
     def two_plies(carry, randomness):
@@ -161,7 +187,10 @@ def play_games(
 
         def skip(carry):
             stacked = jax.tree.map(lambda x: jnp.stack([x, x]), carry[0])
-            return carry, (stacked, jnp.zeros((2, num_games), jnp.int8), jnp.zeros((2, num_games), bool))
+            record = (stacked, jnp.zeros((2, num_games), jnp.int8), jnp.zeros((2, num_games), bool))
+            if record_targets:
+                record += (jnp.zeros((2, num_games, game.COLS), jnp.float32),)
+            return carry, record
 
         return lax.cond(all_configurations(carry[1].all(), axis_name), skip, play, carry)
 
@@ -183,12 +212,13 @@ def game_randomness(key, num_games: int):
 
 
 def assemble(records, a_first: jax.Array) -> Trajectory:
-    """The trajectory from the scan's per-pair records ``(positions, actions, valid)``."""
-    positions, actions, valid = jax.tree.map(lambda x: x.reshape((PLIES,) + x.shape[2:]), records)
+    """The trajectory from the scan's per-pair records ``(positions, actions, valid[, policy
+    targets])``."""
+    positions, actions, valid, *targets = jax.tree.map(lambda x: x.reshape((PLIES,) + x.shape[2:]), records)
     # A moves on even plies of the games it starts and on odd plies of the others
     player = ((jnp.arange(PLIES)[:, None] + (~a_first)) % 2).astype(jnp.int8)
     player = jnp.broadcast_to(player, (PLIES, a_first.shape[0]))
-    return Trajectory(positions=positions, actions=actions, player=player, valid=valid)
+    return Trajectory(positions=positions, actions=actions, player=player, valid=valid, policy_targets=targets[0] if targets else None)
 
 
 def player_plies(traj: Trajectory, num_games: int, player: int = 0) -> Trajectory:

@@ -29,6 +29,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from czjax import algorithms, compaction, models, players, precision, rollout
+from czjax.search import search_player
 from czjax.pool import init_pool, load_member, play_against_pool, update_pool
 
 OPPONENTS = ("self", "random-punisher", "random", "pool")  # self: a frozen copy of the learner
@@ -145,6 +146,7 @@ class TrainConfig:
     games_per_batch: int = 50
     opponent: str = "self"  # one of OPPONENTS
     algorithm: str = "reinforce"  # a name in algorithms.ALGORITHMS
+    search: str = ""  # a search that plays the learner's games (alpha, alphazero): "mcts:sims=32,noise=0.25" (czjax.search)
     baseline: bool = True  # REINFORCE with baseline when the model has a value head
     weight_decay: float = 0.01  # AdamW, as torch.optim.AdamW's default
     mirror: bool = False  # add every position flipped left-right to the batch
@@ -162,6 +164,14 @@ class TrainConfig:
         algorithm = algorithms.get_algorithm(self.algorithm)
         if algorithm.needs_value_head and not models.has_value_head(model):
             raise ValueError(f"{self.algorithm} needs a model with a value head (cnn-mk4-value or mlp3), not {self.model}")
+        if algorithm.needs_search and not self.search:
+            raise ValueError(f"{self.algorithm} trains on a search's moves: give a search, e.g. --search mcts:sims=32,noise=0.25")
+        if self.search and not algorithm.needs_search:
+            raise ValueError(f"a search plays the games of search-based algorithms only ({', '.join(a for a, v in algorithms.ALGORITHMS.items() if v.needs_search)}), not {self.algorithm}")
+        if self.search:
+            self.searcher()  # one-line error for a bad search
+            if self.opponent == "pool":
+                raise ValueError("search-based training plays self-play or a built-in opponent, not a pool")
         if self.opponent not in OPPONENTS:
             raise ValueError(f"unknown opponent {self.opponent!r}; choose one of {', '.join(OPPONENTS)}")
         if (self.opponent == "pool") != bool(self.pool.members):
@@ -173,6 +183,15 @@ class TrainConfig:
                 raise ValueError(f"{name} must be at least 2 (half of the games with each side first), got {getattr(self, name)}")
         if self.batches_per_chunk <= 0:
             raise ValueError(f"batches_per_chunk must be positive, got {self.batches_per_chunk}")
+
+    def searcher(self):
+        """The search (czjax.search) named by ``search`` (``NAME`` or ``NAME:OPTIONS``), or None."""
+        if not self.search:
+            return None
+        from czjax import search
+
+        name, _, options = self.search.partition(":")
+        return search.make_search(name, options)
 
     @property
     def promote_every(self) -> int:
@@ -253,7 +272,8 @@ class Setup(NamedTuple):
 
     config: TrainConfig
     model: Any
-    learner: Callable
+    learner: Callable  # the model as a player: trained, evaluated against RandomPunisher
+    actor: Callable  # what plays the learner's (and a self-play opponent's) moves: the learner, or a search over it
     ctx: algorithms.UpdateContext
     algorithm: algorithms.Algorithm
     members: list  # (player, params) per fixed pool member
@@ -280,7 +300,9 @@ def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1)
     )
     members = [load_member(spec) for spec in config.pool.members]
     slots = config.pool.league_slots if config.pool.league else 0
-    return Setup(config, model, learner, ctx, algorithms.get_algorithm(config.algorithm), members, slots, axis_name, num_devices)
+    searcher = config.searcher()
+    actor = learner if searcher is None else search_player(searcher, learner)
+    return Setup(config, model, learner, actor, ctx, algorithms.get_algorithm(config.algorithm), members, slots, axis_name, num_devices)
 
 
 def init_state(setup: Setup, seed: int, params=None) -> TrainState:
@@ -314,10 +336,11 @@ def play_batch(setup: Setup, state: TrainState, hp: HParams, key):
         return play_against_pool(key, state.pool, setup.members, setup.learner, state.params, n, hp.temperature, setup.axis_name,
                                  setup.devices)
     self_play = config.opponent == "self"
-    opponent = setup.learner if self_play else players.BUILTIN_PLAYERS[config.opponent]
+    opponent = setup.actor if self_play else players.BUILTIN_PLAYERS[config.opponent]
     traj, results = rollout.play_games(
-        key, setup.learner, state.params, opponent, state.opponent_params if self_play else None, n,
+        key, setup.actor, state.params, opponent, state.opponent_params if self_play else None, n,
         hp.temperature, hp.temperature if self_play else 1.0, axis_name=setup.axis_name, devices=setup.devices,
+        record_targets=setup.algorithm.records_policy_targets,
     )
     return traj, results, None
 

@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 from czjax import agents, evaluate, puzzles, tournament
 
 SEARCHES = ["", "rollout:width=4,depth=4", "mcts:sims=64", "gumbel:sims=16", "gumbel:sims=64", "entropy-mcts:sims=64"]
@@ -29,17 +31,30 @@ def spec(search: str, model: str) -> str:
     return f"{search}:{model}" if search else model
 
 
+def sample_puzzles(data: dict, n: int, seed: int) -> dict:
+    """``n // 2`` puzzles of each kind, drawn without replacement with ``seed`` (all for n = 0)."""
+    if n <= 0:
+        return data
+    rng = np.random.default_rng(seed)
+    keep = np.concatenate([rng.permutation(np.flatnonzero(data["kind"] == k))[: n // 2] for k in puzzles.KINDS])
+    keep.sort()
+    return {"kind": data["kind"][keep], "boards": data["boards"][keep], "answers": data["answers"][keep],
+            "records": [data["records"][i] for i in keep]}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("model", nargs="?", default="runs/ex3-rwb", help="a run folder or checkpoint (default: %(default)s)")
     parser.add_argument("--players", nargs="+", default=SEARCHES, metavar="SEARCH",
                         help="searches over the model, as in a player spec without the model ('' = the network alone; default: %(default)s)")
     parser.add_argument("--games", type=int, default=100, help="tournament games per pair, half with each side first (default: %(default)s)")
+    parser.add_argument("--puzzles", type=int, default=2000, metavar="N",
+                        help="a seeded sample of N of the 10,000 shipped puzzles, N/2 of each kind (default: %(default)s; 0: all)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="write the report as JSON here (default: MODEL/search_strength.json)")
     args = parser.parse_args(argv)
     players = [agents.load_agent(spec(s, args.model)) for s in args.players]
-    positions, puzzle_set = evaluate.load_positions(), puzzles.load()
+    positions, puzzle_set = evaluate.load_positions(), sample_puzzles(puzzles.load(), args.puzzles, args.seed)
     rows = []
     for agent in players:
         start = time.perf_counter()

@@ -174,3 +174,55 @@ def test_ppo_with_bootstrap_takes_a2cs_targets(ppo_games):
     from czjax import presets
 
     assert presets.get_preset("ex5-ppo").config.ppo.bootstrap  # example 5 runs as the PyTorch project's
+
+
+# --------------------------------------------------------------------------------------------
+# Training with search
+
+
+def test_search_training_settings_are_checked():
+    with pytest.raises(ValueError, match="give a search"):
+        TrainConfig(model="mlp3", algorithm="alphazero")
+    with pytest.raises(ValueError, match="not reinforce"):
+        TrainConfig(model="mlp3", search="mcts:sims=8")
+    with pytest.raises(ValueError, match="sims must be at least 1"):
+        TrainConfig(model="mlp3", algorithm="alpha", search="mcts:sims=0")
+    with pytest.raises(ValueError, match="unknown search"):
+        TrainConfig(model="mlp3", algorithm="alpha", search="minimax:depth=3")
+    with pytest.raises(ValueError, match="value head"):
+        TrainConfig(model="mlp", algorithm="alpha", search="mcts:sims=8")
+
+
+def test_the_rollout_records_the_searchs_policy_targets():
+    """Self-play between two PUCT searches (no root noise, so each search is a function of its
+    board): the recorded target of every ply is that search's visit distribution on the ply's
+    board, zero on plies that did not happen; the move played is legal there."""
+    from czjax import search
+
+    model = models.get_model("mlp3")
+    params = models.init_params(model, jax.random.key(3))
+    searched = search.search_player(search.PUCT(sims=6), models.model_player(model))
+    traj, _ = rollout.play_games(jax.random.key(0), searched, params, searched, params, 4, record_targets=True)
+    valid = np.asarray(traj.valid)
+    boards = np.asarray(traj.boards())[valid]
+    want = jax.jit(lambda b: search.PUCT(sims=6).run(models.model_player(model), params, b, jax.random.key(9)).policy)(jnp.asarray(boards))
+    got = np.asarray(traj.policy_targets)
+    np.testing.assert_allclose(got[valid], np.asarray(want), atol=1e-6)
+    assert (got[~valid] == 0).all()
+    np.testing.assert_allclose(got[valid].sum(-1), 1.0, atol=1e-6)
+    plain, _ = rollout.play_games(jax.random.key(0), searched, params, searched, params, 4)
+    assert plain.policy_targets is None
+
+
+@pytest.mark.parametrize("algorithm,search,hard", [("alphazero", "mcts:sims=4,noise=0.25", False), ("alpha", "rollout:width=2,depth=2", True)])
+def test_search_based_training_steps(algorithm, search, hard):
+    """A few batches of alpha and alphazero on mlp3: the loss is finite and the parameters move;
+    the rollout improver's (hard) targets have entropy 0, PUCT's visit targets do not."""
+    config = TrainConfig(model="mlp3", games_per_batch=4, algorithm=algorithm, search=search, eval_games=2, batches_per_chunk=2)
+    trainer = make_trainer(config)
+    state = trainer.init(0)
+    new, metrics = trainer.run_chunk(state, HParams.create(learning_rate=1e-3, value_weight=1.5, discount=1.0), 2)
+    assert np.isfinite(float(metrics["loss"])) and float(metrics["positions"]) > 0
+    assert (float(metrics["target_entropy"]) == 0.0) == hard
+    moved = jax.tree.map(lambda a, b: float(jnp.abs(a - b).max()), new.params, state.params)
+    assert max(jax.tree.leaves(moved)) > 0

@@ -168,3 +168,40 @@ def test_ppo_objective_matches_numpy():
     loss0, sums0 = losses.ppo_sums(jnp.asarray(logits), jnp.asarray(values), start, clip, 0.0, 0.0)
     assert float(loss0) == pytest.approx(-advantages[valid].sum(), rel=1e-4)
     assert abs(float(sums0["kl"])) < 1e-4
+
+
+def test_imitation_loss_matches_numpy():
+    """Search-based training: cross-entropy to given targets, plain squared value error, the
+    entropy bonus; the targets' entropy and where their favourite is not the network's."""
+    rng = np.random.default_rng(2)
+    n, beta, vw = 48, 0.05, 1.5
+    legal = rng.random((n, 7)) < 0.8
+    legal[np.arange(n), rng.integers(0, 7, n)] = True
+    logits = rng.normal(size=(n, 7)).astype(np.float32)
+    raw = np.where(legal, rng.random((n, 7)), 0.0)
+    raw[: n // 2] = np.where(raw[: n // 2] == raw[: n // 2].max(1, keepdims=True), 1.0, 0.0)  # half one-hot (hard targets)
+    targets = (raw / raw.sum(1, keepdims=True)).astype(np.float32)
+    returns = rng.choice([-1.0, 1.0, 0.0], size=n).astype(np.float32)
+    values = rng.uniform(-1, 1, n).astype(np.float32)
+    valid = rng.random(n) < 0.85
+    batch = losses.LossInputs(legal=jnp.asarray(legal), actions=jnp.zeros(n, jnp.int32), returns=jnp.asarray(returns),
+                              valid=jnp.asarray(valid), policy_targets=jnp.asarray(targets))
+    loss, sums = losses.imitation_sums(jnp.asarray(logits), jnp.asarray(values), batch, beta, vw)
+    log_p = numpy_log_softmax(logits.astype(np.float64), legal)
+    entropy = -(np.exp(log_p) * log_p).sum(-1)
+    want = -(targets * np.where(legal, log_p, 0.0)).sum(-1)[valid].sum() + vw * ((values - returns) ** 2)[valid].sum() - beta * entropy[valid].sum()
+    assert float(loss) == pytest.approx(want, rel=1e-4)
+    t = targets.astype(np.float64)
+    target_entropy = -(t * np.log(np.where(t > 0, t, 1.0))).sum(-1)
+    assert float(sums["target_entropy"]) == pytest.approx(target_entropy[valid].sum(), rel=1e-4)
+    assert float(sums["disagree"]) == (valid & (targets.argmax(1) != np.where(legal, logits, -np.inf).argmax(1))).sum()
+    metrics = losses.metrics_from_sums(sums)
+    assert float(metrics["target_entropy"]) == pytest.approx(target_entropy[valid].mean(), rel=1e-4)
+
+
+def test_mirror_flips_policy_targets():
+    targets = jnp.asarray(np.eye(7, dtype=np.float32)[[0, 2, 6]])
+    batch = losses.LossInputs(legal=jnp.ones((3, 7), bool), actions=jnp.asarray([0, 2, 6]), returns=jnp.zeros(3),
+                              valid=jnp.ones(3, bool), policy_targets=targets)
+    _, out = losses.mirror(jnp.zeros((3, 6, 7), jnp.int8), batch)
+    np.testing.assert_array_equal(np.asarray(out.policy_targets[3:]).argmax(1), [6, 4, 0])
