@@ -244,7 +244,8 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=None, help=f"the network: {', '.join(MODELS)} (default: the preset's)")
     parser.add_argument("--games-per-batch", type=_batch, default=None, help="games per batch (one update each)")
     parser.add_argument("--opponent", default=None,
-                        help=f"{', '.join(OPPONENTS)}: self is a frozen copy of the learner, promoted at 52%%; pool needs --pool")
+                        help=f"{', '.join(OPPONENTS)}: self is a frozen copy of the learner, promoted at 52%%; current is the "
+                             "learner itself (AlphaZero's self-play); pool needs --pool")
     parser.add_argument("--algorithm", default=None, choices=list(ALGORITHMS),
                         help="; ".join(f"{name}: {a.description}" for name, a in ALGORITHMS.items()))
     parser.add_argument("--search", default=None, metavar="SEARCH[:OPTIONS]",
@@ -360,6 +361,16 @@ def cmd_export_torch(args) -> int:
     model = torch_io.export_torch(checkpoint.resolve(args.checkpoint), args.out)
     print(f"exported {model} as a {torch_io.TORCH_CLASSES[model]} state dict: {args.out}")
     return 0
+
+
+def cmd_distill(args) -> int:
+    from czjax import agents, distill
+
+    teacher = agents.load_agent(args.teacher)
+    log = (lambda m: print(m, file=sys.stderr, flush=True)) if args.json else (lambda m: print(m, flush=True))
+    report = distill.distill(teacher, args.model, args.out, args.games, args.epochs, args.batch_size, args.lr, args.value_weight,
+                             args.temperature, args.seed, args.overwrite, log)
+    return _print_report(args, report, distill.format_report)
 
 
 def cmd_export_onnx(args) -> int:
@@ -529,6 +540,30 @@ def _add_play_commands(commands) -> None:
 
 
 def _add_exchange_commands(commands) -> None:
+    dist = commands.add_parser(
+        "distill",
+        help="train a small network on a teacher's moves and values (a search, say)",
+        description=(
+            "As the PyTorch project's distill.py: the teacher (any player, a search included) plays itself, labels every "
+            "position with its policy target (a search's visit counts or improved policy, a network's softmax) and its "
+            "value, and a fresh student network learns both (cross-entropy and squared error, AdamW, minibatches). 10%% of "
+            "the positions are held out to check it. The student is written to OUT/checkpoint.msgpack, a player for every "
+            "command."
+        ),
+    )
+    dist.add_argument("teacher", metavar="TEACHER", help="the teacher: " + player_help())
+    dist.add_argument("--model", default="mlp3", help="the student's model (default: %(default)s)")
+    dist.add_argument("--games", type=_batch, default=2000, help="self-play games of the teacher (default: %(default)s)")
+    dist.add_argument("--temperature", type=_non_negative_float, default=1.0, help="the teacher's sampling temperature (default: %(default)s)")
+    dist.add_argument("--epochs", type=_positive_int, default=10, help="(default: %(default)s)")
+    dist.add_argument("--batch-size", type=_positive_int, default=256, help="(default: %(default)s)")
+    dist.add_argument("--lr", type=_non_negative_float, default=1e-3, help="AdamW learning rate (default: %(default)s)")
+    dist.add_argument("--value-weight", type=_non_negative_float, default=1.0, help="(default: %(default)s)")
+    dist.add_argument("--seed", type=int, default=0)
+    dist.add_argument("--out", default="runs/distill", help="(default: %(default)s)")
+    dist.add_argument("--overwrite", action="store_true", help="replace a student already in --out")
+    dist.add_argument("--json", action="store_true", help="print the report as JSON")
+    dist.set_defaults(func=cmd_distill)
     imp = commands.add_parser(
         "import-torch",
         help="a PyTorch project checkpoint (.pth) -> a czjax checkpoint",

@@ -53,6 +53,22 @@ PRESETS: dict[str, Preset] = {
         dict(learning_rate=1e-4, entropy_bonus=0.05, value_weight=1.5, discount=0.9),
         batches=20000,
     ),
+    "alpha-mini": Preset(
+        "Connect-Zero's train_alpha_mini: the rollout improver (width 4, depth 4) plays both sides with the current MLP3; "
+        "cross-entropy to its move and value MSE to the outcome (weight 1.5), mirrored, 100 games per batch, lr 1e-4",
+        TrainConfig(model="mlp3", games_per_batch=100, opponent="current", algorithm="alpha", search="rollout:width=4,depth=4",
+                    mirror=True, batches_per_chunk=10),
+        dict(learning_rate=1e-4, entropy_bonus=0.0, value_weight=1.5, discount=1.0),
+        batches=2000,
+    ),
+    "alphazero": Preset(
+        "AlphaZero-style: PUCT with 32 simulations and root noise plays both sides with the current MLP3; cross-entropy to "
+        "its visit counts and value MSE to the outcome, mirrored, 100 games per batch, lr 1e-3",
+        TrainConfig(model="mlp3", games_per_batch=100, opponent="current", algorithm="alphazero", search="mcts:sims=32,noise=0.25",
+                    mirror=True, batches_per_chunk=10),
+        dict(learning_rate=1e-3, entropy_bonus=0.0, value_weight=1.0, discount=1.0),
+        batches=2000,
+    ),
 }
 
 

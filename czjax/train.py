@@ -32,7 +32,9 @@ from czjax import algorithms, compaction, models, players, precision, rollout
 from czjax.search import search_player
 from czjax.pool import init_pool, load_member, play_against_pool, update_pool
 
-OPPONENTS = ("self", "random-punisher", "random", "pool")  # self: a frozen copy of the learner
+# self: a frozen copy of the learner, promoted when it is beaten; current: the learner itself
+# (AlphaZero's self-play: both sides play with the current parameters)
+OPPONENTS = ("self", "current", "random-punisher", "random", "pool")
 PPO_KL_STOPS = ("after-step", "before-step")
 
 
@@ -335,10 +337,11 @@ def play_batch(setup: Setup, state: TrainState, hp: HParams, key):
     if config.opponent == "pool":
         return play_against_pool(key, state.pool, setup.members, setup.learner, state.params, n, hp.temperature, setup.axis_name,
                                  setup.devices)
-    self_play = config.opponent == "self"
+    self_play = config.opponent in ("self", "current")
     opponent = setup.actor if self_play else players.BUILTIN_PLAYERS[config.opponent]
+    opponent_params = {"self": state.opponent_params, "current": state.params}.get(config.opponent)
     traj, results = rollout.play_games(
-        key, setup.actor, state.params, opponent, state.opponent_params if self_play else None, n,
+        key, setup.actor, state.params, opponent, opponent_params, n,
         hp.temperature, hp.temperature if self_play else 1.0, axis_name=setup.axis_name, devices=setup.devices,
         record_targets=setup.algorithm.records_policy_targets,
     )

@@ -8,7 +8,7 @@ from czjax import cli, loop
 
 
 @pytest.mark.parametrize("command", [[], ["train"], ["scan"], ["bench"], ["bench", "rollout"], ["bench", "train"], ["bench", "scan"], ["bench", "search"],
-     ["eval"], ["eval", "accuracy"], ["eval", "puzzles"], ["eval", "make-puzzles"], ["eval", "pons"], ["tournament"], ["play"], ["analyze"], ["openings"]])
+     ["eval"], ["eval", "accuracy"], ["eval", "puzzles"], ["eval", "make-puzzles"], ["eval", "pons"], ["distill"], ["tournament"], ["play"], ["analyze"], ["openings"]])
 def test_help_explains_itself(command, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main([*command, "--help"])

@@ -1,0 +1,175 @@
+"""Distillation, as the PyTorch project's ``distill.py``: a teacher (any player, a search
+included) labels positions and a student network learns its move distribution and value, so
+that a strong searched player becomes a small fast network.
+
+1. :func:`teacher_positions`: the teacher plays itself (sampled at a temperature, so the games
+   differ); every position that happened is kept.
+2. :func:`label`: the teacher's policy target on each position (a search's visit counts or
+   improved policy; a network's softmax) and its value (a search's root value, a value head),
+   computed again in fixed-size batches.
+3. :func:`train_student`: AdamW on cross-entropy to the targets plus ``value_weight`` times
+   the squared error to the teacher's value, in minibatches; one compiled ``lax.scan`` per
+   epoch over a seeded shuffle.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from czjax import game, models
+from czjax.agents import Agent, policy
+from czjax.players import masked_log_probs, mask_for_sampling
+from czjax.rollout import play_games
+
+
+def teacher_positions(teacher: Agent, num_games: int, seed: int = 0, temperature: float = 1.0) -> np.ndarray:
+    """int8 boards ``(N, 6, 7)`` of every position in ``num_games`` games of the teacher against
+    itself, each move sampled from its logits at ``temperature``."""
+    traj, _ = play_games(jax.random.key(seed), teacher.player, teacher.params, teacher.player, teacher.params, num_games,
+                         temperature, temperature)
+    return np.asarray(traj.boards())[np.asarray(traj.valid)]
+
+
+@functools.partial(jax.jit, static_argnames="player")
+def _label(player, params, boards, key):
+    out = player(params, boards, key)
+    legal = game.legal_mask(boards)
+    if out.policy_target is None:
+        target = jax.nn.softmax(mask_for_sampling(legal, out.logits.astype(jnp.float32)), axis=-1)
+    else:
+        target = jnp.where(legal, out.policy_target.astype(jnp.float32), 0.0)
+        target = target / jnp.maximum(target.sum(-1, keepdims=True), 1e-30)
+    value = jnp.full(boards.shape[:1], jnp.nan) if out.value is None else out.value.astype(jnp.float32)
+    return target, value
+
+
+def label(teacher: Agent, boards, batch_size: int = 1024, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``(targets (N, 7), values (N,))``: the teacher's policy target and value on ``boards``
+    (values NaN for a teacher without one), in padded batches of ``batch_size``."""
+    boards = np.asarray(boards, np.int8)
+    size = min(batch_size, max(len(boards), 1))
+    targets, values = [], []
+    for i, start in enumerate(range(0, len(boards), size)):
+        chunk = boards[start : start + size]
+        pad = size - len(chunk)
+        padded = np.concatenate([chunk, np.zeros((pad, 6, 7), np.int8)]) if pad else chunk
+        t, v = jax.device_get(_label(teacher.player, teacher.params, jnp.asarray(padded), jax.random.key(seed * 100003 + i)))
+        targets.append(t[: size - pad])
+        values.append(v[: size - pad])
+    return np.concatenate(targets), np.concatenate(values)
+
+
+def student_loss(model, params, boards, targets, values, value_weight):
+    """Mean cross-entropy to ``targets`` plus ``value_weight`` times the mean squared error to
+    ``values`` (skipped where NaN, or for a student without a value head)."""
+    logits, predicted = models.apply_model(model, params, boards)
+    log_p = masked_log_probs(game.legal_mask(boards), logits)
+    loss = -(targets * log_p).sum(-1).mean()
+    if predicted is not None:
+        known = ~jnp.isnan(values)
+        loss = loss + value_weight * jnp.where(known, (predicted - jnp.where(known, values, 0.0)) ** 2, 0.0).mean()
+    return loss
+
+
+def make_epoch(model, optimizer: optax.GradientTransformation, batch_size: int, value_weight: float) -> Callable:
+    """``epoch(params, opt_state, data, key) -> (params, opt_state, mean loss)``: one pass over
+    ``data = (boards, targets, values)`` in a seeded shuffle, minibatches under ``lax.scan``
+    (the last partial minibatch is dropped)."""
+
+    @jax.jit
+    def epoch(params, opt_state, data, key):
+        n = data[0].shape[0]
+        steps = n // batch_size
+        order = jax.random.permutation(key, n)[: steps * batch_size].reshape(steps, batch_size)
+
+        def step(carry, idx):
+            params, opt_state = carry
+            batch = jax.tree.map(lambda x: x[idx], data)
+            loss, grads = jax.value_and_grad(lambda p: student_loss(model, p, *batch, value_weight))(params)
+            updates, opt_state = optimizer.update(grads, opt_state, params)
+            return (optax.apply_updates(params, updates), opt_state), loss
+
+        (params, opt_state), losses = jax.lax.scan(step, (params, opt_state), order)
+        return params, opt_state, losses.mean()
+
+    return epoch
+
+
+def train_student(model_name: str, boards, targets, values, epochs: int = 10, batch_size: int = 256, learning_rate: float = 1e-3,
+                  value_weight: float = 1.0, seed: int = 0, log=None):
+    """``(params, losses per epoch)`` of a fresh ``model_name`` (PyTorch's initialisation)
+    trained on the labelled positions with AdamW (weight decay 0.01, as PyTorch's)."""
+    if len(boards) < batch_size:
+        raise ValueError(f"{len(boards)} labelled positions are fewer than one minibatch of {batch_size}: play more games")
+    model = models.get_model(model_name)
+    init_key, key = jax.random.split(jax.random.key(seed))
+    params = models.init_params(model, init_key)
+    optimizer = optax.adamw(learning_rate, weight_decay=0.01)
+    opt_state = optimizer.init(params)
+    data = (jnp.asarray(boards, jnp.int8), jnp.asarray(targets, jnp.float32), jnp.asarray(values, jnp.float32))
+    epoch = make_epoch(model, optimizer, batch_size, value_weight)
+    losses = []
+    for e in range(epochs):
+        key, epoch_key = jax.random.split(key)
+        params, opt_state, loss = epoch(params, opt_state, data, epoch_key)
+        losses.append(float(loss))
+        if log:
+            log(f"epoch {e + 1}/{epochs}: loss {losses[-1]:.4f}")
+    return params, losses
+
+
+def distill(teacher: Agent, model_name: str, out_dir, games: int = 2000, epochs: int = 10, batch_size: int = 256,
+            learning_rate: float = 1e-3, value_weight: float = 1.0, temperature: float = 1.0, seed: int = 0,
+            overwrite: bool = False, log=print) -> dict:
+    """The whole job: positions, labels, a student trained on 90% of them, checked on the
+    other 10% (how often its greedy move is the teacher's favourite) and on the solver-labelled
+    positions; the student is written to ``out_dir/checkpoint.msgpack`` (a player for every
+    command). Returns the report."""
+    from pathlib import Path
+
+    from czjax import checkpoint, evaluate, loop
+    from czjax.agents import load_agent
+    from czjax.train import HParams, TrainConfig, make_trainer
+
+    out_dir = Path(out_dir)
+    config = TrainConfig(model=model_name)  # one-line error for an unknown model
+    loop.guard_fresh(out_dir, [checkpoint.FILENAME], overwrite)
+    log(f"the teacher {teacher.name} plays {games:,} games against itself at temperature {temperature:g}")
+    boards = teacher_positions(teacher, games, seed, temperature)
+    log(f"labelling {len(boards):,} positions")
+    targets, values = label(teacher, boards, seed=seed)
+    order = np.random.default_rng(seed).permutation(len(boards))
+    held = order[: len(boards) // 10]
+    train = order[len(boards) // 10 :]
+    params, losses = train_student(model_name, boards[train], targets[train], values[train], epochs, batch_size, learning_rate,
+                                   value_weight, seed, log)
+    state = make_trainer(config).init(seed)
+    state = state.replace(params=params, opponent_params=params)
+    path = out_dir / checkpoint.FILENAME
+    checkpoint.save(path, state, config.to_dict(), HParams.create().to_dict(),
+                    {"seed": seed, "distilled_from": teacher.name, "games": games, "positions": int(len(boards))})
+    student = load_agent(str(path))
+    _, _, greedy = policy(student, boards[held])
+    report = {
+        "teacher": teacher.name, "student": str(path), "model": model_name, "games": games, "positions": int(len(boards)),
+        "epochs": epochs, "losses": losses,
+        "held_out_agreement": float((greedy == targets[held].argmax(1)).mean()) if len(held) else None,
+        "student_accuracy": {k: v for k, v in evaluate.accuracy(student, evaluate.load_positions()).items() if k != "by_ply"},
+    }
+    return report
+
+
+def format_report(report: dict) -> str:
+    acc = report["student_accuracy"]
+    return "\n".join([
+        f"{report['student']}: {report['model']} distilled from {report['teacher']} on {report['positions']:,} positions "
+        f"of {report['games']:,} games, {report['epochs']} epochs (loss {report['losses'][0]:.4f} -> {report['losses'][-1]:.4f})",
+        f"held-out positions: its greedy move is the teacher's favourite on {report['held_out_agreement']:.3f}",
+        f"solver-labelled positions: greedy move optimal {acc['greedy_optimal']:.3f}, keeps the outcome {acc['greedy_keeps_outcome']:.3f}",
+    ])
