@@ -137,9 +137,8 @@ def play_games(
     :func:`all_configurations`). ``chunks``: how :func:`evaluate_active` splits each player's
     boards (1: every board; default: :func:`default_chunks`); it changes the speed only, never
     the games. ``devices``: the games are split across that many devices
-    (:mod:`czjax.devices`); the games are the same on any number. ``record_targets``: the
-    trajectory keeps every mover's policy target (:attr:`Trajectory.policy_targets`).
-    """
+    (:mod:`czjax.devices`); the games are the same on any number. ``record_targets``: keep
+    every mover's policy target (:attr:`Trajectory.policy_targets`)."""
     if num_games < 2:
         raise ValueError(f"num_games must be at least 2 (half of the games with each side first), got {num_games}")
     split = first_player_split(num_games)
@@ -186,11 +185,7 @@ def play_games(
             return carry, jax.tree.map(lambda a, b: jnp.stack([a, b]), rec0, rec1)
 
         def skip(carry):
-            stacked = jax.tree.map(lambda x: jnp.stack([x, x]), carry[0])
-            record = (stacked, jnp.zeros((2, num_games), jnp.int8), jnp.zeros((2, num_games), bool))
-            if record_targets:
-                record += (jnp.zeros((2, num_games, game.COLS), jnp.float32),)
-            return carry, record
+            return carry, _idle_records(carry[0], num_games, record_targets)
 
         return lax.cond(all_configurations(carry[1].all(), axis_name), skip, play, carry)
 
@@ -200,6 +195,14 @@ def play_games(
     randomness = (player_keys, split_games(uniforms, devices, axis=2))
     (final, _, outcome, length), records = lax.scan(two_plies, init, randomness)
     return assemble(records, a_first), GameResults(outcome=outcome, length=length, a_first=a_first, final=final)
+
+
+def _idle_records(pos: game.Position, num_games: int, record_targets: bool):
+    """The records of a pair of plies after every game has ended: nothing happened."""
+    record = (jax.tree.map(lambda x: jnp.stack([x, x]), pos), jnp.zeros((2, num_games), jnp.int8), jnp.zeros((2, num_games), bool))
+    if record_targets:
+        record += (jnp.zeros((2, num_games, game.COLS), jnp.float32),)
+    return record
 
 
 def game_randomness(key, num_games: int):

@@ -204,7 +204,7 @@ def test_subtree_entropy_of_hand_built_children():
 
 
 def test_search_specs_and_their_errors(model_checkpoints):
-    path = str(model_checkpoints["cnn-mk4-value"])
+    path = str(model_checkpoints["mlp"])
     agent = agents.load_agent(f"mcts:sims=8,c=1.5:{path}")
     assert agent.search == search.PUCT(sims=8, c=1.5) and agent.temperature() == 0.0
     assert agents.load_agent(f"gumbel:{path}").search == search.Gumbel()
