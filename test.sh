@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The tests: set up .venv with the test extras if needed, make Chromium available for the browser
-# test where this machine allows it, then run the whole suite (extra arguments go to pytest).
+# test where this machine allows it, then run the whole suite in two workers (extra arguments go to
+# pytest; `-n 0` runs it in one process).
 set -euo pipefail
 cd "$(dirname "$0")"
 scripts/setup-venv.sh test
@@ -21,4 +22,6 @@ fi
 
 .venv/bin/python -c "import jax, flax, optax, chex; print('jax', jax.__version__, 'flax', flax.__version__, 'optax', optax.__version__, jax.devices())"
 . .venv/bin/activate
-exec python -m pytest -q tests "$@"
+# Two workers, each test file on one of them (its module fixtures compile once): most of the
+# suite's time is XLA compiling, which is single-threaded, so two workers use both cores.
+exec python -m pytest -q -n 2 --dist loadfile tests "$@"

@@ -47,7 +47,8 @@ def main(argv=None) -> int:
     parser.add_argument("model", nargs="?", default="runs/ex3-rwb", help="a run folder or checkpoint (default: %(default)s)")
     parser.add_argument("--players", nargs="+", default=SEARCHES, metavar="SEARCH",
                         help="searches over the model, as in a player spec without the model ('' = the network alone; default: %(default)s)")
-    parser.add_argument("--games", type=int, default=100, help="tournament games per pair, half with each side first (default: %(default)s)")
+    parser.add_argument("--games", type=int, default=100,
+                        help="tournament games per pair, half with each side first (default: %(default)s; 0: no tournament)")
     parser.add_argument("--puzzles", type=int, default=2000, metavar="N",
                         help="a seeded sample of N of the 10,000 shipped puzzles, N/2 of each kind (default: %(default)s; 0: all)")
     parser.add_argument("--seed", type=int, default=0)
@@ -65,11 +66,12 @@ def main(argv=None) -> int:
         print(f"{agent.name}: optimal {acc['greedy_optimal']:.3f}, keeps the outcome {acc['greedy_keeps_outcome']:.3f}, "
               + ", ".join(f"{k} puzzles {puz[k]['greedy']:.3f}" for k in puzzles.KINDS if puz[k]["n"]), flush=True)
     start = time.perf_counter()
-    report = tournament.tournament(players, args.games, seed=args.seed, log=print)
-    elo = {r["player"]: (r["elo"], r["ci95"]) for r in report["ratings"]}
+    report = tournament.tournament(players, args.games, seed=args.seed, log=print) if args.games else None
+    elo = {r["player"]: (r["elo"], r["ci95"]) for r in report["ratings"]} if report else {}
     for row in rows:
-        row["elo"], row["elo_ci95"] = elo[row["player"]]
-    print(f"\ntournament: {args.games} games per pair in {time.perf_counter() - start:.0f} s; Elo relative to {report['anchor']}\n")
+        row["elo"], row["elo_ci95"] = elo.get(row["player"], (float("nan"), float("nan")))
+    if report:
+        print(f"\ntournament: {args.games} games per pair in {time.perf_counter() - start:.0f} s; Elo relative to {report['anchor']}\n")
     kinds = [k for k in puzzles.KINDS if f"puzzle_{k}" in rows[0]]
     print("| player | optimal | keeps outcome | " + " | ".join(f"{k} puzzles" for k in kinds) + " | Elo |")
     print("| --- | ---: | ---: | " + " | ".join("---:" for _ in kinds) + " | ---: |")

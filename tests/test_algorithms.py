@@ -214,15 +214,19 @@ def test_the_rollout_records_the_searchs_policy_targets():
     assert plain.policy_targets is None
 
 
-@pytest.mark.parametrize("algorithm,search,hard", [("alphazero", "mcts:sims=4,noise=0.25", False), ("alpha", "rollout:width=2,depth=2", True)])
-def test_search_based_training_steps(algorithm, search, hard):
-    """A few batches of alpha and alphazero on mlp3: the loss is finite and the parameters move;
-    the rollout improver's (hard) targets have entropy 0, PUCT's visit targets do not."""
-    config = TrainConfig(model="mlp3", games_per_batch=4, algorithm=algorithm, search=search, eval_games=2, batches_per_chunk=2)
+def test_search_based_training_steps():
+    """A few batches of alphazero on mlp3: the loss is finite, the parameters move and the
+    visit targets have positive entropy; alpha's hard targets are the moves played."""
+    config = TrainConfig(model="mlp3", games_per_batch=4, algorithm="alphazero", search="mcts:sims=4,noise=0.25", eval_games=2,
+                         batches_per_chunk=2, opponent="current")
     trainer = make_trainer(config)
     state = trainer.init(0)
     new, metrics = trainer.run_chunk(state, HParams.create(learning_rate=1e-3, value_weight=1.5, discount=1.0), 2)
-    assert np.isfinite(float(metrics["loss"])) and float(metrics["positions"]) > 0
-    assert (float(metrics["target_entropy"]) == 0.0) == hard
+    assert np.isfinite(float(metrics["loss"])) and float(metrics["positions"]) > 0 and float(metrics["target_entropy"]) > 0
     moved = jax.tree.map(lambda a, b: float(jnp.abs(a - b).max()), new.params, state.params)
     assert max(jax.tree.leaves(moved)) > 0
+    from czjax import algorithms
+
+    batch = losses.LossInputs(legal=jnp.ones((3, 7), bool), actions=jnp.asarray([4, 0, 6]), returns=jnp.zeros(3), valid=jnp.ones(3, bool))
+    hard = algorithms.played_move_targets(None, None, None, batch, None, None).policy_targets
+    np.testing.assert_array_equal(np.asarray(hard), np.eye(7)[[4, 0, 6]])

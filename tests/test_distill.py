@@ -14,7 +14,7 @@ def test_labels_are_the_teachers_policy_target_and_value():
     """A PUCT teacher without root noise is a function of the board: its labels equal its
     visit distribution and root value computed again, and are 0 on full columns."""
     teacher = agents.load_agent("mcts:sims=8:random")
-    boards = distill.teacher_positions(teacher, 6, seed=1)
+    boards = distill.teacher_positions(agents.load_agent("random"), 6, seed=1)  # positions from a cheap player's games
     assert boards.shape[1:] == (6, 7) and len(boards) >= 6 * 7
     targets, values = distill.label(teacher, boards, batch_size=16)
     out = jax.jit(lambda b: search.PUCT(sims=8).run(random_player, None, b, jax.random.key(0)))(jnp.asarray(boards))

@@ -125,7 +125,7 @@ def test_search_strength_scores_every_player_and_rates_them(model_checkpoints, t
     Elo, and the figures are fractions."""
     script = load_script("search_strength")
     out = tmp_path / "strength.json"
-    assert script.main([str(model_checkpoints["mlp"]), "--players", "", "mcts:sims=4", "--games", "4", "--out", str(out)]) == 0
+    assert script.main([str(model_checkpoints["mlp"]), "--players", "", "mcts:sims=4", "--games", "4", "--puzzles", "40", "--out", str(out)]) == 0
     rows = json.loads(out.read_text())["rows"]
     assert [r["player"] for r in rows] == [str(model_checkpoints["mlp"]), f"mcts:sims=4:{model_checkpoints['mlp']}"]
     for r in rows:
