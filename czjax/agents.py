@@ -124,19 +124,26 @@ def policy(agent: Agent, boards, batch_size: int = 1024) -> tuple[np.ndarray, np
     ``value`` is NaN for a player without a value head. Boards go through in fixed-size
     batches (padded), so any number of boards compiles once per batch size.
     """
+    empty = (np.zeros((0, game.COLS), np.float32), np.zeros((0,), np.float32), np.zeros((0,), np.int32))
+    return in_batches(lambda chunk, _: _policy(agent.player, agent.params, chunk), boards, batch_size, empty)
+
+
+def in_batches(fn, boards, batch_size: int, empty: tuple) -> tuple[np.ndarray, ...]:
+    """``fn(chunk, index) -> arrays`` over int8 ``boards (N, 6, 7)`` in batches of one fixed
+    size (the last padded with empty boards and its padding dropped), so any number of boards
+    compiles once per batch size; the results concatenated, ``empty`` for no boards."""
     boards = np.asarray(boards, np.int8)
     n = boards.shape[0]
     size = min(batch_size, max(n, 1))
     outs = []
-    for start in range(0, n, size):
+    for index, start in enumerate(range(0, n, size)):
         chunk = boards[start : start + size]
         pad = size - chunk.shape[0]
         if pad:
             chunk = np.concatenate([chunk, np.zeros((pad,) + chunk.shape[1:], np.int8)])
-        probs, value, greedy = jax.device_get(_policy(agent.player, agent.params, jnp.asarray(chunk)))
-        outs.append((probs[: size - pad], value[: size - pad], greedy[: size - pad]))
+        outs.append(tuple(x[: size - pad] for x in jax.device_get(fn(jnp.asarray(chunk), index))))
     if not outs:
-        return np.zeros((0, game.COLS), np.float32), np.zeros((0,), np.float32), np.zeros((0,), np.int32)
+        return empty
     return tuple(np.concatenate(parts) for parts in zip(*outs))
 
 

@@ -23,7 +23,7 @@ import numpy as np
 import optax
 
 from czjax import game, models
-from czjax.agents import Agent, policy
+from czjax.agents import Agent, in_batches, policy
 from czjax.players import masked_log_probs, mask_for_sampling
 from czjax.rollout import play_games
 
@@ -52,17 +52,9 @@ def _label(player, params, boards, key):
 def label(teacher: Agent, boards, batch_size: int = 1024, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``(targets (N, 7), values (N,))``: the teacher's policy target and value on ``boards``
     (values NaN for a teacher without one), in padded batches of ``batch_size``."""
-    boards = np.asarray(boards, np.int8)
-    size = min(batch_size, max(len(boards), 1))
-    targets, values = [], []
-    for i, start in enumerate(range(0, len(boards), size)):
-        chunk = boards[start : start + size]
-        pad = size - len(chunk)
-        padded = np.concatenate([chunk, np.zeros((pad, 6, 7), np.int8)]) if pad else chunk
-        t, v = jax.device_get(_label(teacher.player, teacher.params, jnp.asarray(padded), jax.random.key(seed * 100003 + i)))
-        targets.append(t[: size - pad])
-        values.append(v[: size - pad])
-    return np.concatenate(targets), np.concatenate(values)
+    empty = (np.zeros((0, game.COLS), np.float32), np.zeros((0,), np.float32))
+    return in_batches(lambda chunk, i: _label(teacher.player, teacher.params, chunk, jax.random.key(seed * 100003 + i)),
+                      boards, batch_size, empty)
 
 
 def student_loss(model, params, boards, targets, values, value_weight):
