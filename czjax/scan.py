@@ -77,7 +77,7 @@ def make_scan_fns(config: TrainConfig):
     return init, chunk
 
 
-def _group_checkpoint(out_dir: Path, group: int) -> Path:
+def group_checkpoint(out_dir: Path, group: int) -> Path:
     return out_dir / f"checkpoint-group{group}.msgpack"
 
 
@@ -121,7 +121,7 @@ def run_group(config: TrainConfig, base_hparams: dict, group: list[dict], g: int
     ids = [c["config"] for c in group]
     hparams = stacked_hparams(base_hparams, group)
     states = init(jnp.asarray([c["seed"] for c in group]))
-    ckpt, metrics_path = _group_checkpoint(out_dir, g), out_dir / METRICS
+    ckpt, metrics_path = group_checkpoint(out_dir, g), out_dir / METRICS
     if resume and ckpt.exists():
         states, _ = checkpoint.load(ckpt, states, expected_model=config.model)
         done = int(np.asarray(states.step)[0])

@@ -36,7 +36,7 @@ METRICS = ("policy_loss", "value_loss", "optimal", "keeps_outcome", "value_sign"
 
 def final_params(folder: Path, model_name: str) -> list:
     """Each configuration's final parameters from a one-group scan's checkpoint."""
-    _, raw = checkpoint.read_meta(folder / "checkpoint-group0.msgpack")
+    _, raw = checkpoint.read_meta(scan.group_checkpoint(folder, 0))
     template = jax.eval_shape(lambda k: models.init_params(models.get_model(model_name), k), jax.random.key(0))
     from flax import serialization
 
