@@ -103,11 +103,12 @@ def start_check(model_name: str, pth: Path, torch_model) -> float:
     boards at the start: both sides must begin as the same network."""
     import torch
 
-    from czjax import agents, models
+    from czjax import agents, models, precision
 
     params = agents.load_weights(str(pth), model_name)
     boards = np.random.default_rng(0).integers(-1, 2, size=(64, 6, 7)).astype(np.int8)
-    logits, value = models.apply_model(models.get_model(model_name), params, boards)
+    with precision.parity():  # a parity path: full float32 on every backend
+        logits, value = models.apply_model(models.get_model(model_name), params, boards)
     with torch.no_grad():
         t_logits, t_value = torch_model(torch.from_numpy(boards))
     diff = float(np.abs(np.asarray(logits) - t_logits.numpy()).max())

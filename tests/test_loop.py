@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from czjax import checkpoint, cli, loop
+from tests import agreement
 from tests.test_train import OLD_STORED_CONFIG
 from czjax.train import HParams, PromotionSettings, TrainConfig, make_trainer
 
@@ -234,7 +235,10 @@ def test_kill_9_mid_run_loses_at_most_the_checkpoint_interval(tmp_path):
     killed, straight = (loop.read_metrics(tmp_path / name / loop.METRICS) for name in ("killed", "straight"))
     assert [loop.deterministic(r) for r in killed] == [loop.deterministic(r) for r in straight]
     a, b = final_params(out, CLI_CONFIG), final_params(tmp_path / "straight", CLI_CONFIG)
-    assert loop.params_equal(a.params, b.params) and loop.params_equal(a.opt_state, b.opt_state)
+    if agreement.on_cpu():
+        assert loop.params_equal(a.params, b.params) and loop.params_equal(a.opt_state, b.opt_state)
+    else:  # the first batches were compiled and run in the killed process: another program
+        assert agreement.took_the_same_steps(a.params, b.params, 1e-3, int(a.step))
 
 
 def test_resume_before_the_first_checkpoint_and_with_a_stored_time_budget(tmp_path, capsys):

@@ -15,7 +15,11 @@ import urllib.error
 import urllib.request
 
 import pytest
-from playwright.sync_api import expect, sync_playwright
+
+try:
+    from playwright.sync_api import expect, sync_playwright
+except ImportError:  # the API tests need no browser; the browser tests skip, saying why
+    expect = sync_playwright = None
 
 from czjax import agents, serve
 
@@ -42,6 +46,8 @@ def random_server():
 
 @pytest.fixture(scope="module")
 def browser():
+    if sync_playwright is None:
+        pytest.skip("browser test: Playwright is not installed (pip install 'czjax[test]')")
     if not os.access(CHROMIUM, os.X_OK):
         pytest.skip(f"browser test: no Chromium at {CHROMIUM} (`apt-get install chromium`, which ./test.sh does where it "
                     "can, or CZJAX_CHROMIUM=PATH)")
