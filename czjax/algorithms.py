@@ -49,8 +49,9 @@ def make_optimizer(weight_decay: float) -> optax.GradientTransformation:
 
 
 def apply_step(ctx: UpdateContext, params, opt_state, grads, hp):
-    updates, opt_state = ctx.optimizer.update(grads, opt_state, params)
-    return jax.tree.map(lambda p, u: p - hp.learning_rate * u, params, updates), opt_state
+    with jax.named_scope("optimizer"):
+        updates, opt_state = ctx.optimizer.update(grads, opt_state, params)
+        return jax.tree.map(lambda p, u: p - hp.learning_rate * u, params, updates), opt_state
 
 
 def sparse_value_and_grad(chunk_loss: Callable, params, boards, batch: LossInputs, num_chunks: int = compaction.LOSS_CHUNKS, axis_name=None):
@@ -63,7 +64,7 @@ def sparse_value_and_grad(chunk_loss: Callable, params, boards, batch: LossInput
     batch up to float summation order. ``num_chunks=1`` is the plain gradient over the whole
     batch (the loss masks invalid positions itself).
     """
-    grad_fn = jax.value_and_grad(chunk_loss, has_aux=True)
+    grad_fn = jax.named_scope("gradient")(jax.value_and_grad(chunk_loss, has_aux=True))
     if num_chunks == 1:
         (_, sums), grads = grad_fn(params, boards, batch)
         return grads, sums
@@ -251,6 +252,7 @@ def get_algorithm(name: str) -> Algorithm:
 
 def update(ctx: UpdateContext, algorithm: Algorithm, params, opt_state, traj: rollout.Trajectory, outcome, hp):
     """The learner's update on a batch of games: ``(params, opt_state, per-position metrics)``."""
-    boards, batch = learner_batch(ctx, traj, outcome, hp.discount)
-    batch = algorithm.targets(ctx, params, boards, batch, outcome, hp)
+    with jax.named_scope("targets"):
+        boards, batch = learner_batch(ctx, traj, outcome, hp.discount)
+        batch = algorithm.targets(ctx, params, boards, batch, outcome, hp)
     return algorithm.step(ctx, params, opt_state, boards, batch, hp)

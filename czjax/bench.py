@@ -10,7 +10,8 @@ import platform
 import statistics
 import sys
 import time
-from typing import Callable
+from pathlib import Path
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -24,8 +25,17 @@ from czjax import players, rollout
 PYTORCH_PUNISHER_GAMES_PER_S = 250.0
 
 
-def time_compiled(fn: Callable, make_args: Callable[[int], tuple], runs: int) -> tuple[float, list[float], object]:
-    """Compile ``fn`` for ``make_args(0)``, then time ``runs`` calls; returns (compile_s, times, last output)."""
+class Timed(NamedTuple):
+    compile_s: float
+    times: list[float]
+    output: object  # the last timed call's
+    phases: list[tuple[str, float]] | None  # czjax.profiling.phase_times of one more call, when profiled
+
+
+def time_compiled(fn: Callable, make_args: Callable[[int], tuple], runs: int, profile: str | Path | None = None) -> Timed:
+    """Compile ``fn`` for ``make_args(0)``, then time ``runs`` calls. With ``profile`` (a
+    folder), one more call runs under the profiler, its trace written there and its time
+    split into phases (czjax.profiling)."""
     start = time.perf_counter()
     compiled = jax.jit(fn).lower(*make_args(0)).compile()
     compile_s = time.perf_counter() - start
@@ -36,7 +46,24 @@ def time_compiled(fn: Callable, make_args: Callable[[int], tuple], runs: int) ->
         start = time.perf_counter()
         out = jax.block_until_ready(compiled(*args))
         times.append(time.perf_counter() - start)
-    return compile_s, times, out
+    phases = None
+    if profile is not None:
+        from czjax import profiling
+
+        with profiling.trace(profile):
+            jax.block_until_ready(compiled(*make_args(runs + 1)))
+        phases = profiling.phase_times(profile, [compiled.as_text()])
+        busy = profiling.device_busy(profile)
+        if busy is not None:
+            phases.append(("(device busy)", busy[0]))
+            phases.append(("(device span)", busy[1]))
+    return Timed(compile_s, times, out, phases)
+
+
+def peak_bytes() -> int | None:
+    """The first device's peak memory in use so far, or None where the backend keeps no count."""
+    stats = jax.devices()[0].memory_stats() or {}
+    return stats.get("peak_bytes_in_use")
 
 
 def machine_description() -> str:
@@ -50,7 +77,7 @@ def bench_rollout_czjax(player_name: str, batch: int, runs: int) -> dict:
     def run(key):
         return rollout.play_games(key, player, None, player, None, batch)
 
-    compile_s, times, (traj, results) = time_compiled(run, lambda i: (jax.random.key(i),), runs)
+    compile_s, times, (traj, results), _ = time_compiled(run, lambda i: (jax.random.key(i),), runs)
     median = statistics.median(times)
     moves = int(np.asarray(results.length).sum())
     return {
@@ -88,7 +115,7 @@ def bench_rollout_pgx(batch: int, runs: int) -> dict | None:
         state, moved = lax.scan(body, state, jax.random.split(play_key, rollout.PLIES))
         return state.rewards, moved.sum()
 
-    compile_s, times, (_, moves) = time_compiled(run, lambda i: (jax.random.key(i),), runs)
+    compile_s, times, (_, moves), _ = time_compiled(run, lambda i: (jax.random.key(i),), runs)
     median = statistics.median(times)
     return {
         "impl": "pgx",
@@ -122,22 +149,27 @@ def stderr(msg: str) -> None:
 PYTORCH_TRAIN_GAMES_PER_S = {("mlp", 50): 950.0, ("mlp", 4096): 14000.0, ("cnn-mk4", 50): 145.0}
 
 
-def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5, precision_name: str = "default", num_devices: int = 1) -> dict:
+def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5, precision_name: str = "default", num_devices: int = 1,
+                profile: str | Path | None = None, compaction: str = "auto") -> dict:
     """One compiled chunk of ``steps`` training iterations (self-play against a frozen copy, as
     in the blog's examples, and one AdamW update each), timed per iteration, compiled at
-    ``precision_name`` (czjax.precision), each batch's games split over ``num_devices``."""
+    ``precision_name`` (czjax.precision), each batch's games split over ``num_devices``.
+    ``profile``: a folder for a profiler trace of one more chunk, split into phases
+    (``row["phases"]``: seconds per iteration per phase). ``row["peak_bytes"]``: the device's
+    peak memory in use, where the backend reports it (GPUs do, the CPU does not)."""
     from czjax import devices, precision
     from czjax.train import HParams, TrainConfig, make_trainer
 
     config = TrainConfig(model=model, games_per_batch=games_per_batch, opponent="self", eval_games=2, batches_per_chunk=steps,
-                         precision=precision_name)
+                         precision=precision_name, compaction=compaction)
     num_devices = devices.available(num_devices)
     trainer = make_trainer(config, None, num_devices)
     hparams = devices.replicate(HParams.create(), num_devices)
     state = trainer.init(0)
     with precision.matmul(precision_name):
-        compile_s, times, (_, metrics) = time_compiled(lambda st: trainer.run_chunk(st, hparams, steps),
-                                                       lambda i: (devices.replicate(state.replace(key=jax.random.key(i)), num_devices),), runs)
+        compile_s, times, (_, metrics), phases = time_compiled(
+            lambda st: trainer.run_chunk(st, hparams, steps),
+            lambda i: (devices.replicate(state.replace(key=jax.random.key(i)), num_devices),), runs, profile)
     per_iteration = statistics.median(times) / steps
     positions = float(metrics["positions"]) / steps  # the learner's real positions per batch
     row = {
@@ -150,8 +182,14 @@ def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5, pre
         "times_s": times,
         "steps_per_run": steps,
         "precision": precision_name,
+        "compaction": compaction,
         "devices": num_devices,
     }
+    if phases is not None:
+        row["phases"] = {name: seconds / steps for name, seconds in phases}
+    peak = peak_bytes()
+    if peak is not None:
+        row["peak_bytes"] = peak
     reference = PYTORCH_TRAIN_GAMES_PER_S.get((model.replace("-value", ""), games_per_batch))
     if reference:
         row["pytorch_games_per_s"] = reference
@@ -172,6 +210,7 @@ def add_torch_peer(row: dict, runs: int, steps: int) -> bool:
     row["torch_games_per_s"] = peer["games_per_s"]
     row["torch_positions_per_s"] = peer["positions_per_s"]
     row["torch_version"] = peer["torch"]
+    row["torch_device"] = peer["device"]
     row["vs_torch"] = row["games_per_s"] / peer["games_per_s"]
     return True
 
@@ -413,7 +452,7 @@ def bench_search(algo: str, batch: int, sims: int, runs: int, peers: bool = True
                 impls.append(("mctx+pgx", _mctx_search(algo, sims, *_mctx_over_pgx(env)), state))
     rows = []
     for impl, fn, inputs in impls:
-        compile_s, times, _ = time_compiled(fn, lambda i, inputs=inputs: (params, inputs, jax.random.key(i)), runs)
+        compile_s, times, _, _ = time_compiled(fn, lambda i, inputs=inputs: (params, inputs, jax.random.key(i)), runs)
         median = statistics.median(times)
         rows.append({"impl": impl, "algo": algo, "batch": batch, "sims": sims, "searches_per_s": batch / median,
                      "simulations_per_s": batch * sims / median, "median_s": median, "times_s": times, "compile_s": compile_s})

@@ -76,12 +76,17 @@ def cmd_bench_rollout(args) -> int:
 
 
 def cmd_bench_train(args) -> int:
-    from czjax import bench
+    from czjax import bench, profiling
 
     settings = [(model, games, n) for model in args.model for games in args.games_per_batch for n in args.devices]
 
     def measure(setting, log):
-        row = bench.bench_train(setting[0], setting[1], args.runs, args.steps, args.precision, setting[2])
+        model, games, n = setting
+        profile = Path(args.profile) / f"{model}-{games}-{n}dev" if args.profile else None
+        row = bench.bench_train(model, games, args.runs, args.steps, args.precision, n, profile, args.compaction)
+        if profile is not None:
+            log(f"profile of one chunk in {profile} (ui.perfetto.dev opens perfetto_trace.json.gz); per iteration:")
+            log(profiling.format_phases(list(row["phases"].items())))
         if not args.no_peer and not bench.add_torch_peer(row, args.runs, args.peer_steps or args.steps):
             log("  (PyTorch not installed: `pip install torch==2.13.0` to time the PyTorch iteration side by side)")
             args.no_peer = True
@@ -121,7 +126,7 @@ SETTING_FLAGS = {
     "model": "model", "init": "init", "games_per_batch": "games_per_batch", "opponent": "opponent",
     "algorithm": "algorithm", "search": "search", "mirror": "mirror", "batches_per_chunk": "batches_per_chunk", "eval_games": "eval_games",
     "ppo_epochs": "ppo.epochs", "ppo_clip": "ppo.clip", "target_kl": "ppo.target_kl", "ppo_kl_stop": "ppo.kl_stop", "ppo_bootstrap": "ppo.bootstrap",
-    "pool": "pool.members", "league": "pool.league", "precision": "precision",
+    "pool": "pool.members", "league": "pool.league", "precision": "precision", "compaction": "compaction",
 }
 
 
@@ -238,6 +243,7 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     """The static settings (SETTING_FLAGS) that override a preset, for train and scan."""
     from czjax.algorithms import ALGORITHMS
     from czjax.models import INITS, MODELS
+    from czjax.compaction import COMPACTION_MODES
     from czjax.precision import PRECISIONS
     from czjax.train import OPPONENTS, PPO_KL_STOPS
 
@@ -272,6 +278,10 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--precision", default=None, metavar="|".join(PRECISIONS),
                         help="float32 matrix products: default (the backend's: TF32-class on an NVIDIA GPU, exact on a CPU), "
                              "highest (full float32) or bf16 (bfloat16 products)")
+    parser.add_argument("--compaction", default=None, metavar="|".join(COMPACTION_MODES),
+                        help="skip finished games in the rollout and invalid positions in the gradient when the model is "
+                             "expensive enough: on (both), loss (the gradient only), off (neither), auto (the default: on, "
+                             "except that on a GPU rollouts of fewer than 4,096 games evaluate every board, as measured)")
     parser.add_argument("--init", default=None, metavar="|".join(INITS),
                         help="fresh parameters: torch (PyTorch's default initialisation, as the PyTorch project; the default) "
                              "or flax (Flax's LeCun-normal kernels and zero biases, czjax's before)")
@@ -633,6 +643,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_bench_commands(commands) -> None:
+    from czjax.compaction import COMPACTION_MODES
     from czjax.precision import PRECISIONS
 
     bench = commands.add_parser("bench", help="measure throughput: `czjax bench rollout`, `czjax bench train`, `czjax bench scan`, `czjax bench search`")
@@ -676,6 +687,12 @@ def _add_bench_commands(commands) -> None:
                              help="split each batch's games over N devices; several values are measured side by side (default: 1)")
     train_bench.add_argument("--precision", default="default", choices=list(PRECISIONS),
                              help="float32 matrix products of the compiled iteration (default: %(default)s; see czjax train --help)")
+    train_bench.add_argument("--compaction", default="auto", choices=list(COMPACTION_MODES),
+                             help="skipping of finished games and invalid positions (default: %(default)s; see czjax train --help)")
+    train_bench.add_argument("--profile", metavar="DIR", default=None,
+                             help="also trace one more chunk per setting with jax.profiler into DIR/MODEL-GAMES-Ndev and print how "
+                                  "its time splits into phases (self-play: network, rules, compaction; update: targets, "
+                                  "gradient, optimizer; evaluation)")
     train_bench.add_argument("--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)")
     train_bench.set_defaults(func=cmd_bench_train)
     scan_bench = bench_commands.add_parser(

@@ -239,7 +239,8 @@ def _model_player(model):
 
 def apply_model(model: nn.Module, params, boards):
     """``(logits, value)``; ``value`` is None for a model without a value head."""
-    out = model.apply(params, boards)
+    with jax.named_scope("network"):
+        out = model.apply(params, boards)
     if isinstance(out, tuple):
         return out
     return out, None

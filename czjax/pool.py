@@ -92,7 +92,8 @@ def update_pool(pool: PoolState, params, chosen, batch_win_rate, num_members: in
     return pool, add
 
 
-def play_against_pool(key, pool: PoolState, members: list, learner, params, num_games: int, temperature, axis_name=None, devices=1):
+def play_against_pool(key, pool: PoolState, members: list, learner, params, num_games: int, temperature, axis_name=None, devices=1,
+                      chunks=None):
     """One batch of the learner against a member drawn by weight (a league slot plays the
     learner's model with the slot's parameters); returns ``(trajectory, results, chosen)``."""
     choice_key, key = jax.random.split(key)
@@ -101,7 +102,7 @@ def play_against_pool(key, pool: PoolState, members: list, learner, params, num_
 
     def against(player, member_params):
         return rollout.play_games(key, learner, params, player, member_params, num_games, temperature, 1.0, axis_name=axis_name,
-                                  devices=devices)
+                                  devices=devices, chunks=chunks)
 
     branches = [lambda pool, k=k: against(members[k][0], pool.member_params[k]) for k in range(num_members)]
     if pool.league_active.shape[0]:  # one branch for every league slot: same player, the slot's parameters

@@ -168,7 +168,8 @@ def play_games(
         # Finished games play column -1, which position_step treats as an illegal move: their
         # position stays as it is. Sampling only returns legal columns, so for the games still
         # running ``ended`` is a win or a full board.
-        next_pos, won, ended = game.position_step(pos, jnp.where(active, action, -1))
+        with jax.named_scope("rules"):
+            next_pos, won, ended = game.position_step(pos, jnp.where(active, action, -1))
         outcome = jnp.where(won, jnp.where(mover_is_a[movers], 1, -1).astype(jnp.int8), outcome)
         new_carry = (next_pos, done | ended, outcome, length + active.astype(jnp.int32))
         record = (pos, jnp.where(active, action, 0).astype(jnp.int8), active)

@@ -101,6 +101,7 @@ def play_batch(model, opponent, games: int) -> dict:
     canonical, the learner to move); ``outcome (games,)`` for the learner (+1, 0, -1); and
     ``length (games,)`` in plies."""
     torch = _torch()
+    device = next(model.parameters()).device  # the project moves boards to the model's device per ply
     boards = np.zeros((games, ROWS, COLS), np.int8)  # canonical: +1 = side to move
     done = np.zeros(games, bool)
     outcome = np.zeros(games, np.float32)  # for the learner
@@ -116,10 +117,10 @@ def play_batch(model, opponent, games: int) -> dict:
             if idx.size == 0:
                 continue
             with torch.no_grad():
-                logits, _ = net(torch.from_numpy(boards[idx]))
-            legal = torch.from_numpy(boards[idx, 0, :] == 0)
+                logits, _ = net(torch.from_numpy(boards[idx]).to(device))
+            legal = torch.from_numpy(boards[idx, 0, :] == 0).to(device)
             probs = torch.softmax(logits.masked_fill(~legal, float("-inf")), dim=-1)
-            cols = torch.multinomial(probs, 1)[:, 0].numpy()
+            cols = torch.multinomial(probs, 1)[:, 0].cpu().numpy()
             if net is model:
                 for g, c in zip(idx, cols):
                     history[g].append((boards[g].copy(), int(c)))
@@ -153,9 +154,10 @@ def update(model, optimizer, batch: dict, entropy_bonus=0.05, value_weight=0.5, 
         for b, a in moves:
             xs.append(b)
             acts.append(a)
-    x = torch.from_numpy(np.stack(xs))
-    actions = torch.tensor(acts)
-    g_t = torch.from_numpy(np.concatenate(returns))
+    device = next(model.parameters()).device
+    x = torch.from_numpy(np.stack(xs)).to(device)
+    actions = torch.tensor(acts, device=device)
+    g_t = torch.from_numpy(np.concatenate(returns)).to(device)
     logits, values = model(x)
     logits = logits + (x[:, 0, :] != 0).float() * -1e9
     log_p = torch.log_softmax(logits, dim=-1)
@@ -163,7 +165,7 @@ def update(model, optimizer, batch: dict, entropy_bonus=0.05, value_weight=0.5, 
     taken = log_p.gather(1, actions[:, None])[:, 0]
     if values is None:
         advantage = g_t
-        value_loss = torch.zeros(())
+        value_loss = torch.zeros((), device=device)
     else:
         advantage = (g_t - values).detach()
         weight = torch.where(g_t.abs() == 1.0, 2.0, 1.0)  # terminal positions of decided games
@@ -264,12 +266,14 @@ def self_play(
     return rows
 
 
-def bench_train(model_name: str, games_per_batch: int, runs: int, steps: int, threads: int = 2) -> dict:
-    """Median seconds per iteration over ``runs`` runs of ``steps`` iterations (after a warm-up one)."""
+def bench_train(model_name: str, games_per_batch: int, runs: int, steps: int, threads: int = 2, device: str | None = None) -> dict:
+    """Median seconds per iteration over ``runs`` runs of ``steps`` iterations (after a warm-up
+    one), on ``device`` (default: CUDA when PyTorch sees a GPU, else the CPU with ``threads``)."""
     torch = _torch()
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    model, opponent = build_model(model_name), build_model(model_name)
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    model, opponent = build_model(model_name).to(device), build_model(model_name).to(device)
     opponent.load_state_dict(model.state_dict())
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
     rng = np.random.default_rng(0)
@@ -286,5 +290,6 @@ def bench_train(model_name: str, games_per_batch: int, runs: int, steps: int, th
         "positions_per_s": positions / (runs * steps) / per_iteration,
         "iteration_s": per_iteration,
         "threads": threads,
+        "device": device,
         "torch": torch.__version__,
     }

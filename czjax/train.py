@@ -155,6 +155,7 @@ class TrainConfig:
     eval_games: int = 100  # against RandomPunisher after every chunk
     batches_per_chunk: int = 20  # iterations per compiled chunk: the logging and evaluation interval
     precision: str = "default"  # float32 matrix products of the compiled chunk (czjax.precision.PRECISIONS)
+    compaction: str = "auto"  # skip finished games and invalid positions: auto (measured per backend), on, loss, off (czjax.compaction)
     ppo: PPOSettings = PPOSettings()
     promotion: PromotionSettings = PromotionSettings()
     pool: PoolSettings = PoolSettings()
@@ -163,6 +164,7 @@ class TrainConfig:
         model = models.get_model(self.model)  # one-line error for an unknown model
         models.check_init(self.init)
         precision.check(self.precision)
+        compaction.check_mode(self.compaction)
         algorithm = algorithms.get_algorithm(self.algorithm)
         if algorithm.needs_value_head and not models.has_value_head(model):
             raise ValueError(f"{self.algorithm} needs a model with a value head (cnn-mk4-value or mlp3), not {self.model}")
@@ -282,12 +284,19 @@ class Setup(NamedTuple):
     slots: int  # league slots
     axis_name: str | None
     devices: int  # a batch's games split across this many devices
+    rollout_chunks: int | None  # how a batch's rollout splits a player's boards: None the FLOP rule, 1 every board (czjax.compaction)
+    eval_chunks: int | None  # the same for the evaluation games
 
 
 def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1) -> Setup:
     model = models.get_model(config.model)
     learner = models.model_player(model)
     positions = (rollout.PLIES // 2) * config.games_per_batch * (2 if config.mirror else 1)  # the learner's batch
+    compact_gradient = compaction.in_gradient(config.compaction)
+
+    def rollout_chunks(games):  # None: the FLOP rule (czjax.compaction.rollout_chunks); 1: every board
+        return None if compaction.in_rollout(config.compaction, games - games // 2) else 1
+
     shapes = jax.eval_shape(lambda: models.init_params(model, jax.random.key(0)))
     ctx = algorithms.UpdateContext(
         model=model,
@@ -296,7 +305,7 @@ def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1)
         mirror=config.mirror,
         baseline=config.baseline and models.has_value_head(model),
         ppo=config.ppo,
-        num_chunks=compaction.loss_chunks(compaction.flops_per_board(learner, shapes), positions),
+        num_chunks=compaction.loss_chunks(compaction.flops_per_board(learner, shapes), positions) if compact_gradient else 1,
         axis_name=axis_name,
         devices=num_devices,
     )
@@ -304,7 +313,8 @@ def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1)
     slots = config.pool.league_slots if config.pool.league else 0
     searcher = config.searcher()
     actor = learner if searcher is None else search_player(searcher, learner)
-    return Setup(config, model, learner, actor, ctx, algorithms.get_algorithm(config.algorithm), members, slots, axis_name, num_devices)
+    return Setup(config, model, learner, actor, ctx, algorithms.get_algorithm(config.algorithm), members, slots, axis_name, num_devices,
+                 rollout_chunks(config.games_per_batch), rollout_chunks(config.eval_games))
 
 
 def init_state(setup: Setup, seed: int, params=None) -> TrainState:
@@ -336,14 +346,14 @@ def play_batch(setup: Setup, state: TrainState, hp: HParams, key):
     config, n = setup.config, setup.config.games_per_batch
     if config.opponent == "pool":
         return play_against_pool(key, state.pool, setup.members, setup.learner, state.params, n, hp.temperature, setup.axis_name,
-                                 setup.devices)
+                                 setup.devices, setup.rollout_chunks)
     self_play = config.opponent in ("self", "current")
     opponent = setup.actor if self_play else players.BUILTIN_PLAYERS[config.opponent]
     opponent_params = {"self": state.opponent_params, "current": state.params}.get(config.opponent)
     traj, results = rollout.play_games(
         key, setup.actor, state.params, opponent, opponent_params, n,
         hp.temperature, hp.temperature if self_play else 1.0, axis_name=setup.axis_name, devices=setup.devices,
-        record_targets=setup.algorithm.records_policy_targets,
+        record_targets=setup.algorithm.records_policy_targets, chunks=setup.rollout_chunks,
     )
     return traj, results, None
 
@@ -387,9 +397,13 @@ def record_batch(setup: Setup, state: TrainState, params, opt_state, results, ch
 
 def train_step(setup: Setup, state: TrainState, hp: HParams, key) -> tuple[TrainState, dict]:
     """One batch of games and the learner's update, as one compiled function."""
-    traj, results, chosen = play_batch(setup, state, hp, key)
-    params, opt_state, metrics = algorithms.update(setup.ctx, setup.algorithm, state.params, state.opt_state, traj, results.outcome, hp)
-    state, batch_metrics = record_batch(setup, state, params, opt_state, results, chosen)
+    # the named scopes are the phases that `czjax bench train --profile` reports (czjax.profiling)
+    with jax.named_scope("selfplay"):
+        traj, results, chosen = play_batch(setup, state, hp, key)
+    with jax.named_scope("update"):
+        params, opt_state, metrics = algorithms.update(setup.ctx, setup.algorithm, state.params, state.opt_state, traj, results.outcome, hp)
+    with jax.named_scope("bookkeeping"):
+        state, batch_metrics = record_batch(setup, state, params, opt_state, results, chosen)
     return state, {**metrics, **batch_metrics}
 
 
@@ -404,10 +418,11 @@ def run_chunk(setup: Setup, state: TrainState, hp: HParams, num_batches: int) ->
     state, per_batch = lax.scan(body, state, None, length=num_batches)
     key, eval_key = jax.random.split(state.key)
     state = state.replace(key=key)
-    _, evaluation = rollout.play_games(
-        eval_key, setup.learner, state.params, players.random_punisher, None, setup.config.eval_games, hp.temperature, 1.0,
-        axis_name=setup.axis_name, devices=setup.devices,
-    )
+    with jax.named_scope("evaluation"):
+        _, evaluation = rollout.play_games(
+            eval_key, setup.learner, state.params, players.random_punisher, None, setup.config.eval_games, hp.temperature, 1.0,
+            axis_name=setup.axis_name, devices=setup.devices, chunks=setup.eval_chunks,
+        )
     metrics = {k: v.mean() for k, v in per_batch.items() if k != "positions"}
     metrics.update(
         positions=per_batch["positions"].sum(),

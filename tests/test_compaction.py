@@ -64,3 +64,25 @@ def test_flops_are_counted_from_the_program_the_same_on_every_backend():
     model = models.get_model("cnn-mk4")
     params = jax.eval_shape(lambda: models.init_params(model, jax.random.key(0)))
     assert rollout.default_chunks(models.model_player(model), params, 25) == compaction.ROLLOUT_CHUNKS
+
+
+def test_compaction_modes_per_backend(monkeypatch):
+    """--compaction: on (both places), loss (the gradient only), off (neither); auto is on, except
+    that a GPU's rollouts below 2,048 boards per player call evaluate every board (measured)."""
+    from czjax.train import TrainConfig, make_setup
+
+    def chunks(mode, games=50, model="cnn-mk4"):
+        setup = make_setup(TrainConfig(model=model, games_per_batch=games, eval_games=100, compaction=mode), None)
+        return setup.rollout_chunks, setup.eval_chunks, setup.ctx.num_chunks
+
+    rule = None  # the FLOP rule decides (czjax.compaction.rollout_chunks)
+    assert chunks("on") == (rule, rule, compaction.LOSS_CHUNKS)
+    assert chunks("loss") == (1, 1, compaction.LOSS_CHUNKS)
+    assert chunks("off") == (1, 1, 1)
+    assert chunks("auto") == chunks("on")  # on a CPU
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert chunks("auto") == (1, 1, compaction.LOSS_CHUNKS)
+    assert chunks("auto", games=4096) == (rule, 1, compaction.LOSS_CHUNKS)  # the evaluation's 100 games: every board
+    assert chunks("on") == (rule, rule, compaction.LOSS_CHUNKS)
+    with pytest.raises(ValueError, match="unknown compaction 'some'; choose one of auto, on, loss, off"):
+        TrainConfig(compaction="some")
