@@ -189,8 +189,12 @@ def cmd_train(args) -> int:
         if args.resume:
             raise ValueError("--resume needs --out: the folder of the run to continue")
         args.out = f"runs/{args.preset or 'default'}-seed{args.seed or 0}"
+    if args.coordinator:
+        from czjax import devices
+
+        devices.initialize_hosts(args.coordinator, args.num_processes, args.process_id)
     config, hparams, run = train_settings(args)
-    if not args.resume:  # before the header, so a refused run prints one line only
+    if not args.resume and not args.coordinator:  # before the header, so a refused run prints one line only
         loop.guard_fresh(Path(args.out), loop.RUN_FILES, args.overwrite)
     print(f"training {config.model} ({config.algorithm}) against {config.opponent}, {config.games_per_batch} games per batch, "
           f"{loop.describe_target(run['batches'], run['time_budget_s'])}"
@@ -762,7 +766,13 @@ def _add_train_command(commands) -> None:
                             "czjax checkpoint (run folder or .msgpack; its parameters only, fresh optimizer state)")
     train.add_argument("--overwrite", action="store_true", help="start again in an --out that already holds a run, deleting it")
     train.add_argument("--devices", type=_positive_int, default=None, metavar="N",
-                       help="split each batch's games over N local devices (default: all of them; the same run on any number)")
+                       help="split each batch's games over N devices (default: all of them, every host's; the same run on any number)")
+    hosts = train.add_argument_group("several hosts", "one `czjax train` per host, the same flags on each but --process-id; "
+                                     "--out on a filesystem they share (process 0 writes it)")
+    hosts.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                       help="process 0's address, or auto to let JAX detect the cluster (SLURM, Open MPI, Kubernetes, Cloud TPU)")
+    hosts.add_argument("--num-processes", type=_positive_int, default=None, metavar="N", help="processes (hosts) in all")
+    hosts.add_argument("--process-id", type=int, default=None, metavar="I", help="this process's number, 0 to N-1")
     train.add_argument("--checkpoint-every", type=_positive_int, default=10, metavar="CHUNKS",
                        help="checkpoint at least every this many chunks (default: %(default)s)")
     train.add_argument("--checkpoint-seconds", type=_non_negative_float, default=60.0, metavar="SECONDS",

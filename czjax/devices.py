@@ -12,6 +12,11 @@
 
 Nothing here changes what is computed, only where; with one device every function is the
 identity.
+
+- **Several hosts** (:func:`initialize_hosts`, ``czjax train --coordinator``): one process per
+  host joins with ``jax.distributed.initialize``; the devices are then every host's, the mesh
+  spans them, and each process runs the same program (no data travels from the hosts: the games
+  come from the seed). Process 0 writes the run's files.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import functools
 
 import jax
+import numpy as np
 from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
@@ -26,9 +32,39 @@ GAMES = "games"
 CONFIGS = "configs"
 
 
+def initialize_hosts(coordinator: str, num_processes: int | None = None, process_id: int | None = None) -> None:
+    """Join a run over several hosts (one process each) before anything starts a JAX backend:
+    ``coordinator`` is process 0's ``HOST:PORT``, or ``auto`` where JAX detects the cluster
+    itself (SLURM, Open MPI, Kubernetes, Cloud TPU). CPU hosts exchange data through gloo."""
+    if coordinator != "auto" and (num_processes is None or process_id is None):
+        raise ValueError("--coordinator HOST:PORT needs --num-processes and --process-id")
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    if coordinator == "auto":
+        jax.distributed.initialize()
+    else:
+        jax.distributed.initialize(coordinator, num_processes, process_id)
+
+
+def is_main_process() -> bool:
+    """Whether this process writes the run's files (process 0; the only one on one host)."""
+    return jax.process_index() == 0
+
+
+def local_view(tree):
+    """``tree`` with every array this process cannot read whole (replicated over several hosts)
+    replaced by its copy on one of this process's devices; other leaves as they are."""
+    def view(x):
+        if isinstance(x, jax.Array) and not x.is_fully_addressable:
+            return x.addressable_data(0)
+        return x
+
+    return jax.tree.map(view, tree)
+
+
 def available(requested: int | None) -> int:
-    """The number of local devices to use: ``requested`` (all when None), checked."""
-    have = jax.local_device_count()
+    """The number of devices to use: ``requested`` (all when None), checked. Over several hosts
+    these are every host's devices."""
+    have = jax.device_count()
     if requested is None:
         return have
     if not 1 <= requested <= have:
@@ -38,10 +74,10 @@ def available(requested: int | None) -> int:
 
 @functools.lru_cache(maxsize=None)
 def mesh(num_devices: int, axis: str) -> Mesh | None:
-    """A one-axis mesh over the first ``num_devices`` local devices; None for one device."""
+    """A one-axis mesh over the first ``num_devices`` devices (of every host); None for one device."""
     if num_devices <= 1:
         return None
-    return Mesh(jax.local_devices()[:num_devices], (axis,))
+    return Mesh(jax.devices()[:num_devices], (axis,))
 
 
 def split(x: jax.Array, num_devices: int, axis: int = 0) -> jax.Array:
@@ -56,9 +92,25 @@ def split(x: jax.Array, num_devices: int, axis: int = 0) -> jax.Array:
 
 
 def replicate(tree, num_devices: int):
-    """``tree`` placed whole on every device of the training mesh (parameters, state)."""
+    """``tree`` placed whole on every device of the training mesh (parameters, state). Over
+    several hosts every process holds the same values (the same seed), and each places its own
+    devices' copies."""
     m = mesh(num_devices, GAMES)
-    return tree if m is None else jax.device_put(tree, NamedSharding(m, PartitionSpec()))
+    if m is None:
+        return tree
+    sharding = NamedSharding(m, PartitionSpec())
+    if jax.process_count() == 1:
+        return jax.device_put(tree, sharding)
+    return jax.tree.map(lambda x: _global_copy(x, sharding), tree)
+
+
+def _global_copy(x, sharding):
+    if isinstance(x, jax.Array) and x.sharding == sharding:
+        return x
+    if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+        return jax.random.wrap_key_data(_global_copy(jax.random.key_data(x), sharding), impl=jax.random.key_impl(x))
+    value = np.asarray(x)
+    return jax.make_array_from_callback(value.shape, sharding, lambda index: value[index])
 
 
 def spread_configurations(tree, num_devices: int):

@@ -64,7 +64,7 @@ def run_chunk_once(chunk: Callable, state, hparams, num_batches: int, config: Tr
     start = time.perf_counter()
     with heartbeat(log, lambda: f"  ... {label} running ({time.perf_counter() - start:.0f} s)"):
         state, metrics = _COMPILED[cache_key](state, hparams)
-        metrics = jax.device_get(metrics)
+        metrics = jax.device_get(devices.local_view(metrics))
     return state, metrics, time.perf_counter() - start
 
 
@@ -181,10 +181,13 @@ def open_run(config: TrainConfig, out_dir: Path, seed: int, resume: bool, overwr
         init_from = meta.get("extra", {}).get("init_from")  # already in the checkpoint's weights
         done = int(state.step)
         rows = [r for r in read_metrics(metrics_path) if r["batches"] <= done]
-        write_metrics(metrics_path, rows)
+        if devices.is_main_process():
+            write_metrics(metrics_path, rows)
         log(f"resuming {ckpt_path} at batch {done:,} ({int(state.games):,} games)")
         return trainer, state, rows, (rows[-1]["elapsed_s"] if rows else 0.0), init_from
-    if resume:
+    if not devices.is_main_process():  # process 0 checks and clears the folder
+        pass
+    elif resume:
         log(f"{out_dir} has no checkpoint yet: starting its run from the beginning")
         metrics_path.unlink(missing_ok=True)
     else:
@@ -224,15 +227,22 @@ def run(
     trainer, state, rows, elapsed_before, init_from = open_run(config, out_dir, seed, resume, overwrite, init_from, log, num_devices)
     description = {"seed": seed, "batches": batches, "time_budget_s": time_budget_s, "title": title,
                    **({"init_from": str(init_from)} if init_from is not None else {})}
-    (out_dir / RUN).write_text(json.dumps({"config": config.to_dict(), "hparams": hparams.to_dict(), "run": description}, indent=1))
+    writes = devices.is_main_process()  # over several hosts, process 0 writes the run's files
+    if writes:
+        (out_dir / RUN).write_text(json.dumps({"config": config.to_dict(), "hparams": hparams.to_dict(), "run": description}, indent=1))
     ckpt_path, metrics_path, dash_path = out_dir / CHECKPOINT, out_dir / METRICS, out_dir / DASHBOARD
+
+    def save(state):
+        if writes:
+            checkpoint.save(ckpt_path, devices.local_view(state), config.to_dict(), hparams.to_dict(), description)
+
     start = time.perf_counter()
     last_print = last_plot = last_save = 0.0
     chunks = 0
     interrupted = False
     try:
         while True:
-            done = int(state.step)
+            done = int(devices.local_view(state).step)
             if (batches is not None and done >= batches) or (
                 time_budget_s is not None and elapsed_before + time.perf_counter() - start >= time_budget_s
             ):
@@ -244,26 +254,27 @@ def run(
             row = dict(metric_row(metrics), games_per_s=num_batches * config.games_per_batch / chunk_s, chunk_s=chunk_s,
                        elapsed_s=elapsed_before + time.perf_counter() - start)
             rows.append(row)
-            with metrics_path.open("a") as f:
-                f.write(json.dumps(row) + "\n")
+            if writes:
+                with metrics_path.open("a") as f:
+                    f.write(json.dumps(row) + "\n")
             chunks += 1
             now = time.perf_counter() - start
             if now - last_print >= 2.0 or chunks == 1:
                 log(format_progress(row, batches))
                 last_print = now
             if chunks % checkpoint_every == 0 or now - last_save >= checkpoint_every_s:
-                checkpoint.save(ckpt_path, state, config.to_dict(), hparams.to_dict(), description)
+                save(state)
                 last_save = now
-            if now - last_plot >= plot_every_s and rows:
+            if writes and now - last_plot >= plot_every_s and rows:
                 plots.dashboard(rows, dash_path, title=title)
                 last_plot = now
     except KeyboardInterrupt:
         interrupted = True
         log("interrupted: saving the last completed chunk")
-    checkpoint.save(ckpt_path, state, config.to_dict(), hparams.to_dict(), description)
-    if rows:
+    save(state)
+    if writes and rows:
         plots.dashboard(rows, dash_path, title=title)
-    return run_summary(out_dir, state, rows, elapsed_before, interrupted)
+    return run_summary(out_dir, devices.local_view(state), rows, elapsed_before, interrupted)
 
 
 def run_summary(out_dir: Path, state, rows: list[dict], elapsed_before: float, interrupted: bool) -> dict:

@@ -16,6 +16,7 @@ from typing import Any, Callable
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from czjax import game
 
@@ -67,8 +68,9 @@ def entropy(boards: jax.Array, logits: jax.Array) -> jax.Array:
 
 
 # Upper-triangular ones: w @ _PREFIX is the running sum over columns (a cumsum that XLA's CPU
-# backend runs faster than its reduce-window cumsum).
-_PREFIX = jnp.triu(jnp.ones((game.COLS, game.COLS), jnp.float32))
+# backend runs faster than its reduce-window cumsum). A NumPy constant: importing czjax must not
+# start a JAX backend (jax.distributed.initialize has to come first on several hosts).
+_PREFIX = np.triu(np.ones((game.COLS, game.COLS), np.float32))
 
 
 def sample_masked(key: jax.Array, legal: jax.Array, logits: jax.Array, temperature=1.0) -> jax.Array:

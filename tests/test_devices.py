@@ -91,3 +91,33 @@ def test_device_counts_are_checked():
     with pytest.raises(ValueError, match=r"--devices 99: this machine has \d+"):
         devices.available(99)
     assert devices.largest_divisor(8, 4) == 4 and devices.largest_divisor(6, 4) == 3
+
+
+def test_a_run_over_two_hosts_is_the_run_on_one(tmp_path):
+    """Two `czjax train` processes joined by jax.distributed (2 forced host devices each, gloo
+    between them: 4 devices over 2 "hosts") play the same games as one process on one device;
+    process 0 alone writes the run's files."""
+    import socket
+
+    from czjax import cli, loop
+
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        port = s.getsockname()[1]
+    args = ["train", "--preset", "ex2-entropy", "--games-per-batch", "18", "--eval-every", "2", "--eval-games", "6", "--batches", "4",
+            "--seed", "3", "--out", str(tmp_path / "hosts"), "--coordinator", f"localhost:{port}", "--num-processes", "2"]
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO))
+    procs = [subprocess.Popen([sys.executable, "-m", "czjax", *args, "--process-id", str(i)], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for i in (0, 1)]
+    outputs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs[0][-2000:] + outputs[1][-2000:]
+    assert cli.main([*args[:args.index("--out")], "--out", str(tmp_path / "one"), "--devices", "1"]) == 0
+    hosts, one = (loop.read_metrics(tmp_path / name / loop.METRICS) for name in ("hosts", "one"))
+    assert [r["batches"] for r in hosts] == [r["batches"] for r in one] == [2, 4]
+    for a, b in zip(hosts, one):
+        assert_rows_agree(a, b, a["batches"])
+
+
+def test_a_coordinator_needs_the_process_count_and_id():
+    with pytest.raises(ValueError, match="--coordinator HOST:PORT needs --num-processes and --process-id"):
+        devices.initialize_hosts("localhost:1234", 2, None)
