@@ -76,11 +76,15 @@ def sparse_value_and_grad(chunk_loss: Callable, params, boards, batch: LossInput
     return compaction.over_valid_chunks(chunk_grads, (boards, batch), batch.valid, num_chunks, axis_name, accumulate=True)
 
 
-def learner_batch(ctx: UpdateContext, traj: rollout.Trajectory, outcome, discount):
+def learner_batch(ctx: UpdateContext, traj: rollout.Trajectory, outcome, discount, value_mix=0.0):
     """``(boards, LossInputs)`` of the learner's positions (player A's static half of the plies,
-    flattened ply-major), with Monte-Carlo returns; mirrored too if configured."""
+    flattened ply-major), with Monte-Carlo returns; mirrored too if configured. When the
+    trajectory holds the players' values (a search's root value), ``value_mix`` of it is mixed
+    into the returns: ``(1 - m) G + m Q`` (AlphaZero's variant of the value target)."""
     mine = rollout.player_plies(traj, ctx.games, player=0)  # (21, n)
     returns = discounted_returns(outcome, mine.valid, discount)
+    if mine.values is not None:
+        returns = returns + value_mix * (jnp.where(mine.valid, mine.values, 0.0) - returns)
     flat = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731
     positions = jax.tree.map(flat, mine.positions)
     boards = game.unpack(positions)
@@ -228,7 +232,7 @@ class Algorithm:
     targets: Callable  # (ctx, params, boards, batch, outcome, hparams) -> batch
     step: Callable  # (ctx, params, opt_state, boards, batch, hparams) -> (params, opt_state, metrics)
     needs_search: bool = False  # trains on the moves of a search (TrainConfig.search) that plays the games
-    records_policy_targets: bool = False  # its targets are the players' policy targets, kept by the rollout
+    records_policy_targets: bool = False  # the rollout keeps the players' policy targets and values (search-based training)
 
 
 ALGORITHMS: dict[str, Algorithm] = {
@@ -239,7 +243,8 @@ ALGORITHMS: dict[str, Algorithm] = {
                            "and value MSE to the return", True, search_policy_targets, imitation_step, needs_search=True,
                            records_policy_targets=True),
     "alpha": Algorithm("Connect-Zero's alpha mode: --search plays; cross-entropy to the move it played (a hard target) and "
-                       "value MSE to the return", True, played_move_targets, imitation_step, needs_search=True),
+                       "value MSE to the return", True, played_move_targets, imitation_step, needs_search=True,
+                       records_policy_targets=True),
 }
 
 
@@ -253,6 +258,11 @@ def get_algorithm(name: str) -> Algorithm:
 def update(ctx: UpdateContext, algorithm: Algorithm, params, opt_state, traj: rollout.Trajectory, outcome, hp):
     """The learner's update on a batch of games: ``(params, opt_state, per-position metrics)``."""
     with jax.named_scope("targets"):
-        boards, batch = learner_batch(ctx, traj, outcome, hp.discount)
-        batch = algorithm.targets(ctx, params, boards, batch, outcome, hp)
+        boards, batch = training_batch(ctx, algorithm, params, traj, outcome, hp)
     return algorithm.step(ctx, params, opt_state, boards, batch, hp)
+
+
+def training_batch(ctx: UpdateContext, algorithm: Algorithm, params, traj: rollout.Trajectory, outcome, hp):
+    """``(boards, LossInputs)``: the learner's positions of a batch of games with ``algorithm``'s targets."""
+    boards, batch = learner_batch(ctx, traj, outcome, hp.discount, hp.value_mix)
+    return boards, algorithm.targets(ctx, params, boards, batch, outcome, hp)

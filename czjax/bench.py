@@ -71,13 +71,14 @@ def machine_description() -> str:
     return f"{platform.machine()} {devices[0].platform}:{devices[0].device_kind} x{len(devices)}, jax {jax.__version__}"
 
 
-def bench_rollout_czjax(player_name: str, batch: int, runs: int) -> dict:
+def bench_rollout_czjax(player_name: str, batch: int, runs: int, profile: str | Path | None = None) -> dict:
+    """Whole games between two copies of a built-in player; ``profile`` as in :func:`bench_train`."""
     player = players.BUILTIN_PLAYERS[player_name]
 
     def run(key):
         return rollout.play_games(key, player, None, player, None, batch)
 
-    compile_s, times, (traj, results), _ = time_compiled(run, lambda i: (jax.random.key(i),), runs)
+    compile_s, times, (traj, results), phases = time_compiled(run, lambda i: (jax.random.key(i),), runs, profile)
     median = statistics.median(times)
     moves = int(np.asarray(results.length).sum())
     return {
@@ -90,6 +91,7 @@ def bench_rollout_czjax(player_name: str, batch: int, runs: int) -> dict:
         "times_s": times,
         "compile_s": compile_s,
         "mean_length": moves / batch,
+        **({"phases": dict(phases)} if phases is not None else {}),
     }
 
 
@@ -150,7 +152,7 @@ PYTORCH_TRAIN_GAMES_PER_S = {("mlp", 50): 950.0, ("mlp", 4096): 14000.0, ("cnn-m
 
 
 def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5, precision_name: str = "default", num_devices: int = 1,
-                profile: str | Path | None = None, compaction: str = "auto") -> dict:
+                profile: str | Path | None = None, compaction: str = "auto", conv: str = "auto") -> dict:
     """One compiled chunk of ``steps`` training iterations (self-play against a frozen copy, as
     in the blog's examples, and one AdamW update each), timed per iteration, compiled at
     ``precision_name`` (czjax.precision), each batch's games split over ``num_devices``.
@@ -161,7 +163,7 @@ def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5, pre
     from czjax.train import HParams, TrainConfig, make_trainer
 
     config = TrainConfig(model=model, games_per_batch=games_per_batch, opponent="self", eval_games=2, batches_per_chunk=steps,
-                         precision=precision_name, compaction=compaction)
+                         precision=precision_name, compaction=compaction, conv=conv)
     num_devices = devices.available(num_devices)
     trainer = make_trainer(config, None, num_devices)
     hparams = devices.replicate(HParams.create(), num_devices)
@@ -183,6 +185,7 @@ def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5, pre
         "steps_per_run": steps,
         "precision": precision_name,
         "compaction": compaction,
+        "conv": conv,
         "devices": num_devices,
     }
     if phases is not None:

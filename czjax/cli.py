@@ -19,6 +19,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
 def _batch(text: str) -> int:
     value = _positive_int(text)
     if value < 2:
@@ -45,11 +55,15 @@ def _bench(args, what: str, header: str, settings, measure, fmt) -> int:
 
 
 def cmd_bench_rollout(args) -> int:
-    from czjax import bench
+    from czjax import bench, profiling
 
     def measure(setting, log):
         player, batch = setting
-        row = bench.bench_rollout_czjax(player, batch, args.runs)
+        profile = Path(args.profile) / f"{player}-{batch}" if args.profile else None
+        row = bench.bench_rollout_czjax(player, batch, args.runs, profile)
+        if profile is not None:
+            log(f"profile of one batch in {profile} (ui.perfetto.dev opens perfetto_trace.json.gz):")
+            log(profiling.format_phases(list(row["phases"].items())))
         rows = [row]
         if player == "random-punisher":
             row["vs_pytorch"] = row["games_per_s"] / bench.PYTORCH_PUNISHER_GAMES_PER_S
@@ -83,7 +97,7 @@ def cmd_bench_train(args) -> int:
     def measure(setting, log):
         model, games, n = setting
         profile = Path(args.profile) / f"{model}-{games}-{n}dev" if args.profile else None
-        row = bench.bench_train(model, games, args.runs, args.steps, args.precision, n, profile, args.compaction)
+        row = bench.bench_train(model, games, args.runs, args.steps, args.precision, n, profile, args.compaction, args.conv)
         if profile is not None:
             log(f"profile of one chunk in {profile} (ui.perfetto.dev opens perfetto_trace.json.gz); per iteration:")
             log(profiling.format_phases(list(row["phases"].items())))
@@ -126,7 +140,8 @@ SETTING_FLAGS = {
     "model": "model", "init": "init", "games_per_batch": "games_per_batch", "opponent": "opponent",
     "algorithm": "algorithm", "search": "search", "mirror": "mirror", "batches_per_chunk": "batches_per_chunk", "eval_games": "eval_games",
     "ppo_epochs": "ppo.epochs", "ppo_clip": "ppo.clip", "target_kl": "ppo.target_kl", "ppo_kl_stop": "ppo.kl_stop", "ppo_bootstrap": "ppo.bootstrap",
-    "pool": "pool.members", "league": "pool.league", "precision": "precision", "compaction": "compaction",
+    "pool": "pool.members", "league": "pool.league", "precision": "precision", "compaction": "compaction", "conv": "conv", "sample_plies": "sample_plies",
+    "replay_capacity": "replay.capacity", "replay_batch": "replay.batch",
 }
 
 
@@ -137,7 +152,9 @@ def _hparam_flags() -> tuple[str, ...]:
 
 
 HPARAM_ALIASES = {"learning_rate": ("--lr",), "discount": ("--gamma",)}
-HPARAM_HELP = {"temperature": "sampling temperature of the learner (default: the preset's)"}
+HPARAM_HELP = {"temperature": "sampling temperature of the learner (default: the preset's)",
+               "value_mix": "search-based training: the weight m of the search's root value in the value target, "
+                            "(1 - m) * return + m * Q (default 0: the return alone)"}
 
 
 def _setting_overrides(args) -> dict:
@@ -246,7 +263,7 @@ def cmd_scan(args) -> int:
 def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     """The static settings (SETTING_FLAGS) that override a preset, for train and scan."""
     from czjax.algorithms import ALGORITHMS
-    from czjax.models import INITS, MODELS
+    from czjax.models import CONV_METHODS, INITS, MODELS
     from czjax.compaction import COMPACTION_MODES
     from czjax.precision import PRECISIONS
     from czjax.train import OPPONENTS, PPO_KL_STOPS
@@ -281,7 +298,19 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eval-games", type=_batch, default=None, help="games against RandomPunisher per evaluation (default 100)")
     parser.add_argument("--precision", default=None, metavar="|".join(PRECISIONS),
                         help="float32 matrix products: default (the backend's: TF32-class on an NVIDIA GPU, exact on a CPU), "
-                             "highest (full float32) or bf16 (bfloat16 products)")
+                             "highest (full float32), bf16 (bfloat16 products) or mixed (bfloat16 activations and products, "
+                             "float32 parameters and optimizer state)")
+    parser.add_argument("--replay-capacity", type=_non_negative_int, default=None, metavar="POSITIONS",
+                        help="search-based training from an on-device replay buffer of this many positions (circular; "
+                             "default 0: train on each batch as it comes)")
+    parser.add_argument("--replay-batch", type=_positive_int, default=None, metavar="POSITIONS",
+                        help="positions drawn uniformly from the replay buffer for each step (default 1024)")
+    parser.add_argument("--sample-plies", type=_non_negative_int, default=None, metavar="PLIES",
+                        help="sample moves at the temperature on the game's first PLIES plies only, then play the most likely "
+                             "(the most visited, for a search): AlphaZero's schedule (default: sample throughout)")
+    parser.add_argument("--conv", default=None, metavar="|".join(CONV_METHODS),
+                        help="Mk4's 3x3 convolutions: im2col (patches and one matmul), xla (lax.conv: cuDNN on a GPU) or "
+                             "auto (the default: chosen per backend by measurement, im2col on a CPU)")
     parser.add_argument("--compaction", default=None, metavar="|".join(COMPACTION_MODES),
                         help="skip finished games in the rollout and invalid positions in the gradient when the model is "
                              "expensive enough: on (both), loss (the gradient only), off (neither), auto (the default: on, "
@@ -648,6 +677,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_bench_commands(commands) -> None:
     from czjax.compaction import COMPACTION_MODES
+    from czjax.models import CONV_METHODS
     from czjax.precision import PRECISIONS
 
     bench = commands.add_parser("bench", help="measure throughput: `czjax bench rollout`, `czjax bench train`, `czjax bench scan`, `czjax bench search`")
@@ -668,6 +698,9 @@ def _add_bench_commands(commands) -> None:
     )
     rollout.add_argument("--runs", type=_positive_int, default=5, help="timed runs per setting (default: %(default)s)")
     rollout.add_argument("--no-peer", action="store_true", help="skip the pgx comparison")
+    rollout.add_argument("--profile", metavar="DIR", default=None,
+                         help="also trace one more batch per setting with jax.profiler into DIR/PLAYER-BATCH and print how its "
+                              "time splits (rules, sampling and the rest; see czjax bench train --profile)")
     rollout.add_argument("--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)")
     rollout.set_defaults(func=cmd_bench_rollout)
     train_bench = bench_commands.add_parser(
@@ -691,6 +724,8 @@ def _add_bench_commands(commands) -> None:
                              help="split each batch's games over N devices; several values are measured side by side (default: 1)")
     train_bench.add_argument("--precision", default="default", choices=list(PRECISIONS),
                              help="float32 matrix products of the compiled iteration (default: %(default)s; see czjax train --help)")
+    train_bench.add_argument("--conv", default="auto", choices=list(CONV_METHODS),
+                             help="Mk4's 3x3 convolutions (default: %(default)s; see czjax train --help)")
     train_bench.add_argument("--compaction", default="auto", choices=list(COMPACTION_MODES),
                              help="skipping of finished games and invalid positions (default: %(default)s; see czjax train --help)")
     train_bench.add_argument("--profile", metavar="DIR", default=None,

@@ -20,44 +20,58 @@ defaults (LeCun-normal kernels, zero biases), about sqrt(3) times PyTorch's spre
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Any, Callable
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 from flax.traverse_util import flatten_dict, unflatten_dict
+from jax import lax
 
 from czjax import game
 from czjax.players import PlayerOutput
 
 TORCH_EPS = 1e-5
 
+# Activation dtypes (``dtype`` of every model): parameters, gradients and the optimizer state stay
+# float32 in every case; "bfloat16" computes the layers' activations and products in bfloat16
+# (``--precision mixed``), and the outputs come back as float32.
+COMPUTE_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+
+# How :class:`Conv3x3` computes: "im2col" (patches + one matmul) or "xla" (lax.conv, cuDNN on
+# an NVIDIA GPU); "auto" by backend, chosen by measurement: on XLA's CPU im2col's gradient is
+# 1.6x faster. Backends not measured yet use im2col (czjax bench train --conv compares them).
+CONV_METHODS = ("auto", "im2col", "xla")
+BACKEND_CONV = {"cpu": "im2col"}
+
 
 class SimpleMLP(nn.Module):
     """42 -> 128 -> 64 -> 7 with ReLU."""
 
+    dtype: Any = jnp.float32
     has_value_head = False
 
     @nn.compact
     def __call__(self, boards):
-        x = boards.reshape(boards.shape[0], -1).astype(jnp.float32)
-        x = nn.relu(nn.Dense(128)(x))
-        x = nn.relu(nn.Dense(64)(x))
-        return nn.Dense(game.COLS)(x)
+        x = boards.reshape(boards.shape[0], -1).astype(self.dtype)
+        x = nn.relu(nn.Dense(128, dtype=self.dtype)(x))
+        x = nn.relu(nn.Dense(64, dtype=self.dtype)(x))
+        return nn.Dense(game.COLS, dtype=self.dtype)(x).astype(jnp.float32)
 
 
 class MLP3(nn.Module):
     """Seven bias-free layers of 256 with LayerNorm and ReLU; 8 outputs: 7 logits and a value."""
 
+    dtype: Any = jnp.float32
     has_value_head = True
 
     @nn.compact
     def __call__(self, boards):
-        x = boards.reshape(boards.shape[0], -1).astype(jnp.float32)
+        x = boards.reshape(boards.shape[0], -1).astype(self.dtype)
         for _ in range(7):
-            x = nn.Dense(256, use_bias=False)(x)
-            x = nn.relu(nn.LayerNorm(epsilon=TORCH_EPS)(x))
-        out = nn.Dense(game.COLS + 1)(x)
+            x = nn.Dense(256, use_bias=False, dtype=self.dtype)(x)
+            x = nn.relu(nn.LayerNorm(epsilon=TORCH_EPS, dtype=self.dtype)(x))
+        out = nn.Dense(game.COLS + 1, dtype=self.dtype)(x).astype(jnp.float32)
         return out[:, : game.COLS], jnp.tanh(out[:, game.COLS])
 
 
@@ -75,10 +89,16 @@ class Conv3x3(nn.Module):
     """
 
     features: int
+    method: str = "auto"  # one of CONV_METHODS
+    dtype: Any = jnp.float32
 
     @nn.compact
     def __call__(self, x):
         kernel = self.param("kernel", nn.initializers.lecun_normal(), (3, 3, x.shape[-1], self.features))
+        x, kernel = x.astype(self.dtype), kernel.astype(self.dtype)
+        method = BACKEND_CONV.get(jax.default_backend(), "im2col") if self.method == "auto" else self.method
+        if method == "xla":
+            return lax.conv_general_dilated(x, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
         padded = jnp.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
         rows, cols = x.shape[1], x.shape[2]
         patches = jnp.concatenate([padded[:, i : i + rows, j : j + cols, :] for i in range(3) for j in range(3)], axis=-1)
@@ -86,12 +106,15 @@ class Conv3x3(nn.Module):
 
 
 class ResBlock(nn.Module):
+    conv: str = "auto"
+    dtype: Any = jnp.float32
+
     @nn.compact
     def __call__(self, x):
-        y = Conv3x3(64)(x)
-        y = nn.relu(nn.GroupNorm(num_groups=16, epsilon=TORCH_EPS)(y))
-        y = Conv3x3(64)(y)
-        y = nn.GroupNorm(num_groups=16, epsilon=TORCH_EPS)(y)
+        y = Conv3x3(64, self.conv, self.dtype)(x)
+        y = nn.relu(nn.GroupNorm(num_groups=16, epsilon=TORCH_EPS, dtype=self.dtype)(y))
+        y = Conv3x3(64, self.conv, self.dtype)(y)
+        y = nn.GroupNorm(num_groups=16, epsilon=TORCH_EPS, dtype=self.dtype)(y)
         return nn.relu(y + x)
 
 
@@ -101,6 +124,8 @@ class CNNMk4(nn.Module):
     MLP 448-128-128-7 with LayerNorm, optional value MLP 448-64-64-1 with tanh."""
 
     value_head: bool = False
+    conv: str = "auto"  # Conv3x3's method (CONV_METHODS)
+    dtype: Any = jnp.float32
 
     @property
     def has_value_head(self) -> bool:
@@ -108,39 +133,46 @@ class CNNMk4(nn.Module):
 
     @nn.compact
     def __call__(self, boards):
-        x = one_hot_planes(boards)
-        x = Conv3x3(64)(x)
-        x = nn.relu(nn.GroupNorm(num_groups=16, epsilon=TORCH_EPS)(x))
+        dtype = self.dtype
+        x = one_hot_planes(boards).astype(dtype)
+        x = Conv3x3(64, self.conv, dtype)(x)
+        x = nn.relu(nn.GroupNorm(num_groups=16, epsilon=TORCH_EPS, dtype=dtype)(x))
         for _ in range(3):
-            x = ResBlock()(x)
-        x = nn.Conv(64, (game.ROWS, 1), padding="VALID", use_bias=False)(x)  # (B, 1, 7, 64)
+            x = ResBlock(self.conv, dtype)(x)
+        x = nn.Conv(64, (game.ROWS, 1), padding="VALID", use_bias=False, dtype=dtype)(x)  # (B, 1, 7, 64)
         features = jnp.transpose(x[:, 0], (0, 2, 1)).reshape(x.shape[0], -1)  # index = channel * 7 + col
-        p = nn.Dense(128, use_bias=False)(features)
-        p = nn.relu(nn.LayerNorm(epsilon=TORCH_EPS)(p))
-        p = nn.Dense(128, use_bias=False)(p)
-        p = nn.relu(nn.LayerNorm(epsilon=TORCH_EPS)(p))
-        logits = nn.Dense(game.COLS)(p)
+        p = nn.Dense(128, use_bias=False, dtype=dtype)(features)
+        p = nn.relu(nn.LayerNorm(epsilon=TORCH_EPS, dtype=dtype)(p))
+        p = nn.Dense(128, use_bias=False, dtype=dtype)(p)
+        p = nn.relu(nn.LayerNorm(epsilon=TORCH_EPS, dtype=dtype)(p))
+        logits = nn.Dense(game.COLS, dtype=dtype)(p).astype(jnp.float32)
         if not self.value_head:
             return logits
-        v = nn.relu(nn.Dense(64, name="value_0")(features))
-        v = nn.relu(nn.Dense(64, name="value_1")(v))
-        return logits, jnp.tanh(nn.Dense(1, name="value_2")(v)[:, 0])
+        v = nn.relu(nn.Dense(64, name="value_0", dtype=dtype)(features))
+        v = nn.relu(nn.Dense(64, name="value_1", dtype=dtype)(v))
+        return logits, jnp.tanh(nn.Dense(1, name="value_2", dtype=dtype)(v)[:, 0].astype(jnp.float32))
 
 
-MODELS: dict[str, Callable[[], nn.Module]] = {
-    "mlp": SimpleMLP,
-    "mlp3": MLP3,
-    "cnn-mk4": lambda: CNNMk4(value_head=False),
-    "cnn-mk4-value": lambda: CNNMk4(value_head=True),
+# name -> (dtype, conv method) -> module
+MODELS: dict[str, Callable[[Any, str], nn.Module]] = {
+    "mlp": lambda dtype, conv: SimpleMLP(dtype=dtype),
+    "mlp3": lambda dtype, conv: MLP3(dtype=dtype),
+    "cnn-mk4": lambda dtype, conv: CNNMk4(value_head=False, conv=conv, dtype=dtype),
+    "cnn-mk4-value": lambda dtype, conv: CNNMk4(value_head=True, conv=conv, dtype=dtype),
 }
 
 
-def get_model(name: str) -> nn.Module:
-    """The model registered as ``name``; a one-line ``ValueError`` for an unknown name."""
+def get_model(name: str, dtype: str = "float32", conv: str = "auto") -> nn.Module:
+    """The model registered as ``name``, its activations in ``dtype`` (COMPUTE_DTYPES) and its
+    3x3 convolutions computed by ``conv`` (CONV_METHODS); a one-line ``ValueError`` for an
+    unknown name. The parameters are the same whatever the dtype and method."""
+    if conv not in CONV_METHODS:
+        raise ValueError(f"unknown conv {conv!r}; choose one of {', '.join(CONV_METHODS)}")
     try:
-        return MODELS[name]()
+        build = MODELS[name]
     except KeyError:
         raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}") from None
+    return build(COMPUTE_DTYPES[dtype], conv)
 
 
 def fan_in(kernel_shape) -> int:

@@ -5,7 +5,9 @@ them through TF32-class tensor-core arithmetic (about 1e-3 relative). So:
 
 - **Training** uses the precision its config names (``TrainConfig.precision``, CLI
   ``--precision``): ``default`` (the backend's fast default), ``highest`` (full float32
-  everywhere) or ``bf16`` (bfloat16 products, the fastest on a GPU).
+  everywhere), ``bf16`` (bfloat16 matrix products, float32 activations) or ``mixed``
+  (bfloat16 activations and products, float32 parameters, gradients and optimizer state:
+  the models' ``dtype``, czjax.models.COMPUTE_DTYPES).
 - **Every parity path** (the ONNX export's check against czjax, comparisons with PyTorch,
   tests of one formulation against another) computes under :func:`parity`: full float32, so
   tolerances of float32 rounding hold on every backend.
@@ -18,13 +20,21 @@ import contextlib
 import jax
 
 # --precision names -> jax.default_matmul_precision values (None: leave the backend's default)
-PRECISIONS = {"default": None, "highest": "highest", "bf16": "bfloat16"}
+PRECISIONS = {"default": None, "highest": "highest", "bf16": "bfloat16", "mixed": None}
+# --precision names whose models compute their activations in another dtype (czjax.models.COMPUTE_DTYPES)
+ACTIVATIONS = {"mixed": "bfloat16"}
 PARITY = "highest"
 
 
 def check(name: str) -> None:
     if name not in PRECISIONS:
         raise ValueError(f"unknown precision {name!r}; choose one of {', '.join(PRECISIONS)}")
+
+
+def activation_dtype(name: str) -> str:
+    """The models' activation dtype under precision ``name``."""
+    check(name)
+    return ACTIVATIONS.get(name, "float32")
 
 
 def matmul(name: str):

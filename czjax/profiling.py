@@ -20,7 +20,8 @@ from pathlib import Path
 
 import jax
 
-PHASES = ("selfplay", "evaluation", "update", "bookkeeping", "targets", "gradient", "optimizer", "network", "rules", "compaction")
+PHASES = ("selfplay", "evaluation", "update", "bookkeeping", "targets", "gradient", "optimizer", "network", "rules", "compaction",
+          "descend", "backup")
 _INSTRUCTION = re.compile(r'^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=.*?op_name="([^"]*)"')
 
 

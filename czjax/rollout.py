@@ -39,6 +39,8 @@ class Trajectory:
     policy_targets: ``float (T, B, 7)``, the mover's policy target (a search's visit counts, say;
         ``softmax(logits)`` for a player without one), when the games were played with
         ``record_targets``; else None.
+    values: ``float (T, B)``, the mover's value of its position (a search's root value; 0 for a
+        player without a value), with ``record_targets``; else None.
     """
 
     positions: game.Position
@@ -46,6 +48,7 @@ class Trajectory:
     player: chex.Array
     valid: chex.Array
     policy_targets: chex.Array | None = None
+    values: chex.Array | None = None
 
     def boards(self) -> jax.Array:
         """The mover's canonical int8 boards before each ply, ``(T, B, 6, 7)``."""
@@ -80,18 +83,20 @@ def default_chunks(player: Player, params, boards_per_call: int) -> int:
 
 
 def _logits_and_target(player: Player, params, boards, key) -> jax.Array:
-    """``float (B, 14)``: the player's logits and its policy target (``softmax(logits)`` when it
-    gives none), side by side so the compaction below moves them as one array."""
+    """``float (B, 15)``: the player's logits, its policy target (``softmax(logits)`` when it
+    gives none) and its value (0 without one), side by side so the compaction below moves them
+    as one array."""
     out = player(params, boards, key)
     logits = out.logits.astype(jnp.float32)
     target = jax.nn.softmax(logits) if out.policy_target is None else out.policy_target.astype(jnp.float32)
-    return jnp.concatenate([logits, target], axis=-1)
+    value = jnp.zeros(logits.shape[:1], jnp.float32) if out.value is None else out.value.astype(jnp.float32)
+    return jnp.concatenate([logits, target, value[:, None]], axis=-1)
 
 
 def evaluate_active(player: Player, params, boards: jax.Array, key, active: jax.Array, num_chunks: int, axis_name=None,
                     with_targets: bool = False) -> jax.Array:
     """The player's float32 logits ``(B, 7)`` on the ``active`` boards (``(B, 14)``: logits and
-    policy targets, with ``with_targets``); the rows of the other boards are not to be used
+    policy targets and value, with ``with_targets``); the rows of the other boards are not to be used
     (zeros, or the player's output when every board is evaluated).
 
     Games end at different plies, and a fixed-shape rollout would otherwise run the model on
@@ -114,7 +119,8 @@ def evaluate_active(player: Player, params, boards: jax.Array, key, active: jax.
     return outputs.reshape(-1, outputs.shape[-1])[destination]
 
 
-@functools.partial(jax.jit, static_argnames=("player_a", "player_b", "num_games", "axis_name", "chunks", "devices", "record_targets"))
+@functools.partial(jax.jit, static_argnames=("player_a", "player_b", "num_games", "axis_name", "chunks", "devices", "record_targets",
+                                             "sample_plies"))
 def play_games(
     key: jax.Array,
     player_a: Player,
@@ -128,6 +134,7 @@ def play_games(
     chunks: int | None = None,
     devices: int = 1,
     record_targets: bool = False,
+    sample_plies: int | None = None,
 ) -> tuple[Trajectory, GameResults]:
     """Play ``num_games`` whole games between two players; returns ``(trajectory, results)``.
 
@@ -138,7 +145,10 @@ def play_games(
     boards (1: every board; default: :func:`default_chunks`); it changes the speed only, never
     the games. ``devices``: the games are split across that many devices
     (:mod:`czjax.devices`); the games are the same on any number. ``record_targets``: keep
-    every mover's policy target (:attr:`Trajectory.policy_targets`)."""
+    every mover's policy target and value (:attr:`Trajectory.policy_targets`, ``values``).
+    ``sample_plies``: the players sample at their temperatures on the game's first
+    ``sample_plies`` plies only, and play their most likely move after (AlphaZero's schedule);
+    None samples throughout."""
     if num_games < 2:
         raise ValueError(f"num_games must be at least 2 (half of the games with each side first), got {num_games}")
     split = first_player_split(num_games)
@@ -149,9 +159,9 @@ def play_games(
     players_of = ((player_a, params_a, temperature_a), (player_b, params_b, temperature_b))
     chunks_of = [default_chunks(p, params, num_games - split) if chunks is None else chunks for p, params, _ in players_of]
 
-    def ply(carry, randomness, movers):
-        """One ply; ``movers`` is ``(mover in first half, mover in second half)`` as 0/1 for A/B;
-        ``randomness`` is ``(player keys (2,), uniforms (num_games,))``."""
+    def ply(carry, randomness, movers, index):
+        """One ply, the game's ``index``-th; ``movers`` is ``(mover in first half, mover in second
+        half)`` as 0/1 for A/B; ``randomness`` is ``(player keys (2,), uniforms (num_games,))``."""
         pos, done, outcome, length = carry
         keys, uniform = randomness
         boards = game.unpack(pos)  # only computed if a player reads the boards
@@ -163,7 +173,10 @@ def play_games(
                                            record_targets))
             temps.append(jnp.broadcast_to(jnp.asarray(temp, jnp.float32), (half.stop - half.start,)))
         outputs = jnp.concatenate(outputs)
-        action = sample_masked_uniform(uniform, legal, outputs[:, : game.COLS], jnp.concatenate(temps))
+        temps = jnp.concatenate(temps)
+        if sample_plies is not None:
+            temps = jnp.where(index < sample_plies, temps, 0.0)
+        action = sample_masked_uniform(uniform, legal, outputs[:, : game.COLS], temps)
         active = ~done
         # Finished games play column -1, which position_step treats as an illegal move: their
         # position stays as it is. Sampling only returns legal columns, so for the games still
@@ -174,15 +187,16 @@ def play_games(
         new_carry = (next_pos, done | ended, outcome, length + active.astype(jnp.int32))
         record = (pos, jnp.where(active, action, 0).astype(jnp.int8), active)
         if record_targets:
-            record += (jnp.where(active[:, None], outputs[:, game.COLS :], 0.0),)
+            record += (jnp.where(active[:, None], outputs[:, game.COLS : 2 * game.COLS], 0.0),
+                       jnp.where(active, outputs[:, 2 * game.COLS], 0.0))
         return new_carry, record
 
     def two_plies(carry, randomness):
-        keys, uniforms = randomness
+        keys, uniforms, pair = randomness
 
         def play(carry):
-            carry, rec0 = ply(carry, (keys[0], uniforms[0]), (0, 1))
-            carry, rec1 = ply(carry, (keys[1], uniforms[1]), (1, 0))
+            carry, rec0 = ply(carry, (keys[0], uniforms[0]), (0, 1), 2 * pair)
+            carry, rec1 = ply(carry, (keys[1], uniforms[1]), (1, 0), 2 * pair + 1)
             return carry, jax.tree.map(lambda a, b: jnp.stack([a, b]), rec0, rec1)
 
         def skip(carry):
@@ -193,7 +207,7 @@ def play_games(
     init = (game.new_positions(num_games), jnp.zeros((num_games,), bool), jnp.zeros((num_games,), jnp.int8), jnp.zeros((num_games,), jnp.int32))
     init = jax.tree.map(lambda x: split_games(x, devices), init)  # (position, done, outcome, length)
     player_keys, uniforms = game_randomness(key, num_games)
-    randomness = (player_keys, split_games(uniforms, devices, axis=2))
+    randomness = (player_keys, split_games(uniforms, devices, axis=2), jnp.arange(PLIES // 2))
     (final, _, outcome, length), records = lax.scan(two_plies, init, randomness)
     return assemble(records, a_first), GameResults(outcome=outcome, length=length, a_first=a_first, final=final)
 
@@ -202,7 +216,7 @@ def _idle_records(pos: game.Position, num_games: int, record_targets: bool):
     """The records of a pair of plies after every game has ended: nothing happened."""
     record = (jax.tree.map(lambda x: jnp.stack([x, x]), pos), jnp.zeros((2, num_games), jnp.int8), jnp.zeros((2, num_games), bool))
     if record_targets:
-        record += (jnp.zeros((2, num_games, game.COLS), jnp.float32),)
+        record += (jnp.zeros((2, num_games, game.COLS), jnp.float32), jnp.zeros((2, num_games), jnp.float32))
     return record
 
 
@@ -217,12 +231,13 @@ def game_randomness(key, num_games: int):
 
 def assemble(records, a_first: jax.Array) -> Trajectory:
     """The trajectory from the scan's per-pair records ``(positions, actions, valid[, policy
-    targets])``."""
+    targets, values])``."""
     positions, actions, valid, *targets = jax.tree.map(lambda x: x.reshape((PLIES,) + x.shape[2:]), records)
     # A moves on even plies of the games it starts and on odd plies of the others
     player = ((jnp.arange(PLIES)[:, None] + (~a_first)) % 2).astype(jnp.int8)
     player = jnp.broadcast_to(player, (PLIES, a_first.shape[0]))
-    return Trajectory(positions=positions, actions=actions, player=player, valid=valid, policy_targets=targets[0] if targets else None)
+    policy_targets, values = targets if targets else (None, None)
+    return Trajectory(positions=positions, actions=actions, player=player, valid=valid, policy_targets=policy_targets, values=values)
 
 
 def player_plies(traj: Trajectory, num_games: int, player: int = 0) -> Trajectory:

@@ -261,7 +261,8 @@ def _at(tree_field, index):
 def simulate(tree: Tree, sim, selection: Selection, player: Player, params, key) -> Tree:
     """Simulation ``sim`` on every tree: descend, add node ``sim + 1`` (the network evaluates
     it; a terminal node gets value 0), back up."""
-    action, child, path, actions, depth = jax.vmap(lambda t: descend(t, selection))(tree)
+    with jax.named_scope("descend"):
+        action, child, path, actions, depth = jax.vmap(lambda t: descend(t, selection))(tree)
     parent = _at(path, depth - 1)
     rows = jnp.arange(parent.shape[0])
     expand = child == UNVISITED
@@ -286,7 +287,8 @@ def simulate(tree: Tree, sim, selection: Selection, player: Player, params, key)
         children_index=tree.children_index.at[rows, parent, action].set(jnp.where(expand, new, child)),
     )
     leaf = jnp.where(expand, new, child)
-    return jax.vmap(backup)(tree, path, actions, depth, leaf, jnp.where(expand, value, 0.0))
+    with jax.named_scope("backup"):
+        return jax.vmap(backup)(tree, path, actions, depth, leaf, jnp.where(expand, value, 0.0))
 
 
 def run_tree_search(player: Player, params, boards, key, num_simulations: int, selection: Selection, root_noise=None, gumbel=None) -> Tree:

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from czjax import algorithms, compaction, models, players, precision, rollout
+from czjax import algorithms, compaction, devices, models, players, precision, replay, rollout
 from czjax.search import search_player
 from czjax.pool import init_pool, load_member, play_against_pool, update_pool
 
@@ -49,6 +49,7 @@ class HParams:
     value_weight: chex.Array = 0.5
     discount: chex.Array = 0.9
     temperature: chex.Array = 1.0
+    value_mix: chex.Array = 0.0  # search-based training: the root's value mixed into the value target, (1 - m) G + m Q
 
     @classmethod
     def create(cls, **values) -> "HParams":
@@ -59,8 +60,9 @@ class HParams:
         for name, value in values.items():
             if not math.isfinite(float(value)) or float(value) < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {value}")
-        if not 0 <= float(values["discount"]) <= 1:
-            raise ValueError(f"discount must be in [0, 1], got {values['discount']}")
+        for name in ("discount", "value_mix"):
+            if not 0 <= float(values[name]) <= 1:
+                raise ValueError(f"{name} must be in [0, 1], got {values[name]}")
         return cls(**{k: jnp.asarray(v, jnp.float32) for k, v in values.items()})
 
     def to_dict(self) -> dict:
@@ -125,6 +127,20 @@ class PoolSettings:
             raise ValueError("pool ema must be in (0, 1], league_slots >= 1 and league_threshold in [0, 1]")
 
 
+@dataclasses.dataclass(frozen=True)
+class ReplaySettings:
+    """Search-based training from an on-device replay buffer (:mod:`czjax.replay`): each batch's
+    positions are added to a circular buffer of ``capacity`` rows and the step trains on
+    ``batch`` rows drawn from it uniformly. ``capacity`` 0 trains on each batch as it comes."""
+
+    capacity: int = 0
+    batch: int = 1024
+
+    def __post_init__(self):
+        if self.capacity < 0 or self.batch < 1:
+            raise ValueError("replay capacity must be >= 0 and replay batch >= 1")
+
+
 # Flat names of settings that are now nested (configs stored before the nesting use them).
 FLAT_SETTINGS = {
     "ppo_clip": ("ppo", "clip"), "ppo_epochs": ("ppo", "epochs"), "target_kl": ("ppo", "target_kl"),
@@ -136,7 +152,7 @@ FLAT_SETTINGS = {
 }
 # What a stored config that predates a setting did (see TrainConfig.from_dict).
 SETTINGS_BEFORE_THEY_EXISTED = {"init": "flax", "ppo_kl_stop": "before-step", "promote_draws_count_half": False, "ppo_bootstrap": False}
-NESTED = {"ppo": PPOSettings, "promotion": PromotionSettings, "pool": PoolSettings}
+NESTED = {"ppo": PPOSettings, "promotion": PromotionSettings, "pool": PoolSettings, "replay": ReplaySettings}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,13 +171,16 @@ class TrainConfig:
     eval_games: int = 100  # against RandomPunisher after every chunk
     batches_per_chunk: int = 20  # iterations per compiled chunk: the logging and evaluation interval
     precision: str = "default"  # float32 matrix products of the compiled chunk (czjax.precision.PRECISIONS)
+    sample_plies: int | None = None  # moves are sampled on the game's first plies only, then the most likely (None: always)
+    conv: str = "auto"  # how Mk4's 3x3 convolutions are computed: auto (measured per backend), im2col, xla (czjax.models)
     compaction: str = "auto"  # skip finished games and invalid positions: auto (measured per backend), on, loss, off (czjax.compaction)
     ppo: PPOSettings = PPOSettings()
     promotion: PromotionSettings = PromotionSettings()
     pool: PoolSettings = PoolSettings()
+    replay: ReplaySettings = ReplaySettings()
 
     def __post_init__(self):
-        model = models.get_model(self.model)  # one-line error for an unknown model
+        model = self.build_model()  # one-line errors for an unknown model or conv
         models.check_init(self.init)
         precision.check(self.precision)
         compaction.check_mode(self.compaction)
@@ -172,6 +191,8 @@ class TrainConfig:
             raise ValueError(f"{self.algorithm} trains on a search's moves: give a search, e.g. --search mcts:sims=32,noise=0.25")
         if self.search and not algorithm.needs_search:
             raise ValueError(f"a search plays the games of search-based algorithms only ({', '.join(a for a, v in algorithms.ALGORITHMS.items() if v.needs_search)}), not {self.algorithm}")
+        if self.replay.capacity and not algorithm.needs_search:
+            raise ValueError(f"a replay buffer serves search-based training (alpha, alphazero); {self.algorithm} learns on-policy")
         if self.search:
             self.searcher()  # one-line error for a bad search
             if self.opponent == "pool":
@@ -185,8 +206,14 @@ class TrainConfig:
         for name in ("games_per_batch", "eval_games"):
             if getattr(self, name) < 2:
                 raise ValueError(f"{name} must be at least 2 (half of the games with each side first), got {getattr(self, name)}")
+        if self.sample_plies is not None and self.sample_plies < 0:
+            raise ValueError(f"sample_plies must be >= 0, got {self.sample_plies}")
         if self.batches_per_chunk <= 0:
             raise ValueError(f"batches_per_chunk must be positive, got {self.batches_per_chunk}")
+
+    def build_model(self):
+        """The model as this config computes it (activation dtype from ``precision``, ``conv``)."""
+        return models.get_model(self.model, precision.activation_dtype(self.precision), self.conv)
 
     def searcher(self):
         """The search (czjax.search) named by ``search`` (``NAME`` or ``NAME:OPTIONS``), or None."""
@@ -259,6 +286,7 @@ class TrainState:
     window_games: chex.Array
     promotions: chex.Array  # checkpoint promotions (self-play) or league additions (pool)
     pool: Any = None  # PoolState with opponent="pool"
+    replay: Any = None  # czjax.replay.ReplayBuffer with a replay capacity
 
 
 class Trainer(NamedTuple):
@@ -289,7 +317,7 @@ class Setup(NamedTuple):
 
 
 def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1) -> Setup:
-    model = models.get_model(config.model)
+    model = config.build_model()
     learner = models.model_player(model)
     positions = (rollout.PLIES // 2) * config.games_per_batch * (2 if config.mirror else 1)  # the learner's batch
     compact_gradient = compaction.in_gradient(config.compaction)
@@ -337,6 +365,7 @@ def init_state(setup: Setup, seed: int, params=None) -> TrainState:
         window_games=window,
         promotions=jnp.zeros((), jnp.int32),
         pool=init_pool(setup.members, setup.slots, params) if setup.config.opponent == "pool" else None,
+        replay=replay.empty(setup.config.replay.capacity) if setup.config.replay.capacity else None,
     )
 
 
@@ -353,7 +382,7 @@ def play_batch(setup: Setup, state: TrainState, hp: HParams, key):
     traj, results = rollout.play_games(
         key, setup.actor, state.params, opponent, opponent_params, n,
         hp.temperature, hp.temperature if self_play else 1.0, axis_name=setup.axis_name, devices=setup.devices,
-        record_targets=setup.algorithm.records_policy_targets, chunks=setup.rollout_chunks,
+        record_targets=setup.algorithm.records_policy_targets, chunks=setup.rollout_chunks, sample_plies=config.sample_plies,
     )
     return traj, results, None
 
@@ -401,10 +430,27 @@ def train_step(setup: Setup, state: TrainState, hp: HParams, key) -> tuple[Train
     with jax.named_scope("selfplay"):
         traj, results, chosen = play_batch(setup, state, hp, key)
     with jax.named_scope("update"):
-        params, opt_state, metrics = algorithms.update(setup.ctx, setup.algorithm, state.params, state.opt_state, traj, results.outcome, hp)
+        if setup.config.replay.capacity:
+            params, opt_state, metrics, buffer = replay_update(setup, state, traj, results.outcome, hp, jax.random.fold_in(key, 1))
+            state = state.replace(replay=buffer)
+        else:
+            params, opt_state, metrics = algorithms.update(setup.ctx, setup.algorithm, state.params, state.opt_state, traj, results.outcome, hp)
     with jax.named_scope("bookkeeping"):
         state, batch_metrics = record_batch(setup, state, params, opt_state, results, chosen)
     return state, {**metrics, **batch_metrics}
+
+
+def replay_update(setup: Setup, state: TrainState, traj, outcome, hp, key):
+    """The batch's positions into the replay buffer, then one step on a uniform draw from it:
+    ``(params, opt_state, metrics, buffer)``."""
+    ctx, config = setup.ctx, setup.config
+    with jax.named_scope("targets"):
+        boards, batch = algorithms.training_batch(ctx, setup.algorithm, state.params, traj, outcome, hp)
+    buffer = replay.add(state.replay, boards, batch)
+    boards, batch = jax.tree.map(lambda x: devices.split(x, ctx.devices), replay.sample(buffer, key, config.replay.batch))
+    params, opt_state, metrics = setup.algorithm.step(ctx, state.params, state.opt_state, boards, batch, hp)
+    metrics["replay_filled"] = buffer.filled.astype(jnp.float32) / config.replay.capacity
+    return params, opt_state, metrics, buffer
 
 
 def run_chunk(setup: Setup, state: TrainState, hp: HParams, num_batches: int) -> tuple[TrainState, dict]:

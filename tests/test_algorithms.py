@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from czjax import game, losses, models, players, precision, rollout
-from czjax.train import HParams, TrainConfig, make_trainer
+from czjax.train import HParams, ReplaySettings, TrainConfig, make_trainer
 from tests import agreement
 from tests.reference import replay
 
@@ -181,6 +181,28 @@ def test_ppo_with_bootstrap_takes_a2cs_targets(ppo_games):
 # Training with search
 
 
+def test_value_mix_takes_the_recorded_values_into_the_returns(ppo_games):
+    """--value-mix m: the value target is (1 - m) G + m V with V the mover's recorded value
+    (here mlp3's own value head, which the rollout records like a search's root value)."""
+    from czjax import algorithms
+    from czjax.train import make_setup
+
+    config, state, _, _ = ppo_games
+    setup = make_setup(config, None)
+    traj, results = rollout.play_games(jax.random.key(6), setup.learner, state.params, players.random_punisher, None, 8,
+                                       record_targets=True)
+    plain = traj.replace(values=None, policy_targets=None)
+    _, expected = algorithms.learner_batch(setup.ctx, plain, results.outcome, GAMMA)
+    boards, mixed = algorithms.learner_batch(setup.ctx, traj, results.outcome, GAMMA, 1.0)
+    _, none = algorithms.learner_batch(setup.ctx, traj, results.outcome, GAMMA, 0.0)
+    valid = np.asarray(expected.valid)
+    np.testing.assert_array_equal(np.asarray(none.returns), np.asarray(expected.returns))  # m = 0: the return alone
+    with precision.parity():
+        _, values = models.apply_model(setup.model, state.params, boards)
+    np.testing.assert_allclose(np.asarray(mixed.returns)[valid], np.asarray(values)[valid], atol=1e-5)  # m = 1: the value alone
+    assert (np.asarray(mixed.returns)[~valid] == 0).all()
+
+
 def test_search_training_settings_are_checked():
     with pytest.raises(ValueError, match="give a search"):
         TrainConfig(model="mlp3", algorithm="alphazero")
@@ -206,26 +228,42 @@ def test_the_rollout_records_the_searchs_policy_targets():
     traj, _ = rollout.play_games(jax.random.key(0), searched, params, searched, params, 4, record_targets=True)
     valid = np.asarray(traj.valid)
     boards = np.asarray(traj.boards())[valid]
-    want = jax.jit(lambda b: search.PUCT(sims=6).run(models.model_player(model), params, b, jax.random.key(9)).policy)(jnp.asarray(boards))
+    want = jax.jit(lambda b: search.PUCT(sims=6).run(models.model_player(model), params, b, jax.random.key(9)))(jnp.asarray(boards))
     got = np.asarray(traj.policy_targets)
-    np.testing.assert_allclose(got[valid], np.asarray(want), atol=1e-6)
+    np.testing.assert_allclose(got[valid], np.asarray(want.policy), atol=1e-6)
     assert (got[~valid] == 0).all()
     np.testing.assert_allclose(got[valid].sum(-1), 1.0, atol=1e-6)
+    # and the root's value of every ply (what --value-mix mixes into the value target)
+    np.testing.assert_allclose(np.asarray(traj.values)[valid], np.asarray(want.value), atol=1e-5)
+    assert (np.asarray(traj.values)[~valid] == 0).all()
     plain, _ = rollout.play_games(jax.random.key(0), searched, params, searched, params, 4)
-    assert plain.policy_targets is None
+    assert plain.policy_targets is None and plain.values is None
 
 
 def test_search_based_training_steps():
-    """A few batches of alphazero on mlp3: the loss is finite, the parameters move and the
-    visit targets have positive entropy; alpha's hard targets are the moves played."""
+    """A few batches of alphazero on mlp3, from a replay buffer, greedy after 4 plies, the root's
+    value mixed into the value target: the loss is finite, the parameters move, the visit targets
+    have positive entropy, and the buffer holds the learner's positions with their targets;
+    alpha's hard targets are the moves played."""
     config = TrainConfig(model="mlp3", games_per_batch=4, algorithm="alphazero", search="mcts:sims=4,noise=0.25", eval_games=2,
-                         batches_per_chunk=2, opponent="current")
+                         batches_per_chunk=2, opponent="current", sample_plies=4, replay=ReplaySettings(capacity=512, batch=32))
     trainer = make_trainer(config)
     state = trainer.init(0)
-    new, metrics = trainer.run_chunk(state, HParams.create(learning_rate=1e-3, value_weight=1.5, discount=1.0), 2)
+    new, metrics = trainer.run_chunk(state, HParams.create(learning_rate=1e-3, value_weight=1.5, discount=1.0, value_mix=0.5), 2)
     assert np.isfinite(float(metrics["loss"])) and float(metrics["positions"]) > 0 and float(metrics["target_entropy"]) > 0
     moved = jax.tree.map(lambda a, b: float(jnp.abs(a - b).max()), new.params, state.params)
     assert max(jax.tree.leaves(moved)) > 0
+    buffer = jax.device_get(new.replay)
+    filled = int(buffer.filled)
+    assert 2 * 4 * 3 <= filled <= 2 * 4 * 21 and int(buffer.cursor) == filled  # 2 batches of 4 games, no wrap yet
+    rows = buffer.inputs
+    assert rows.valid[:filled].all() and not rows.valid[filled:].any()
+    np.testing.assert_allclose(rows.policy_targets[:filled].sum(-1), 1.0, atol=1e-5)
+    assert (np.abs(rows.returns[:filled]) <= 1).all()
+    np.testing.assert_array_equal(rows.legal[:filled], buffer.boards[:filled, 0, :] == 0)  # each row's own board
+    assert rows.legal[np.arange(filled), rows.actions[:filled]].all()
+    with pytest.raises(ValueError, match="replay buffer serves search-based training"):
+        TrainConfig(replay=ReplaySettings(capacity=10))
     from czjax import algorithms
 
     batch = losses.LossInputs(legal=jnp.ones((3, 7), bool), actions=jnp.asarray([4, 0, 6]), returns=jnp.zeros(3), valid=jnp.ones(3, bool))

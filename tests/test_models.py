@@ -58,10 +58,32 @@ def test_a_model_plays_as_a_player():
 
 def test_im2col_conv_equals_flax_conv():
     x = jax.random.normal(jax.random.key(0), (5, 6, 7, 3))
-    conv = models.Conv3x3(16)
-    params = conv.init(jax.random.key(1), x)
+    params = models.Conv3x3(16).init(jax.random.key(1), x)
     reference = __import__("flax").linen.Conv(16, (3, 3), padding=1, use_bias=False)
     with precision.parity():  # two formulations compared: full float32 on every backend
         expected = reference.apply({"params": {"kernel": params["params"]["kernel"]}}, x)
-        got = conv.apply(params, x)
-    np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-5, atol=1e-5)
+        for method in ("im2col", "xla", "auto"):  # every Conv3x3 method, the same kernel
+            got = models.Conv3x3(16, method).apply(params, x)
+            np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-5, atol=1e-5, err_msg=method)
+
+
+def test_mixed_precision_computes_in_bfloat16_with_float32_parameters():
+    """--precision mixed: the same parameters (float32) and float32 outputs, computed with
+    bfloat16 activations: within bfloat16's rounding (8 bits of mantissa, ~0.4% a value,
+    compounded over Mk4's 11 layers) of the float32 model, and not equal to it."""
+    boards = np.random.default_rng(0).integers(-1, 2, size=(64, 6, 7)).astype(np.int8)
+    for name in ("cnn-mk4-value", "mlp3", "mlp"):
+        full, mixed = models.get_model(name), models.get_model(name, dtype="bfloat16", conv="xla")
+        params = models.init_params(full, jax.random.key(0))
+        assert jax.tree.map(lambda x: x.dtype, models.init_params(mixed, jax.random.key(0))) == jax.tree.map(lambda x: x.dtype, params)
+        with precision.parity():
+            expected, got = models.apply_model(full, params, boards), models.apply_model(mixed, params, boards)
+        for e, g in zip(expected, got):
+            if e is None:
+                continue
+            assert g.dtype == jnp.float32
+            scale = float(np.abs(np.asarray(e)).max())
+            error = float(np.abs(np.asarray(g) - np.asarray(e)).max())
+            assert 0 < error <= 0.05 * scale, (name, error, scale)
+    with pytest.raises(ValueError, match="unknown conv 'fft'; choose one of auto, im2col, xla"):
+        models.get_model("cnn-mk4", conv="fft")

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from czjax import game, players, rollout
+from czjax import game, models, players, rollout
 from tests.reference import RefGame
 
 NUM_GAMES = 301  # odd on purpose: A starts the first 151
@@ -104,6 +104,20 @@ def test_temperature_zero_makes_games_deterministic():
     for t in range(results.length[0]):
         ref.play(int(traj.actions[t, 0]))
     assert ref.over and list(ref.moves[:7]) == [0, 0, 0, 0, 0, 0, 1]
+
+
+def test_moves_are_greedy_after_the_sampled_plies():
+    """sample_plies=k: the first k plies of every game are sampled at the temperature, every
+    later one is the player's most likely legal column."""
+    model = models.get_model("mlp")
+    params = models.init_params(model, jax.random.key(2))
+    player = models.model_player(model)
+    traj, _ = rollout.play_games(jax.random.key(3), player, params, player, params, 64, 1.0, 1.0, record_targets=True, sample_plies=6)
+    valid, actions = np.asarray(traj.valid), np.asarray(traj.actions)
+    legal = np.asarray(traj.boards())[..., 0, :] == 0
+    greedy = np.argmax(np.where(legal, np.asarray(traj.policy_targets), -1.0), axis=-1)  # softmax(logits) over legal columns
+    assert (actions[6:][valid[6:]] == greedy[6:][valid[6:]]).all()
+    assert (actions[:6][valid[:6]] != greedy[:6][valid[:6]]).mean() > 0.3  # sampled: often not the favourite
 
 
 def test_play_games_rejects_tiny_batches():

@@ -1,5 +1,6 @@
 """Models, the compiled training iteration, checkpoints, resume, and `czjax train`."""
 
+import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -51,6 +52,17 @@ def test_train_step_updates_params_and_counters(trainer):
     assert loop.params_equal(new.opponent_params, state.params)  # no promotion on the first batch
     assert all(np.isfinite(float(v)) for v in metrics.values())
     assert float(metrics["value_loss"]) == 0.0  # mlp has no value head: plain REINFORCE
+
+
+def test_mixed_precision_trains_float32_parameters():
+    """--precision mixed: bfloat16 activations, float32 parameters and optimizer state; the
+    same initial parameters as float32 training, a finite update that moves them."""
+    mixed = make_trainer(dataclasses.replace(CONFIG, precision="mixed"))
+    state = mixed.init(0)
+    assert loop.params_equal(state.params, make_trainer(CONFIG).init(0).params)
+    new, metrics = mixed.train_step(state, HP, jax.random.key(5))
+    assert {x.dtype for x in jax.tree.leaves((new.params, new.opt_state)) if jnp.issubdtype(x.dtype, jnp.floating)} == {jnp.dtype("float32")}
+    assert all(np.isfinite(float(v)) for v in metrics.values()) and not loop.params_equal(new.params, state.params)
 
 
 def test_value_head_model_trains_with_baseline_and_without():
