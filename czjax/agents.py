@@ -20,6 +20,13 @@ from flax.traverse_util import flatten_dict
 from czjax import checkpoint, game, models
 from czjax.players import BUILTIN_PLAYERS, Player, mask_for_sampling
 
+# The model shipped with the package (the player name "czjax"), and the default opponent of
+# `czjax play` and `czjax serve`: Gumbel MuZero with 64 simulations over it. The README's
+# "The shipped model" says how it was trained and how strong it is.
+SHIPPED_NAME = "czjax"
+SHIPPED_MODEL = Path(__file__).parent / "data" / "models" / "czjax.msgpack"
+DEFAULT_OPPONENT = f"gumbel:sims=64:{SHIPPED_NAME}"
+
 class Agent(NamedTuple):
     name: str
     player: Player  # (params, boards, key) -> PlayerOutput; static under jit
@@ -98,9 +105,10 @@ def load_agent(spec: str) -> Agent:
         return base._replace(name=spec, player=search.search_player(settings, base.player), search=settings, network=base.player)
     if spec in BUILTIN_PLAYERS:
         return Agent(spec, BUILTIN_PLAYERS[spec], None, None)
-    path = checkpoint.resolve(spec)
+    path = SHIPPED_MODEL if spec == SHIPPED_NAME else checkpoint.resolve(spec)
     if not path.exists():
-        raise ValueError(f"{spec!r} is neither a built-in player ({', '.join(BUILTIN_PLAYERS)}) nor a checkpoint file or run folder")
+        raise ValueError(f"{spec!r} is neither a built-in player ({', '.join((*BUILTIN_PLAYERS, SHIPPED_NAME))}) nor a checkpoint "
+                         "file or run folder")
     model_name, params, _ = load_params(path)
     return Agent(spec, models.model_player(models.get_model(model_name)), params, model_name)
 

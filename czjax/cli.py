@@ -458,14 +458,18 @@ def player_help() -> str:
     from czjax.search import search_options
 
     return (
-        "a checkpoint (run folder or .msgpack file), random, random-punisher, or a search over one: "
+        "a checkpoint (run folder or .msgpack file), random, random-punisher, czjax (the model shipped with czjax), or a "
+        "search over one: "
         "SEARCH[:OPTIONS]:PLAYER, e.g. mcts:sims=64:runs/ex3 or rollout:width=4,depth=4:runs/ex3; "
         f"searches and their options (defaults): {search_options()}"
     )
 
 
-def _add_player_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("player", metavar="PLAYER", help=player_help())
+def _add_player_arg(parser: argparse.ArgumentParser, default: str | None = None) -> None:
+    if default is None:
+        parser.add_argument("player", metavar="PLAYER", help=player_help())
+    else:
+        parser.add_argument("player", metavar="PLAYER", nargs="?", default=default, help=f"{player_help()} (default: {default})")
 
 
 def _add_evaluation_commands(commands) -> None:
@@ -526,6 +530,8 @@ def _add_evaluation_commands(commands) -> None:
 
 
 def _add_play_commands(commands) -> None:
+    from czjax.agents import DEFAULT_OPPONENT
+
     json_help = "print the results as one JSON object"
     tour = commands.add_parser(
         "tournament",
@@ -548,7 +554,7 @@ def _add_play_commands(commands) -> None:
         help="play a model in the terminal",
         description="You against a model (or a built-in player) in the terminal: type a column 1-7, q to quit.",
     )
-    _add_player_arg(play)
+    _add_player_arg(play, default=DEFAULT_OPPONENT)
     play.add_argument("--first", default="human", choices=["human", "model", "random"], help="who starts (default: %(default)s)")
     play.add_argument("--temperature", type=_non_negative_float, default=None, help=TEMPERATURE_HELP)
     play.add_argument("--seed", type=int, default=0)
@@ -583,6 +589,8 @@ def _add_play_commands(commands) -> None:
 
 
 def _add_exchange_commands(commands) -> None:
+    from czjax.agents import DEFAULT_OPPONENT
+
     dist = commands.add_parser(
         "distill",
         help="train a small network on a teacher's moves and values (a search, say)",
@@ -651,7 +659,7 @@ def _add_exchange_commands(commands) -> None:
             "the move list to copy. The model runs in czjax behind a small JSON API."
         ),
     )
-    _add_player_arg(serve)
+    _add_player_arg(serve, default=DEFAULT_OPPONENT)
     serve.add_argument("--port", type=int, default=8000, help="(default: %(default)s; 0 picks a free port)")
     serve.add_argument("--host", default="127.0.0.1", help="(default: %(default)s, this machine only)")
     serve.add_argument("--temperature", type=_non_negative_float, default=None, help=TEMPERATURE_HELP)

@@ -98,3 +98,20 @@ def test_openings_count_every_game():
     assert all(50 <= r["count"] <= 150 for r in sampled["openings"])  # about 100 each
     counts = [r["count"] for r in sampled["openings"]]
     assert counts == sorted(counts, reverse=True)
+
+
+def test_the_shipped_model_is_the_default_opponent():
+    """`czjax play` and `czjax serve` with no PLAYER play Gumbel MuZero over the model shipped in
+    the package ("czjax"), a Mk4 with a value head that plays better than chance on the shipped
+    solver-labelled positions (its sampled moves beat uniformly random ones by a margin)."""
+    from czjax import evaluate
+
+    parser = cli.build_parser()
+    for command in ("play", "serve"):
+        assert parser.parse_args([command]).player == agents.DEFAULT_OPPONENT
+    default = agents.load_agent(agents.DEFAULT_OPPONENT)
+    assert type(default.search).__name__ == "Gumbel" and default.search.sims == 64 and default.model_name == "cnn-mk4-value"
+    positions = evaluate.load_positions()
+    shipped, chance = (evaluate.accuracy(agents.load_agent(name), positions) for name in ("czjax", "random"))
+    assert shipped["sampled_optimal"] > chance["sampled_optimal"] + 0.1
+    assert shipped["sampled_keeps_outcome_not_lost"] > chance["sampled_keeps_outcome_not_lost"] + 0.05
