@@ -97,7 +97,7 @@ def cmd_bench_train(args) -> int:
     def measure(setting, log):
         model, games, n = setting
         profile = Path(args.profile) / f"{model}-{games}-{n}dev" if args.profile else None
-        row = bench.bench_train(model, games, args.runs, args.steps, args.precision, n, profile, args.compaction, args.conv)
+        row = bench.bench_train(model, games, args.runs, args.steps, args.precision, n, profile, args.compaction, args.conv, args.unroll)
         if profile is not None:
             log(f"profile of one chunk in {profile} (ui.perfetto.dev opens perfetto_trace.json.gz); per iteration:")
             log(profiling.format_phases(list(row["phases"].items())))
@@ -140,7 +140,7 @@ SETTING_FLAGS = {
     "model": "model", "init": "init", "games_per_batch": "games_per_batch", "opponent": "opponent",
     "algorithm": "algorithm", "search": "search", "mirror": "mirror", "batches_per_chunk": "batches_per_chunk", "eval_games": "eval_games",
     "ppo_epochs": "ppo.epochs", "ppo_clip": "ppo.clip", "target_kl": "ppo.target_kl", "ppo_kl_stop": "ppo.kl_stop", "ppo_bootstrap": "ppo.bootstrap",
-    "pool": "pool.members", "league": "pool.league", "precision": "precision", "compaction": "compaction", "conv": "conv", "sample_plies": "sample_plies",
+    "pool": "pool.members", "league": "pool.league", "precision": "precision", "compaction": "compaction", "conv": "conv", "sample_plies": "sample_plies", "unroll": "unroll",
     "replay_capacity": "replay.capacity", "replay_batch": "replay.batch",
 }
 
@@ -308,6 +308,9 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sample-plies", type=_non_negative_int, default=None, metavar="PLIES",
                         help="sample moves at the temperature on the game's first PLIES plies only, then play the most likely "
                              "(the most visited, for a search): AlphaZero's schedule (default: sample throughout)")
+    parser.add_argument("--unroll", type=_positive_int, default=None, metavar="PAIRS",
+                        help="pairs of plies per step of the rollout's compiled loop (default 1): fewer loop steps, which "
+                             "each wait on the host on a GPU, for a larger program; the same games")
     parser.add_argument("--conv", default=None, metavar="|".join(CONV_METHODS),
                         help="Mk4's 3x3 convolutions: im2col (patches and one matmul), xla (lax.conv: cuDNN on a GPU) or "
                              "auto (the default: chosen per backend by measurement, im2col on a CPU)")
@@ -732,6 +735,8 @@ def _add_bench_commands(commands) -> None:
                              help="split each batch's games over N devices; several values are measured side by side (default: 1)")
     train_bench.add_argument("--precision", default="default", choices=list(PRECISIONS),
                              help="float32 matrix products of the compiled iteration (default: %(default)s; see czjax train --help)")
+    train_bench.add_argument("--unroll", type=_positive_int, default=1, metavar="PAIRS",
+                             help="pairs of plies per step of the rollout's loop (default: %(default)s; see czjax train --help)")
     train_bench.add_argument("--conv", default="auto", choices=list(CONV_METHODS),
                              help="Mk4's 3x3 convolutions (default: %(default)s; see czjax train --help)")
     train_bench.add_argument("--compaction", default="auto", choices=list(COMPACTION_MODES),

@@ -120,7 +120,7 @@ def evaluate_active(player: Player, params, boards: jax.Array, key, active: jax.
 
 
 @functools.partial(jax.jit, static_argnames=("player_a", "player_b", "num_games", "axis_name", "chunks", "devices", "record_targets",
-                                             "sample_plies"))
+                                             "sample_plies", "unroll"))
 def play_games(
     key: jax.Array,
     player_a: Player,
@@ -135,6 +135,7 @@ def play_games(
     devices: int = 1,
     record_targets: bool = False,
     sample_plies: int | None = None,
+    unroll: int = 1,
 ) -> tuple[Trajectory, GameResults]:
     """Play ``num_games`` whole games between two players; returns ``(trajectory, results)``.
 
@@ -148,7 +149,8 @@ def play_games(
     every mover's policy target and value (:attr:`Trajectory.policy_targets`, ``values``).
     ``sample_plies``: the players sample at their temperatures on the game's first
     ``sample_plies`` plies only, and play their most likely move after (AlphaZero's schedule);
-    None samples throughout."""
+    None samples throughout. ``unroll``: pairs of plies per step of the compiled loop (fewer
+    loop steps, each a host round trip on a GPU, for a larger program); the games are the same."""
     if num_games < 2:
         raise ValueError(f"num_games must be at least 2 (half of the games with each side first), got {num_games}")
     split = first_player_split(num_games)
@@ -208,7 +210,7 @@ def play_games(
     init = jax.tree.map(lambda x: split_games(x, devices), init)  # (position, done, outcome, length)
     player_keys, uniforms = game_randomness(key, num_games)
     randomness = (player_keys, split_games(uniforms, devices, axis=2), jnp.arange(PLIES // 2))
-    (final, _, outcome, length), records = lax.scan(two_plies, init, randomness)
+    (final, _, outcome, length), records = lax.scan(two_plies, init, randomness, unroll=unroll)
     return assemble(records, a_first), GameResults(outcome=outcome, length=length, a_first=a_first, final=final)
 
 

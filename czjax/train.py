@@ -171,6 +171,7 @@ class TrainConfig:
     eval_games: int = 100  # against RandomPunisher after every chunk
     batches_per_chunk: int = 20  # iterations per compiled chunk: the logging and evaluation interval
     precision: str = "default"  # float32 matrix products of the compiled chunk (czjax.precision.PRECISIONS)
+    unroll: int = 1  # pairs of plies per step of the rollout's compiled loop (rollout.play_games); the games are the same
     sample_plies: int | None = None  # moves are sampled on the game's first plies only, then the most likely (None: always)
     conv: str = "auto"  # how Mk4's 3x3 convolutions are computed: auto (measured per backend), im2col, xla (czjax.models)
     compaction: str = "auto"  # skip finished games and invalid positions: auto (measured per backend), on, loss, off (czjax.compaction)
@@ -206,6 +207,8 @@ class TrainConfig:
         for name in ("games_per_batch", "eval_games"):
             if getattr(self, name) < 2:
                 raise ValueError(f"{name} must be at least 2 (half of the games with each side first), got {getattr(self, name)}")
+        if self.unroll < 1:
+            raise ValueError(f"unroll must be >= 1, got {self.unroll}")
         if self.sample_plies is not None and self.sample_plies < 0:
             raise ValueError(f"sample_plies must be >= 0, got {self.sample_plies}")
         if self.batches_per_chunk <= 0:
@@ -383,6 +386,7 @@ def play_batch(setup: Setup, state: TrainState, hp: HParams, key):
         key, setup.actor, state.params, opponent, opponent_params, n,
         hp.temperature, hp.temperature if self_play else 1.0, axis_name=setup.axis_name, devices=setup.devices,
         record_targets=setup.algorithm.records_policy_targets, chunks=setup.rollout_chunks, sample_plies=config.sample_plies,
+        unroll=config.unroll,
     )
     return traj, results, None
 

@@ -120,6 +120,18 @@ def test_moves_are_greedy_after_the_sampled_plies():
     assert (actions[:6][valid[:6]] != greedy[:6][valid[:6]]).mean() > 0.3  # sampled: often not the favourite
 
 
+def test_unrolling_the_ply_loop_plays_the_same_games():
+    """unroll is a speed choice: 3 pairs of plies per loop step (21 pairs: 7 steps) give the
+    same games as 1, with a network player and with RandomPunisher."""
+    model = models.get_model("mlp")
+    params = models.init_params(model, jax.random.key(2))
+    for player, p in ((models.model_player(model), params), (players.random_punisher, None)):
+        plain, plain_results = rollout.play_games(jax.random.key(4), player, p, player, p, 16)
+        unrolled, unrolled_results = rollout.play_games(jax.random.key(4), player, p, player, p, 16, unroll=3)
+        for a, b in zip(jax.tree.leaves((plain, plain_results)), jax.tree.leaves((unrolled, unrolled_results))):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
 def test_play_games_rejects_tiny_batches():
     with pytest.raises(ValueError, match="at least 2"):
         rollout.play_games(jax.random.key(0), players.random_player, None, players.random_player, None, 1)
