@@ -152,7 +152,8 @@ PYTORCH_TRAIN_GAMES_PER_S = {("mlp", 50): 950.0, ("mlp", 4096): 14000.0, ("cnn-m
 
 
 def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5, precision_name: str = "default", num_devices: int = 1,
-                profile: str | Path | None = None, compaction: str = "auto", conv: str = "auto", unroll: int = 1) -> dict:
+                profile: str | Path | None = None, compaction: str = "auto", conv: str = "auto", unroll: int = 1,
+                norm: str = "auto") -> dict:
     """One compiled chunk of ``steps`` training iterations (self-play against a frozen copy, as
     in the blog's examples, and one AdamW update each), timed per iteration, compiled at
     ``precision_name`` (czjax.precision), each batch's games split over ``num_devices``.
@@ -163,7 +164,7 @@ def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5, pre
     from czjax.train import HParams, TrainConfig, make_trainer
 
     config = TrainConfig(model=model, games_per_batch=games_per_batch, opponent="self", eval_games=2, batches_per_chunk=steps,
-                         precision=precision_name, compaction=compaction, conv=conv, unroll=unroll)
+                         precision=precision_name, compaction=compaction, conv=conv, unroll=unroll, norm=norm)
     num_devices = devices.available(num_devices)
     trainer = make_trainer(config, None, num_devices)
     hparams = devices.replicate(HParams.create(), num_devices)
@@ -187,6 +188,7 @@ def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5, pre
         "compaction": compaction,
         "conv": conv,
         "unroll": unroll,
+        "norm": norm,
         "devices": num_devices,
     }
     if phases is not None:

@@ -97,7 +97,7 @@ def cmd_bench_train(args) -> int:
     def measure(setting, log):
         model, games, n = setting
         profile = Path(args.profile) / f"{model}-{games}-{n}dev" if args.profile else None
-        row = bench.bench_train(model, games, args.runs, args.steps, args.precision, n, profile, args.compaction, args.conv, args.unroll)
+        row = bench.bench_train(model, games, args.runs, args.steps, args.precision, n, profile, args.compaction, args.conv, args.unroll, args.norm)
         if profile is not None:
             log(f"profile of one chunk in {profile} (ui.perfetto.dev opens perfetto_trace.json.gz); per iteration:")
             log(profiling.format_phases(list(row["phases"].items())))
@@ -140,7 +140,7 @@ SETTING_FLAGS = {
     "model": "model", "init": "init", "games_per_batch": "games_per_batch", "opponent": "opponent",
     "algorithm": "algorithm", "search": "search", "mirror": "mirror", "batches_per_chunk": "batches_per_chunk", "eval_games": "eval_games",
     "ppo_epochs": "ppo.epochs", "ppo_clip": "ppo.clip", "target_kl": "ppo.target_kl", "ppo_kl_stop": "ppo.kl_stop", "ppo_bootstrap": "ppo.bootstrap",
-    "pool": "pool.members", "league": "pool.league", "precision": "precision", "compaction": "compaction", "conv": "conv", "sample_plies": "sample_plies", "unroll": "unroll",
+    "pool": "pool.members", "league": "pool.league", "precision": "precision", "compaction": "compaction", "conv": "conv", "sample_plies": "sample_plies", "unroll": "unroll", "norm": "norm",
     "replay_capacity": "replay.capacity", "replay_batch": "replay.batch",
 }
 
@@ -263,7 +263,7 @@ def cmd_scan(args) -> int:
 def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     """The static settings (SETTING_FLAGS) that override a preset, for train and scan."""
     from czjax.algorithms import ALGORITHMS
-    from czjax.models import CONV_METHODS, INITS, MODELS
+    from czjax.models import CONV_METHODS, INITS, MODELS, NORM_METHODS
     from czjax.compaction import COMPACTION_MODES
     from czjax.precision import PRECISIONS
     from czjax.train import OPPONENTS, PPO_KL_STOPS
@@ -311,6 +311,9 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--unroll", type=_positive_int, default=None, metavar="PAIRS",
                         help="pairs of plies per step of the rollout's compiled loop (default 1): fewer loop steps, which "
                              "each wait on the host on a GPU, for a larger program; the same games")
+    parser.add_argument("--norm", default=None, metavar="|".join(NORM_METHODS),
+                        help="Mk4's GroupNorm layers: flax (nn.GroupNorm), grouped (normalised in the grouped shape) or auto "
+                             "(the default: chosen per backend by measurement)")
     parser.add_argument("--conv", default=None, metavar="|".join(CONV_METHODS),
                         help="Mk4's 3x3 convolutions: im2col (patches and one matmul), xla (lax.conv: cuDNN on a GPU) or "
                              "auto (the default: chosen per backend by measurement, im2col on a CPU)")
@@ -688,7 +691,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_bench_commands(commands) -> None:
     from czjax.compaction import COMPACTION_MODES
-    from czjax.models import CONV_METHODS
+    from czjax.models import CONV_METHODS, NORM_METHODS
     from czjax.precision import PRECISIONS
 
     bench = commands.add_parser("bench", help="measure throughput: `czjax bench rollout`, `czjax bench train`, `czjax bench scan`, `czjax bench search`")
@@ -737,6 +740,8 @@ def _add_bench_commands(commands) -> None:
                              help="float32 matrix products of the compiled iteration (default: %(default)s; see czjax train --help)")
     train_bench.add_argument("--unroll", type=_positive_int, default=1, metavar="PAIRS",
                              help="pairs of plies per step of the rollout's loop (default: %(default)s; see czjax train --help)")
+    train_bench.add_argument("--norm", default="auto", choices=list(NORM_METHODS),
+                             help="Mk4's GroupNorm layers (default: %(default)s; see czjax train --help)")
     train_bench.add_argument("--conv", default="auto", choices=list(CONV_METHODS),
                              help="Mk4's 3x3 convolutions (default: %(default)s; see czjax train --help)")
     train_bench.add_argument("--compaction", default="auto", choices=list(COMPACTION_MODES),

@@ -105,16 +105,54 @@ class Conv3x3(nn.Module):
         return patches @ kernel.reshape(-1, self.features)
 
 
-class ResBlock(nn.Module):
-    conv: str = "auto"
+class GroupedNorm(nn.Module):
+    """``nn.GroupNorm`` computed in the grouped shape: ``(B, H, W, G, C/G)`` normalised over
+    ``(H, W, C/G)`` and reshaped back, instead of repeating each group's statistics across its
+    channels. The same parameters (``scale``, ``bias``) and the same result up to rounding."""
+
+    num_groups: int
+    epsilon: float = TORCH_EPS
     dtype: Any = jnp.float32
 
     @nn.compact
     def __call__(self, x):
+        channels = x.shape[-1]
+        scale = self.param("scale", nn.initializers.ones, (channels,))
+        bias = self.param("bias", nn.initializers.zeros, (channels,))
+        grouped = x.astype(jnp.float32).reshape(x.shape[:-1] + (self.num_groups, channels // self.num_groups))
+        axes = tuple(range(1, x.ndim - 1)) + (x.ndim,)
+        mean = grouped.mean(axes, keepdims=True)
+        var = jnp.maximum((grouped * grouped).mean(axes, keepdims=True) - mean * mean, 0.0)
+        normed = ((grouped - mean) * lax.rsqrt(var + self.epsilon)).reshape(x.shape)
+        return (normed * scale + bias).astype(self.dtype)
+
+
+# How Mk4's GroupNorm layers are computed: "flax" (nn.GroupNorm) or "grouped" (GroupedNorm);
+# "auto" by backend, by measurement (README, Several devices, and precision).
+NORM_METHODS = ("auto", "flax", "grouped")
+BACKEND_NORM: dict[str, str] = {}  # backends not listed: flax
+
+
+def group_norm(method: str, dtype, name: str):
+    """Mk4's GroupNorm(16) computed by ``method``, named as Flax names it (``GroupNorm_i``), so
+    checkpoints and PyTorch's weights map the same way whichever computes it."""
+    method = BACKEND_NORM.get(jax.default_backend(), "flax") if method == "auto" else method
+    if method == "grouped":
+        return GroupedNorm(16, TORCH_EPS, dtype, name=name)
+    return nn.GroupNorm(num_groups=16, epsilon=TORCH_EPS, dtype=dtype, name=name)
+
+
+class ResBlock(nn.Module):
+    conv: str = "auto"
+    dtype: Any = jnp.float32
+    norm: str = "auto"
+
+    @nn.compact
+    def __call__(self, x):
         y = Conv3x3(64, self.conv, self.dtype)(x)
-        y = nn.relu(nn.GroupNorm(num_groups=16, epsilon=TORCH_EPS, dtype=self.dtype)(y))
+        y = nn.relu(group_norm(self.norm, self.dtype, "GroupNorm_0")(y))
         y = Conv3x3(64, self.conv, self.dtype)(y)
-        y = nn.GroupNorm(num_groups=16, epsilon=TORCH_EPS, dtype=self.dtype)(y)
+        y = group_norm(self.norm, self.dtype, "GroupNorm_1")(y)
         return nn.relu(y + x)
 
 
@@ -126,6 +164,7 @@ class CNNMk4(nn.Module):
     value_head: bool = False
     conv: str = "auto"  # Conv3x3's method (CONV_METHODS)
     dtype: Any = jnp.float32
+    norm: str = "auto"  # the GroupNorm layers' method (NORM_METHODS)
 
     @property
     def has_value_head(self) -> bool:
@@ -136,9 +175,9 @@ class CNNMk4(nn.Module):
         dtype = self.dtype
         x = one_hot_planes(boards).astype(dtype)
         x = Conv3x3(64, self.conv, dtype)(x)
-        x = nn.relu(nn.GroupNorm(num_groups=16, epsilon=TORCH_EPS, dtype=dtype)(x))
+        x = nn.relu(group_norm(self.norm, dtype, "GroupNorm_0")(x))
         for _ in range(3):
-            x = ResBlock(self.conv, dtype)(x)
+            x = ResBlock(self.conv, dtype, self.norm)(x)
         x = nn.Conv(64, (game.ROWS, 1), padding="VALID", use_bias=False, dtype=dtype)(x)  # (B, 1, 7, 64)
         features = jnp.transpose(x[:, 0], (0, 2, 1)).reshape(x.shape[0], -1)  # index = channel * 7 + col
         p = nn.Dense(128, use_bias=False, dtype=dtype)(features)
@@ -153,26 +192,29 @@ class CNNMk4(nn.Module):
         return logits, jnp.tanh(nn.Dense(1, name="value_2", dtype=dtype)(v)[:, 0].astype(jnp.float32))
 
 
-# name -> (dtype, conv method) -> module
-MODELS: dict[str, Callable[[Any, str], nn.Module]] = {
-    "mlp": lambda dtype, conv: SimpleMLP(dtype=dtype),
-    "mlp3": lambda dtype, conv: MLP3(dtype=dtype),
-    "cnn-mk4": lambda dtype, conv: CNNMk4(value_head=False, conv=conv, dtype=dtype),
-    "cnn-mk4-value": lambda dtype, conv: CNNMk4(value_head=True, conv=conv, dtype=dtype),
+# name -> (dtype, conv method, norm method) -> module
+MODELS: dict[str, Callable[[Any, str, str], nn.Module]] = {
+    "mlp": lambda dtype, conv, norm: SimpleMLP(dtype=dtype),
+    "mlp3": lambda dtype, conv, norm: MLP3(dtype=dtype),
+    "cnn-mk4": lambda dtype, conv, norm: CNNMk4(value_head=False, conv=conv, dtype=dtype, norm=norm),
+    "cnn-mk4-value": lambda dtype, conv, norm: CNNMk4(value_head=True, conv=conv, dtype=dtype, norm=norm),
 }
 
 
-def get_model(name: str, dtype: str = "float32", conv: str = "auto") -> nn.Module:
-    """The model registered as ``name``, its activations in ``dtype`` (COMPUTE_DTYPES) and its
-    3x3 convolutions computed by ``conv`` (CONV_METHODS); a one-line ``ValueError`` for an
-    unknown name. The parameters are the same whatever the dtype and method."""
+def get_model(name: str, dtype: str = "float32", conv: str = "auto", norm: str = "auto") -> nn.Module:
+    """The model registered as ``name``, its activations in ``dtype`` (COMPUTE_DTYPES), its 3x3
+    convolutions computed by ``conv`` (CONV_METHODS) and its GroupNorm layers by ``norm``
+    (NORM_METHODS); a one-line ``ValueError`` for an unknown name. The parameters are the same
+    whatever the dtype and methods."""
     if conv not in CONV_METHODS:
         raise ValueError(f"unknown conv {conv!r}; choose one of {', '.join(CONV_METHODS)}")
+    if norm not in NORM_METHODS:
+        raise ValueError(f"unknown norm {norm!r}; choose one of {', '.join(NORM_METHODS)}")
     try:
         build = MODELS[name]
     except KeyError:
         raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}") from None
-    return build(COMPUTE_DTYPES[dtype], conv)
+    return build(COMPUTE_DTYPES[dtype], conv, norm)
 
 
 def fan_in(kernel_shape) -> int:

@@ -174,6 +174,7 @@ class TrainConfig:
     unroll: int = 1  # pairs of plies per step of the rollout's compiled loop (rollout.play_games); the games are the same
     sample_plies: int | None = None  # moves are sampled on the game's first plies only, then the most likely (None: always)
     conv: str = "auto"  # how Mk4's 3x3 convolutions are computed: auto (measured per backend), im2col, xla (czjax.models)
+    norm: str = "auto"  # how Mk4's GroupNorm layers are computed: auto (measured per backend), flax, grouped (czjax.models)
     compaction: str = "auto"  # skip finished games and invalid positions: auto (measured per backend), on, loss, off (czjax.compaction)
     ppo: PPOSettings = PPOSettings()
     promotion: PromotionSettings = PromotionSettings()
@@ -215,8 +216,8 @@ class TrainConfig:
             raise ValueError(f"batches_per_chunk must be positive, got {self.batches_per_chunk}")
 
     def build_model(self):
-        """The model as this config computes it (activation dtype from ``precision``, ``conv``)."""
-        return models.get_model(self.model, precision.activation_dtype(self.precision), self.conv)
+        """The model as this config computes it (activation dtype from ``precision``, ``conv``, ``norm``)."""
+        return models.get_model(self.model, precision.activation_dtype(self.precision), self.conv, self.norm)
 
     def searcher(self):
         """The search (czjax.search) named by ``search`` (``NAME`` or ``NAME:OPTIONS``), or None."""

@@ -67,6 +67,26 @@ def test_im2col_conv_equals_flax_conv():
             np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-5, atol=1e-5, err_msg=method)
 
 
+def test_every_norm_and_conv_method_computes_the_same_mk4():
+    """--norm grouped and --conv xla are other computations of the same Mk4: the same parameter
+    tree, and outputs equal within float32 rounding (random parameters, so the norms' scales and
+    biases matter)."""
+    boards = np.random.default_rng(1).integers(-1, 2, size=(32, 6, 7)).astype(np.int8)
+    reference = models.get_model("cnn-mk4-value", conv="im2col", norm="flax")
+    params = models.init_params(reference, jax.random.key(0))
+    leaves, treedef = jax.tree.flatten(params)
+    params = jax.tree.unflatten(treedef, [x + 0.3 * jax.random.normal(jax.random.key(i), x.shape) for i, x in enumerate(leaves)])
+    with precision.parity():
+        expected = models.apply_model(reference, params, boards)
+        for conv, norm in (("im2col", "grouped"), ("xla", "flax"), ("xla", "grouped"), ("auto", "auto")):
+            model = models.get_model("cnn-mk4-value", conv=conv, norm=norm)
+            assert jax.tree.structure(models.init_params(model, jax.random.key(0))) == treedef
+            for e, g in zip(expected, models.apply_model(model, params, boards)):
+                np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-4, atol=1e-4 * float(np.abs(e).max()), err_msg=(conv, norm))
+    with pytest.raises(ValueError, match="unknown norm 'batch'; choose one of auto, flax, grouped"):
+        models.get_model("cnn-mk4", norm="batch")
+
+
 def test_mixed_precision_computes_in_bfloat16_with_float32_parameters():
     """--precision mixed: the same parameters (float32) and float32 outputs, computed with
     bfloat16 activations: within bfloat16's rounding (8 bits of mantissa, ~0.4% a value,
