@@ -50,6 +50,36 @@ from czjax.players import (
 A = game.COLS
 ROOT = 0
 UNVISITED = -1
+
+
+# Reductions over a node's 7 columns, written out column by column (a fixed left-to-right
+# order). The selection rules are written for one tree and vmapped: these then become
+# elementwise operations on (B,) columns, which XLA's CPU backend runs much faster than its
+# reductions over a minor axis of 7 (those were a third of Gumbel's descent on the CPU).
+def col_sum(x):
+    return functools.reduce(jnp.add, [x[..., i] for i in range(x.shape[-1])])
+
+
+def col_max(x):
+    return functools.reduce(jnp.maximum, [x[..., i] for i in range(x.shape[-1])])
+
+
+def col_min(x):
+    return functools.reduce(jnp.minimum, [x[..., i] for i in range(x.shape[-1])])
+
+
+def col_argmax(x):
+    """The first column holding the largest value, as ``jnp.argmax`` (for values without NaN)."""
+    best, index = x[..., 0], jnp.zeros(x.shape[:-1], jnp.int32)
+    for i in range(1, x.shape[-1]):
+        better = x[..., i] > best
+        best, index = jnp.where(better, x[..., i], best), jnp.where(better, i, index)
+    return index
+
+
+def col_softmax(x):
+    e = jnp.exp(x - col_max(x)[..., None])
+    return e / col_sum(e)[..., None]
 ROLLOUT_MASK = -1e12  # the rollout improver's logits off its chosen column (the PyTorch project's)
 
 
@@ -352,7 +382,7 @@ def puct_select(c_puct: float, entropy_guided: bool) -> Selection:
         prior = tree.prior[node]
         damping = visits * (subtree_entropy(tree, node) if entropy_guided else 1.0)
         score = q + c_puct * prior * jnp.sqrt(tree.node_visits[node].astype(jnp.float32)) / (1.0 + damping)
-        return jnp.argmax(jnp.where(tree.legal[node], score, -jnp.inf)).astype(jnp.int32)
+        return col_argmax(jnp.where(tree.legal[node], score, -jnp.inf))
 
     return Selection(root=lambda tree: select(tree, ROOT), interior=select)
 
@@ -411,18 +441,18 @@ def completed_q(tree: Tree, node, c_visit: float, c_scale: float) -> jax.Array:
     visited = visits > 0
     q = tree.children_q[node]
     prior = jnp.maximum(tree.prior[node], jnp.finfo(jnp.float32).tiny)
-    total = visits.sum()
-    visited_prior = jnp.where(visited, prior, 0.0).sum()
-    weighted_q = jnp.where(visited, prior * q / jnp.where(visited, visited_prior, 1.0), 0.0).sum()
+    total = col_sum(visits)
+    visited_prior = col_sum(jnp.where(visited, prior, 0.0))
+    weighted_q = col_sum(jnp.where(visited, prior * q / jnp.where(visited, visited_prior, 1.0), 0.0))
     mixed = (tree.raw_value[node] + total * weighted_q) / (total + 1)
     completed = jnp.where(visited, q, mixed)
-    low, high = completed.min(), completed.max()
+    low, high = col_min(completed), col_max(completed)
     rescaled = (completed - low) / jnp.maximum(high - low, 1e-8)
-    return (c_visit + visits.max()) * c_scale * rescaled
+    return (c_visit + col_max(visits)) * c_scale * rescaled
 
 
 def _score_considered(considered_visit, gumbel, logits, sigma_q, visits):
-    logits = logits - logits.max(-1, keepdims=True)
+    logits = logits - col_max(logits)[..., None]
     penalty = jnp.where(visits == considered_visit, 0.0, -jnp.inf)
     return jnp.maximum(-1e9, gumbel + logits + sigma_q) + penalty
 
@@ -437,15 +467,15 @@ def gumbel_select(num_simulations: int, max_considered: int, c_visit: float, c_s
         visits = tree.children_visits[ROOT]
         legal = tree.legal[ROOT]
         sigma_q = completed_q(tree, ROOT, c_visit, c_scale)
-        considered = jnp.minimum(max_considered, legal.sum())
-        score = _score_considered(table[considered, visits.sum()], tree.gumbel, tree.prior_logits[ROOT], sigma_q, visits)
-        return jnp.argmax(jnp.where(legal, score, -jnp.inf)).astype(jnp.int32)
+        considered = jnp.minimum(max_considered, col_sum(legal.astype(jnp.int32)))
+        score = _score_considered(table[considered, col_sum(visits)], tree.gumbel, tree.prior_logits[ROOT], sigma_q, visits)
+        return col_argmax(jnp.where(legal, score, -jnp.inf))
 
     def interior(tree: Tree, node):
         visits = tree.children_visits[node]
-        improved = jax.nn.softmax(tree.prior_logits[node] + completed_q(tree, node, c_visit, c_scale))
-        score = improved - visits / (1.0 + visits.sum())
-        return jnp.argmax(jnp.where(tree.legal[node], score, -jnp.inf)).astype(jnp.int32)
+        improved = col_softmax(tree.prior_logits[node] + completed_q(tree, node, c_visit, c_scale))
+        score = improved - visits / (1.0 + col_sum(visits))
+        return col_argmax(jnp.where(tree.legal[node], score, -jnp.inf))
 
     return Selection(root=root, interior=interior)
 
