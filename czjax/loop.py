@@ -185,13 +185,12 @@ def open_run(config: TrainConfig, out_dir: Path, seed: int, resume: bool, overwr
             write_metrics(metrics_path, rows)
         log(f"resuming {ckpt_path} at batch {done:,} ({int(state.games):,} games)")
         return trainer, state, rows, (rows[-1]["elapsed_s"] if rows else 0.0), init_from
-    if not devices.is_main_process():  # process 0 checks and clears the folder
-        pass
-    elif resume:
-        log(f"{out_dir} has no checkpoint yet: starting its run from the beginning")
-        metrics_path.unlink(missing_ok=True)
-    else:
-        guard_fresh(out_dir, RUN_FILES, overwrite)
+    if devices.is_main_process():  # over several hosts, process 0 checks and clears the folder
+        if resume:
+            log(f"{out_dir} has no checkpoint yet: starting its run from the beginning")
+            metrics_path.unlink(missing_ok=True)
+        else:
+            guard_fresh(out_dir, RUN_FILES, overwrite)
     return trainer, trainer.init(seed, start_params), [], 0.0, init_from
 
 

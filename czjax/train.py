@@ -182,7 +182,7 @@ class TrainConfig:
     replay: ReplaySettings = ReplaySettings()
 
     def __post_init__(self):
-        model = self.build_model()  # one-line errors for an unknown model or conv
+        model = self.build_model()  # one-line errors for an unknown model, conv or norm
         models.check_init(self.init)
         precision.check(self.precision)
         compaction.check_mode(self.compaction)
