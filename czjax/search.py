@@ -80,6 +80,8 @@ def col_argmax(x):
 def col_softmax(x):
     e = jnp.exp(x - col_max(x)[..., None])
     return e / col_sum(e)[..., None]
+
+
 ROLLOUT_MASK = -1e12  # the rollout improver's logits off its chosen column (the PyTorch project's)
 
 
@@ -97,7 +99,14 @@ class Tree:
     legal: ``bool (B, N, 7)``; prior_logits: ``float (B, N, 7)``, -1e9 added where illegal;
     prior: their softmax.
     children_index: ``int32 (B, N, 7)``, :data:`UNVISITED` where the child is not in the tree.
-    children_visits: ``int32 (B, N, 7)``; children_q: ``float (B, N, 7)``, ``Q(s, a)``.
+    depth: ``int32 (B, N)``: the node's distance from the root.
+    ancestors: ``uint32 (B, N, W)``: a bit per node (``W`` words of 32), set for the node's
+        ancestors; a simulation's path is its leaf's ancestors and the leaf.
+
+    Each node has one parent, so an edge's statistics are its child's: ``N(s, a)`` is the
+    child's visits and ``Q(s, a)`` its reward minus its value (:func:`edge_stats`, and the
+    ``children_visits`` and ``children_q`` properties for whole trees). The backup then updates
+    node statistics only, densely over the path's nodes, with no scatter.
     """
 
     positions: game.Position
@@ -112,9 +121,45 @@ class Tree:
     prior_logits: chex.Array
     prior: chex.Array
     children_index: chex.Array
-    children_visits: chex.Array
-    children_q: chex.Array
+    depth: chex.Array
+    ancestors: chex.Array
     gumbel: chex.Array
+
+    @property
+    def children_visits(self) -> jax.Array:
+        """``int32 (B, N, 7)``: ``N(s, a)``, 0 for a child not in the tree."""
+        return jax.vmap(jax.vmap(lambda tree, node: edge_stats(tree, node)[0], (None, 0)), (0, None))(
+            self, jnp.arange(self.node_visits.shape[1]))
+
+    @property
+    def children_q(self) -> jax.Array:
+        """``float (B, N, 7)``: ``Q(s, a)``, 0 for a child not in the tree."""
+        return jax.vmap(jax.vmap(lambda tree, node: edge_stats(tree, node)[1], (None, 0)), (0, None))(
+            self, jnp.arange(self.node_visits.shape[1]))
+
+
+def edge_stats(tree: Tree, node) -> tuple[jax.Array, jax.Array]:
+    """``(N(s, a), Q(s, a))`` of one tree's ``node`` (no batch axis), ``(7,)`` each, read from its
+    children: visits, and reward minus value (0 for a child not in the tree)."""
+    child = tree.children_index[node]
+    safe = jnp.maximum(child, 0)
+    expanded = child != UNVISITED
+    return (jnp.where(expanded, tree.node_visits[safe], 0),
+            jnp.where(expanded, tree.reward[safe] - tree.node_values[safe], 0.0))
+
+
+def ancestor_mask(words, num_nodes: int) -> jax.Array:
+    """``bool (num_nodes,)`` from a node's ancestor words ``uint32 (W,)``."""
+    bits = (words[:, None] >> jnp.arange(32, dtype=jnp.uint32)[None, :]) & jnp.uint32(1)
+    return bits.reshape(-1)[:num_nodes].astype(bool)
+
+
+def node_bit(node, words: int) -> jax.Array:
+    """``uint32 (..., W)``: the bit of ``node`` (an int array) in ancestor words."""
+    node = jnp.asarray(node)
+    which = jnp.arange(words)
+    bit = jnp.left_shift(jnp.uint32(1), (node % 32).astype(jnp.uint32))
+    return jnp.where(which == (node // 32)[..., None], bit[..., None], jnp.uint32(0))
 
 
 @chex.dataclass(frozen=True)
@@ -202,7 +247,6 @@ def init_tree(pos: game.Position, logits, value, legal, num_nodes: int, gumbel=N
         x = jnp.full((batch, num_nodes) + root.shape[1:], fill, root.dtype)
         return x.at[:, ROOT].set(root)
 
-    zero = jnp.zeros((batch,), jnp.float32)
     return Tree(
         positions=jax.tree.map(nodes, pos),
         terminal=jnp.zeros((batch, num_nodes), bool),
@@ -216,8 +260,8 @@ def init_tree(pos: game.Position, logits, value, legal, num_nodes: int, gumbel=N
         prior_logits=nodes(logits),
         prior=nodes(jax.nn.softmax(logits)),
         children_index=jnp.full((batch, num_nodes, A), UNVISITED, jnp.int32),
-        children_visits=jnp.zeros((batch, num_nodes, A), jnp.int32),
-        children_q=jnp.broadcast_to(zero[:, None, None], (batch, num_nodes, A)),
+        depth=jnp.zeros((batch, num_nodes), jnp.int32),
+        ancestors=jnp.zeros((batch, num_nodes, -(-num_nodes // 32)), jnp.uint32),
         gumbel=jnp.zeros((batch, A), jnp.float32) if gumbel is None else jnp.asarray(gumbel, jnp.float32),
     )
 
@@ -232,55 +276,41 @@ class Selection:
 
 
 def descend(tree: Tree, selection: Selection):
-    """``(action, child, path, actions, depth)`` for one tree: from the root, follow the
-    selection while the chosen child is in the tree and not terminal. ``path[:depth]`` are the
-    nodes where a column was chosen (the root first), ``actions[:depth]`` the columns;
+    """``(action, child, node)`` for one tree: from the root, follow the selection while the
+    chosen child is in the tree and not terminal; ``node`` is where ``action`` was chosen last,
     ``child`` is :data:`UNVISITED` (to be added) or a terminal node (its reward is backed up
-    again). The root's choice is made before the loop, so a search whose root rule differs
-    (Gumbel's sequential halving) pays for it once per simulation, not once per level."""
-    length = tree.node_visits.shape[0] + 1
+    again). The path is not recorded: the backup reads it from the leaf's ancestors. The root's
+    choice is made before the loop, so a search whose root rule differs (Gumbel's sequential
+    halving) pays for it once per simulation, not once per level."""
     first = selection.root(tree)
-    path = jnp.full((length,), UNVISITED, jnp.int32).at[0].set(ROOT)
-    actions = jnp.zeros((length,), jnp.int32).at[0].set(first)
 
     def go_on(state):
         child = state[1]
         return (child != UNVISITED) & ~tree.terminal[jnp.maximum(child, 0)]
 
     def step(state):
-        _, node, path, actions, depth = state
+        _, node, _ = state
         action = selection.interior(tree, node)
-        return action, tree.children_index[node, action], path.at[depth].set(node), actions.at[depth].set(action), depth + 1
+        return action, tree.children_index[node, action], node
 
-    return jax.lax.while_loop(go_on, step, (first, tree.children_index[ROOT, first], path, actions, jnp.int32(1)))
+    return jax.lax.while_loop(go_on, step, (first, tree.children_index[ROOT, first], jnp.int32(ROOT)))
 
 
-def backup(tree: Tree, path, actions, depth, leaf, value) -> Tree:
-    """Back ``value`` (for the side to move at ``leaf``) up one tree's ``path`` in one scatter:
-    each node's mean value and visits, each edge's visits and ``Q = reward - value``.
+def backup(tree: Tree, leaf, value) -> Tree:
+    """Back ``value`` (for the side to move at ``leaf``) up one tree: every node on the path
+    (the leaf and its ancestors) gets its visit and the new mean of its values, elementwise
+    over the nodes, with no scatter. Edge statistics follow, being their children's.
 
     Only the leaf can be terminal, so every other node's reward is 0 and the value for the
     side to move ``d >= 1`` levels above the leaf is ``(-1)**(d - 1) * (reward(leaf) - value)``.
     """
     num_nodes = tree.node_visits.shape[0]
-    path = path.at[depth].set(leaf)
-    index = jnp.arange(path.shape[0])
-    above = depth - index  # levels above the leaf
+    on_path = ancestor_mask(tree.ancestors[leaf], num_nodes) | (jnp.arange(num_nodes) == leaf)
+    above = tree.depth[leaf] - tree.depth  # levels above the leaf, for the nodes on the path
     g = jnp.where(above == 0, value, jnp.where(above % 2 == 1, 1.0, -1.0) * (tree.reward[leaf] - value))
-    nodes = jnp.where(index <= depth, path, num_nodes)  # out of range: dropped
-    safe = jnp.minimum(nodes, num_nodes - 1)
-    visits = tree.node_visits[safe]
-    new_values = (tree.node_values[safe] * visits + g) / (visits + 1)
-    # edge i: path[i] --actions[i]--> path[i + 1], for i < depth
-    parents = jnp.where(index < depth, path, num_nodes)
-    children = jnp.minimum(jnp.roll(nodes, -1), num_nodes - 1)
-    edge_q = tree.reward[children] - jnp.roll(new_values, -1)
-    return tree.replace(
-        node_values=tree.node_values.at[nodes].set(new_values, mode="drop"),
-        node_visits=tree.node_visits.at[nodes].add(1, mode="drop"),
-        children_visits=tree.children_visits.at[parents, actions].add(1, mode="drop"),
-        children_q=tree.children_q.at[parents, actions].set(edge_q, mode="drop"),
-    )
+    visits = tree.node_visits
+    new_values = (tree.node_values * visits + g) / (visits + 1)
+    return tree.replace(node_values=jnp.where(on_path, new_values, tree.node_values), node_visits=visits + on_path)
 
 
 def _at(tree_field, index):
@@ -292,8 +322,7 @@ def simulate(tree: Tree, sim, selection: Selection, player: Player, params, key)
     """Simulation ``sim`` on every tree: descend, add node ``sim + 1`` (the network evaluates
     it; a terminal node gets value 0), back up."""
     with jax.named_scope("descend"):
-        action, child, path, actions, depth = jax.vmap(lambda t: descend(t, selection))(tree)
-    parent = _at(path, depth - 1)
+        action, child, parent = jax.vmap(lambda t: descend(t, selection))(tree)
     rows = jnp.arange(parent.shape[0])
     expand = child == UNVISITED
     new = sim + 1
@@ -315,10 +344,12 @@ def simulate(tree: Tree, sim, selection: Selection, player: Player, params, key)
         prior_logits=write(tree.prior_logits, logits),
         prior=write(tree.prior, jax.nn.softmax(logits)),
         children_index=tree.children_index.at[rows, parent, action].set(jnp.where(expand, new, child)),
+        depth=write(tree.depth, _at(tree.depth, parent) + 1),
+        ancestors=write(tree.ancestors, _at(tree.ancestors, parent) | node_bit(parent, tree.ancestors.shape[-1])),
     )
     leaf = jnp.where(expand, new, child)
     with jax.named_scope("backup"):
-        return jax.vmap(backup)(tree, path, actions, depth, leaf, jnp.where(expand, value, 0.0))
+        return jax.vmap(backup)(tree, leaf, jnp.where(expand, value, 0.0))
 
 
 def run_tree_search(player: Player, params, boards, key, num_simulations: int, selection: Selection, root_noise=None, gumbel=None) -> Tree:
@@ -337,8 +368,8 @@ def run_tree_search(player: Player, params, boards, key, num_simulations: int, s
 
 
 def root_q(tree: Tree) -> jax.Array:
-    visits = tree.children_visits[:, ROOT]
-    return jnp.where((visits > 0) & tree.legal[:, ROOT], tree.children_q[:, ROOT], jnp.nan)
+    visits, q = jax.vmap(lambda t: edge_stats(t, ROOT))(tree)
+    return jnp.where((visits > 0) & tree.legal[:, ROOT], q, jnp.nan)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -361,7 +392,7 @@ def subtree_entropy(tree: Tree, node) -> jax.Array:
     child = tree.children_index[node]
     safe = jnp.maximum(child, 0)
     prior = tree.prior[safe]  # (7, 7)
-    weights = tree.children_visits[safe].astype(jnp.float32) + prior
+    weights = jax.vmap(lambda c: edge_stats(tree, c)[0])(safe).astype(jnp.float32) + prior
     p = weights / weights.sum(-1, keepdims=True)
     legal = tree.legal[safe]
     plogp = jnp.where(legal & (p > 0), p * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0)
@@ -377,8 +408,8 @@ def puct_select(c_puct: float, entropy_guided: bool) -> Selection:
     urgency as in mctx); ``N(s)`` counts the node's visits, its expansion included."""
 
     def select(tree: Tree, node):
-        visits = tree.children_visits[node]
-        q = jnp.where(visits > 0, tree.children_q[node], tree.node_values[node])
+        visits, edge_q = edge_stats(tree, node)
+        q = jnp.where(visits > 0, edge_q, tree.node_values[node])
         prior = tree.prior[node]
         damping = visits * (subtree_entropy(tree, node) if entropy_guided else 1.0)
         score = q + c_puct * prior * jnp.sqrt(tree.node_visits[node].astype(jnp.float32)) / (1.0 + damping)
@@ -399,7 +430,7 @@ def dirichlet_noise(alpha: float, fraction: float):
 
 
 def visit_output(tree: Tree) -> SearchOutput:
-    visits = tree.children_visits[:, ROOT]
+    visits = jax.vmap(lambda t: edge_stats(t, ROOT)[0])(tree)
     total = jnp.maximum(visits.sum(-1, keepdims=True), 1)
     return SearchOutput(
         action=jnp.argmax(visits, -1).astype(jnp.int32),
@@ -437,9 +468,8 @@ def completed_q(tree: Tree, node, c_visit: float, c_scale: float) -> jax.Array:
     """``sigma(completed Q)`` of one node: unvisited columns take the mixed value (the raw value
     mixed with the prior-weighted Q of the visited ones), rescaled to [0, 1] by min and max,
     times ``(c_visit + max N) * c_scale``."""
-    visits = tree.children_visits[node]
+    visits, q = edge_stats(tree, node)
     visited = visits > 0
-    q = tree.children_q[node]
     prior = jnp.maximum(tree.prior[node], jnp.finfo(jnp.float32).tiny)
     total = col_sum(visits)
     visited_prior = col_sum(jnp.where(visited, prior, 0.0))
@@ -464,7 +494,7 @@ def gumbel_select(num_simulations: int, max_considered: int, c_visit: float, c_s
     table = jnp.asarray([considered_visits(m, num_simulations) for m in range(A + 1)], jnp.int32)
 
     def root(tree: Tree):
-        visits = tree.children_visits[ROOT]
+        visits = edge_stats(tree, ROOT)[0]
         legal = tree.legal[ROOT]
         sigma_q = completed_q(tree, ROOT, c_visit, c_scale)
         considered = jnp.minimum(max_considered, col_sum(legal.astype(jnp.int32)))
@@ -472,7 +502,7 @@ def gumbel_select(num_simulations: int, max_considered: int, c_visit: float, c_s
         return col_argmax(jnp.where(legal, score, -jnp.inf))
 
     def interior(tree: Tree, node):
-        visits = tree.children_visits[node]
+        visits = edge_stats(tree, node)[0]
         improved = col_softmax(tree.prior_logits[node] + completed_q(tree, node, c_visit, c_scale))
         score = improved - visits / (1.0 + col_sum(visits))
         return col_argmax(jnp.where(tree.legal[node], score, -jnp.inf))
@@ -482,7 +512,7 @@ def gumbel_select(num_simulations: int, max_considered: int, c_visit: float, c_s
 
 def gumbel_output(tree: Tree, c_visit: float, c_scale: float) -> SearchOutput:
     def one(tree):
-        visits = tree.children_visits[ROOT]
+        visits = edge_stats(tree, ROOT)[0]
         legal = tree.legal[ROOT]
         sigma_q = completed_q(tree, ROOT, c_visit, c_scale)
         score = _score_considered(visits.max(), tree.gumbel, tree.prior_logits[ROOT], sigma_q, visits)
@@ -491,7 +521,7 @@ def gumbel_output(tree: Tree, c_visit: float, c_scale: float) -> SearchOutput:
         return action, policy
 
     action, policy = jax.vmap(one)(tree)
-    visits = tree.children_visits[:, ROOT]
+    visits = jax.vmap(lambda t: edge_stats(t, ROOT)[0])(tree)
     return SearchOutput(action=action, policy=policy, visits=visits, q=root_q(tree), value=tree.node_values[:, ROOT])
 
 
