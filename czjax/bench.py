@@ -66,6 +66,26 @@ def peak_bytes() -> int | None:
     return stats.get("peak_bytes_in_use")
 
 
+def _time_interleaved(settings, runs: int, names):
+    """``[(name, times, compile_s)]`` for ``settings`` (``(fn, make_args)`` pairs), each compiled
+    once, then timed in turn run after run, so that a shared machine's drift reaches them alike."""
+    compiled, compile_times = [], []
+    for fn, make_args in settings:
+        start = time.perf_counter()
+        c = jax.jit(fn).lower(*make_args(0)).compile()
+        compile_times.append(time.perf_counter() - start)
+        jax.block_until_ready(c(*make_args(0)))  # warm-up run, not timed
+        compiled.append(c)
+    times = [[] for _ in settings]
+    for i in range(runs):
+        for k, (c, (_, make_args)) in enumerate(zip(compiled, settings)):
+            args = make_args(i + 1)
+            start = time.perf_counter()
+            jax.block_until_ready(c(*args))
+            times[k].append(time.perf_counter() - start)
+    return list(zip(names, times, compile_times))
+
+
 def machine_description() -> str:
     devices = jax.devices()
     return f"{platform.machine()} {devices[0].platform}:{devices[0].device_kind} x{len(devices)}, jax {jax.__version__}"
@@ -432,7 +452,8 @@ def _mctx_over_pgx(env):
 def bench_search(algo: str, batch: int, sims: int, runs: int, peers: bool = True) -> list[dict]:
     """Searches per second from ``batch`` mid-game positions (12 random plies), ``sims``
     simulations, the same network: czjax's tree, and with mctx installed mctx over czjax's
-    rules and mctx over pgx's connect_four (with pgx installed), in this process."""
+    rules and mctx over pgx's connect_four (with pgx installed), in this process, their timed
+    runs interleaved."""
     from czjax import game
 
     params = search_network_params()
@@ -457,8 +478,8 @@ def bench_search(algo: str, batch: int, sims: int, runs: int, peers: bool = True
                     state = jax.vmap(env.step)(state, jnp.asarray(moves[:, t], jnp.int32))
                 impls.append(("mctx+pgx", _mctx_search(algo, sims, *_mctx_over_pgx(env)), state))
     rows = []
-    for impl, fn, inputs in impls:
-        compile_s, times, _, _ = time_compiled(fn, lambda i, inputs=inputs: (params, inputs, jax.random.key(i)), runs)
+    for impl, times, compile_s in _time_interleaved([(fn, lambda i, inputs=inputs: (params, inputs, jax.random.key(i))) for _, fn, inputs in impls],
+                                                     runs, [impl for impl, _, _ in impls]):
         median = statistics.median(times)
         rows.append({"impl": impl, "algo": algo, "batch": batch, "sims": sims, "searches_per_s": batch / median,
                      "simulations_per_s": batch * sims / median, "median_s": median, "times_s": times, "compile_s": compile_s})

@@ -776,7 +776,8 @@ def _add_bench_commands(commands) -> None:
             "(84-128-64-8): czjax's own tree (czjax.search), and, when mctx is installed (pip install 'czjax[bench]'), "
             "mctx's policy with czjax's rules as its recurrent function and mctx over pgx's connect_four, in the same "
             "process. gumbel is Gumbel MuZero (mctx.gumbel_muzero_policy), mcts is PUCT (mctx.muzero_policy). Median of "
-            "several runs, compile time separate; czjax/this is czjax's searches per second over that row's."
+            "several runs, the implementations' runs interleaved, compile time separate; czjax/this is czjax's searches per "
+            "second over that row's."
         ),
     )
     search_bench.add_argument("--algo", nargs="+", default=["gumbel", "mcts"], choices=["gumbel", "mcts"], help="(default: %(default)s)")
