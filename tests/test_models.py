@@ -78,9 +78,9 @@ def test_every_norm_and_conv_method_computes_the_same_mk4():
     params = jax.tree.unflatten(treedef, [x + 0.3 * jax.random.normal(jax.random.key(i), x.shape) for i, x in enumerate(leaves)])
     with precision.parity():
         expected = models.apply_model(reference, params, boards)
-        for conv, norm in (("im2col", "grouped"), ("xla", "flax"), ("xla", "grouped"), ("auto", "auto")):
+        for conv, norm in (("im2col", "grouped"), ("xla", "flax")):
             model = models.get_model("cnn-mk4-value", conv=conv, norm=norm)
-            assert jax.tree.structure(models.init_params(model, jax.random.key(0))) == treedef
+            assert jax.tree.structure(jax.eval_shape(lambda: models.init_params(model, jax.random.key(0)))) == treedef
             for e, g in zip(expected, models.apply_model(model, params, boards)):
                 np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-4, atol=1e-4 * float(np.abs(e).max()), err_msg=(conv, norm))
     with pytest.raises(ValueError, match="unknown norm 'batch'; choose one of auto, flax, grouped"):
