@@ -189,8 +189,9 @@ def test_value_mix_takes_the_recorded_values_into_the_returns(ppo_games):
 
     config, state, _, _ = ppo_games
     setup = make_setup(config, None)
-    traj, results = rollout.play_games(jax.random.key(6), setup.learner, state.params, players.random_punisher, None, 8,
-                                       record_targets=True)
+    with precision.parity():  # the recorded values and the recomputed ones at the same (full) precision
+        traj, results = rollout.play_games(jax.random.key(6), setup.learner, state.params, players.random_punisher, None, 8,
+                                           record_targets=True)
     plain = traj.replace(values=None, policy_targets=None)
     _, expected = algorithms.learner_batch(setup.ctx, plain, results.outcome, GAMMA)
     boards, mixed = algorithms.learner_batch(setup.ctx, traj, results.outcome, GAMMA, 1.0)
@@ -225,10 +226,11 @@ def test_the_rollout_records_the_searchs_policy_targets():
     model = models.get_model("mlp3")
     params = models.init_params(model, jax.random.key(3))
     searched = search.search_player(search.PUCT(sims=6), models.model_player(model))
-    traj, _ = rollout.play_games(jax.random.key(0), searched, params, searched, params, 4, record_targets=True)
-    valid = np.asarray(traj.valid)
-    boards = np.asarray(traj.boards())[valid]
-    want = jax.jit(lambda b: search.PUCT(sims=6).run(models.model_player(model), params, b, jax.random.key(9)))(jnp.asarray(boards))
+    with precision.parity():  # two programs compute the same values: full float32 on every backend
+        traj, _ = rollout.play_games(jax.random.key(0), searched, params, searched, params, 4, record_targets=True)
+        valid = np.asarray(traj.valid)
+        boards = np.asarray(traj.boards())[valid]
+        want = jax.jit(lambda b: search.PUCT(sims=6).run(models.model_player(model), params, b, jax.random.key(9)))(jnp.asarray(boards))
     got = np.asarray(traj.policy_targets)
     np.testing.assert_allclose(got[valid], np.asarray(want.policy), atol=1e-6)
     assert (got[~valid] == 0).all()

@@ -29,11 +29,13 @@ def test_a_profiled_training_chunk_splits_into_its_phases(tmp_path):
     row = bench.bench_train("mlp", 8, runs=1, steps=1, profile=tmp_path)
     assert next(tmp_path.rglob("perfetto_trace.json.gz")).stat().st_size > 0
     phases = row["phases"]
-    for name in ("selfplay/network", "selfplay/rules", "update/gradient/network", "update/gradient/network (backward)",
-                 "update/optimizer", "evaluation/network"):
-        assert phases.get(name, 0.0) > 0.0, (name, phases)
-    if jax.default_backend() == "cpu":  # no device streams: the busy share is a GPU's figure
-        assert profiling.device_busy(tmp_path) is None and "(device busy)" not in phases
-    else:
+    if jax.default_backend() == "cpu":  # every executed thunk names its instruction
+        for name in ("selfplay/network", "selfplay/rules", "update/gradient/network", "update/gradient/network (backward)",
+                     "update/optimizer", "evaluation/network"):
+            assert phases.get(name, 0.0) > 0.0, (name, phases)
+        assert profiling.device_busy(tmp_path) is None and "(device busy)" not in phases  # a GPU's figure
+    else:  # a GPU replays runs of kernels as CUDA graphs named by their graph: only the time is certain
+        # (profiling.op_times says how to profile with each kernel's own instruction)
+        assert sum(t for name, t in phases.items() if not name.startswith("(")) > 0.0, phases
         busy, span = profiling.device_busy(tmp_path)
         assert 0 < busy <= span
