@@ -32,20 +32,32 @@ class Timed(NamedTuple):
     phases: list[tuple[str, float]] | None  # czjax.profiling.phase_times of one more call, when profiled
 
 
+def _compile(fn: Callable, make_args: Callable[[int], tuple]):
+    """``(compiled, compile_s)``: ``fn`` compiled for ``make_args(0)`` and run once on it (the
+    warm-up run's allocations are not timed)."""
+    start = time.perf_counter()
+    compiled = jax.jit(fn).lower(*make_args(0)).compile()
+    compile_s = time.perf_counter() - start
+    jax.block_until_ready(compiled(*make_args(0)))
+    return compiled, compile_s
+
+
+def _timed_call(compiled, args) -> tuple[float, object]:
+    """``(seconds, output)`` of one call, waited for."""
+    start = time.perf_counter()
+    out = jax.block_until_ready(compiled(*args))
+    return time.perf_counter() - start, out
+
+
 def time_compiled(fn: Callable, make_args: Callable[[int], tuple], runs: int, profile: str | Path | None = None) -> Timed:
     """Compile ``fn`` for ``make_args(0)``, then time ``runs`` calls. With ``profile`` (a
     folder), one more call runs under the profiler, its trace written there and its time
     split into phases (czjax.profiling)."""
-    start = time.perf_counter()
-    compiled = jax.jit(fn).lower(*make_args(0)).compile()
-    compile_s = time.perf_counter() - start
-    jax.block_until_ready(compiled(*make_args(0)))  # warm-up run (allocations), not timed
+    compiled, compile_s = _compile(fn, make_args)
     times, out = [], None
     for i in range(runs):
-        args = make_args(i + 1)
-        start = time.perf_counter()
-        out = jax.block_until_ready(compiled(*args))
-        times.append(time.perf_counter() - start)
+        seconds, out = _timed_call(compiled, make_args(i + 1))
+        times.append(seconds)
     phases = None
     if profile is not None:
         from czjax import profiling
@@ -69,20 +81,11 @@ def peak_bytes() -> int | None:
 def _time_interleaved(settings, runs: int, names):
     """``[(name, times, compile_s)]`` for ``settings`` (``(fn, make_args)`` pairs), each compiled
     once, then timed in turn run after run, so that a shared machine's drift reaches them alike."""
-    compiled, compile_times = [], []
-    for fn, make_args in settings:
-        start = time.perf_counter()
-        c = jax.jit(fn).lower(*make_args(0)).compile()
-        compile_times.append(time.perf_counter() - start)
-        jax.block_until_ready(c(*make_args(0)))  # warm-up run, not timed
-        compiled.append(c)
+    compiled, compile_times = zip(*(_compile(fn, make_args) for fn, make_args in settings))
     times = [[] for _ in settings]
     for i in range(runs):
         for k, (c, (_, make_args)) in enumerate(zip(compiled, settings)):
-            args = make_args(i + 1)
-            start = time.perf_counter()
-            jax.block_until_ready(c(*args))
-            times[k].append(time.perf_counter() - start)
+            times[k].append(_timed_call(c, make_args(i + 1))[0])
     return list(zip(names, times, compile_times))
 
 
@@ -171,12 +174,13 @@ def stderr(msg: str) -> None:
 PYTORCH_TRAIN_GAMES_PER_S = {("mlp", 50): 950.0, ("mlp", 4096): 14000.0, ("cnn-mk4", 50): 145.0}
 
 
-def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5, precision_name: str = "default", num_devices: int = 1,
-                profile: str | Path | None = None, compaction: str = "auto", conv: str = "auto", unroll: int = 1,
-                norm: str = "auto") -> dict:
+def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5, num_devices: int = 1, profile: str | Path | None = None,
+                **settings) -> dict:
     """One compiled chunk of ``steps`` training iterations (self-play against a frozen copy, as
-    in the blog's examples, and one AdamW update each), timed per iteration, compiled at
-    ``precision_name`` (czjax.precision), each batch's games split over ``num_devices``.
+    in the blog's examples, and one AdamW update each), timed per iteration, each batch's games
+    split over ``num_devices``. ``settings``: TrainConfig fields that change how the iteration
+    is computed, not what (``precision``, ``compaction``, ``conv``, ``norm``, ``unroll``), kept
+    in the row; the rest are the defaults.
     ``profile``: a folder for a profiler trace of one more chunk, split into phases
     (``row["phases"]``: seconds per iteration per phase). ``row["peak_bytes"]``: the device's
     peak memory in use, where the backend reports it (GPUs do, the CPU does not)."""
@@ -184,12 +188,12 @@ def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5, pre
     from czjax.train import HParams, TrainConfig, make_trainer
 
     config = TrainConfig(model=model, games_per_batch=games_per_batch, opponent="self", eval_games=2, batches_per_chunk=steps,
-                         precision=precision_name, compaction=compaction, conv=conv, unroll=unroll, norm=norm)
+                         **settings)
     num_devices = devices.available(num_devices)
     trainer = make_trainer(config, None, num_devices)
     hparams = devices.replicate(HParams.create(), num_devices)
     state = trainer.init(0)
-    with precision.matmul(precision_name):
+    with precision.matmul(config.precision):
         compile_s, times, (_, metrics), phases = time_compiled(
             lambda st: trainer.run_chunk(st, hparams, steps),
             lambda i: (devices.replicate(state.replace(key=jax.random.key(i)), num_devices),), runs, profile)
@@ -204,11 +208,7 @@ def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5, pre
         "compile_s": compile_s,
         "times_s": times,
         "steps_per_run": steps,
-        "precision": precision_name,
-        "compaction": compaction,
-        "conv": conv,
-        "unroll": unroll,
-        "norm": norm,
+        **{name: getattr(config, name) for name in ("precision", "compaction", "conv", "norm", "unroll")},
         "devices": num_devices,
     }
     if phases is not None:

@@ -54,14 +54,21 @@ def _state_to_host(state) -> dict:
 
 def save(path, state, config: dict, hparams: dict, extra: dict | None = None) -> None:
     """Write ``state`` (a TrainState) with its run description to ``path`` atomically."""
+    _write(path, {"config": config, "hparams": hparams, "extra": extra or {}}, _state_to_host(state))
+
+
+def save_weights(path, model_name: str, params, extra: dict | None = None) -> None:
+    """Write a model's parameters alone (no optimizer state, nothing to resume) in the checkpoint
+    format: a player for every command that takes a checkpoint, a few times smaller."""
+    state = {"params": jax.tree.map(np.asarray, serialization.to_state_dict(params))}
+    _write(path, {"config": {"model": model_name}, "hparams": {}, "extra": extra or {}}, state)
+
+
+def _write(path, meta: dict, state: dict) -> None:
+    """The checkpoint file: format, version, ``meta`` as JSON and ``state``, written atomically."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {
-        "format": FORMAT,
-        "version": VERSION,
-        "meta": json.dumps({"config": config, "hparams": hparams, "extra": extra or {}}),
-        "state": _state_to_host(state),
-    }
+    payload = {"format": FORMAT, "version": VERSION, "meta": json.dumps(meta), "state": state}
     data = serialization.msgpack_serialize(payload)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
@@ -74,20 +81,6 @@ def save(path, state, config: dict, hparams: dict, extra: dict | None = None) ->
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def save_weights(path, model_name: str, params, extra: dict | None = None) -> None:
-    """Write a model's parameters alone (no optimizer state, nothing to resume) in the checkpoint
-    format: a player for every command that takes a checkpoint, a few times smaller."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {
-        "format": FORMAT,
-        "version": VERSION,
-        "meta": json.dumps({"config": {"model": model_name}, "hparams": {}, "extra": extra or {}}),
-        "state": {"params": jax.tree.map(np.asarray, serialization.to_state_dict(params))},
-    }
-    path.write_bytes(serialization.msgpack_serialize(payload))
 
 
 def read_meta(path) -> tuple[dict, dict]:

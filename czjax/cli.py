@@ -97,7 +97,8 @@ def cmd_bench_train(args) -> int:
     def measure(setting, log):
         model, games, n = setting
         profile = Path(args.profile) / f"{model}-{games}-{n}dev" if args.profile else None
-        row = bench.bench_train(model, games, args.runs, args.steps, args.precision, n, profile, args.compaction, args.conv, args.unroll, args.norm)
+        settings = {name: getattr(args, name) for name in ("precision", "compaction", "conv", "norm", "unroll")}
+        row = bench.bench_train(model, games, args.runs, args.steps, n, profile, **settings)
         if profile is not None:
             log(f"profile of one chunk in {profile} (ui.perfetto.dev opens perfetto_trace.json.gz); per iteration:")
             log(profiling.format_phases(list(row["phases"].items())))

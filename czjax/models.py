@@ -45,6 +45,11 @@ CONV_METHODS = ("auto", "im2col", "xla")
 BACKEND_CONV = {"cpu": "im2col"}
 
 
+def _method(method: str, by_backend: dict, unmeasured: str) -> str:
+    """``method``, or for "auto" this backend's measured choice (``unmeasured`` if none yet)."""
+    return by_backend.get(jax.default_backend(), unmeasured) if method == "auto" else method
+
+
 class SimpleMLP(nn.Module):
     """42 -> 128 -> 64 -> 7 with ReLU."""
 
@@ -96,8 +101,7 @@ class Conv3x3(nn.Module):
     def __call__(self, x):
         kernel = self.param("kernel", nn.initializers.lecun_normal(), (3, 3, x.shape[-1], self.features))
         x, kernel = x.astype(self.dtype), kernel.astype(self.dtype)
-        method = BACKEND_CONV.get(jax.default_backend(), "im2col") if self.method == "auto" else self.method
-        if method == "xla":
+        if _method(self.method, BACKEND_CONV, "im2col") == "xla":
             return lax.conv_general_dilated(x, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
         padded = jnp.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
         rows, cols = x.shape[1], x.shape[2]
@@ -136,8 +140,7 @@ BACKEND_NORM: dict[str, str] = {}  # backends not listed: flax
 def group_norm(method: str, dtype, name: str):
     """Mk4's GroupNorm(16) computed by ``method``, named as Flax names it (``GroupNorm_i``), so
     checkpoints and PyTorch's weights map the same way whichever computes it."""
-    method = BACKEND_NORM.get(jax.default_backend(), "flax") if method == "auto" else method
-    if method == "grouped":
+    if _method(method, BACKEND_NORM, "flax") == "grouped":
         return GroupedNorm(16, TORCH_EPS, dtype, name=name)
     return nn.GroupNorm(num_groups=16, epsilon=TORCH_EPS, dtype=dtype, name=name)
 

@@ -56,11 +56,9 @@ def add(buffer: ReplayBuffer, boards: jax.Array, batch: LossInputs) -> ReplayBuf
     def write(old, new):
         return old.at[slots].set(jnp.take(new.astype(old.dtype), order, axis=0), mode="drop")
 
-    rows = LossInputs(legal=batch.legal, actions=batch.actions, returns=batch.returns, valid=batch.valid,
-                      policy_targets=batch.policy_targets)
     return ReplayBuffer(
         boards=write(buffer.boards, boards),
-        inputs=jax.tree.map(write, buffer.inputs, rows),
+        inputs=jax.tree.map(write, buffer.inputs, batch),
         cursor=(buffer.cursor + count) % capacity,
         filled=jnp.minimum(buffer.filled + count, capacity),
     )
