@@ -40,6 +40,7 @@ class UpdateContext(NamedTuple):
     num_chunks: int  # of the learner's positions, for the gradient (compaction.loss_chunks)
     axis_name: str | None  # the vmapped configuration axis of a scan
     devices: int = 1  # the games and the learner's positions split across this many devices
+    both_sides: bool = False  # both players' positions (self-play with the learner's parameters on both sides)
 
 
 def make_optimizer(weight_decay: float) -> optax.GradientTransformation:
@@ -78,10 +79,16 @@ def sparse_value_and_grad(chunk_loss: Callable, params, boards, batch: LossInput
 
 def learner_batch(ctx: UpdateContext, traj: rollout.Trajectory, outcome, discount, value_mix=0.0):
     """``(boards, LossInputs)`` of the learner's positions (player A's static half of the plies,
-    flattened ply-major), with Monte-Carlo returns; mirrored too if configured. When the
-    trajectory holds the players' values (a search's root value), ``value_mix`` of it is mixed
-    into the returns: ``(1 - m) G + m Q`` (AlphaZero's variant of the value target)."""
-    mine = rollout.player_plies(traj, ctx.games, player=0)  # (21, n)
+    flattened ply-major; with ``ctx.both_sides`` player B's half after it, its outcome negated),
+    with Monte-Carlo returns; mirrored too if configured. When the trajectory holds the players'
+    values (a search's root value), ``value_mix`` of it is mixed into the returns: ``(1 - m) G +
+    m Q`` (AlphaZero's variant of the value target)."""
+    if ctx.both_sides:
+        mine = jax.tree.map(lambda a, b: jnp.concatenate([a, b], axis=1),
+                            rollout.player_plies(traj, ctx.games, player=0), rollout.player_plies(traj, ctx.games, player=1))
+        outcome = jnp.concatenate([outcome, -outcome])  # (2n,): each side's result
+    else:
+        mine = rollout.player_plies(traj, ctx.games, player=0)  # (21, n)
     returns = discounted_returns(outcome, mine.valid, discount)
     if mine.values is not None:
         returns = returns + value_mix * (jnp.where(mine.valid, mine.values, 0.0) - returns)

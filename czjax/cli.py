@@ -142,7 +142,8 @@ SETTING_FLAGS = {
     "algorithm": "algorithm", "search": "search", "mirror": "mirror", "batches_per_chunk": "batches_per_chunk", "eval_games": "eval_games",
     "ppo_epochs": "ppo.epochs", "ppo_clip": "ppo.clip", "target_kl": "ppo.target_kl", "ppo_kl_stop": "ppo.kl_stop", "ppo_bootstrap": "ppo.bootstrap",
     "pool": "pool.members", "league": "pool.league", "precision": "precision", "compaction": "compaction", "conv": "conv", "sample_plies": "sample_plies", "unroll": "unroll", "norm": "norm",
-    "replay_capacity": "replay.capacity", "replay_batch": "replay.batch",
+    "replay_capacity": "replay.capacity", "replay_batch": "replay.batch", "replay_steps": "replay.steps",
+    "openings": "openings", "both_sides": "both_sides",
 }
 
 
@@ -306,6 +307,14 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
                              "default 0: train on each batch as it comes)")
     parser.add_argument("--replay-batch", type=_positive_int, default=None, metavar="POSITIONS",
                         help="positions drawn uniformly from the replay buffer for each step (default 1024)")
+    parser.add_argument("--replay-steps", type=_positive_int, default=None, metavar="STEPS",
+                        help="gradient steps per batch of games, each on a fresh draw from the replay buffer (default 1); "
+                             "a position is trained on about STEPS x POSITIONS / positions-per-batch times (metric replay_reuse)")
+    parser.add_argument("--openings", type=_non_negative_int, default=None, metavar="PLIES",
+                        help="start each game from a position drawn uniformly from every distinct position 0..PLIES plies deep "
+                             "(at most 6; default 0: the empty board)")
+    parser.add_argument("--both-sides", action="store_true", default=None,
+                        help="with --opponent current and a search-based algorithm: train on both players' positions")
     parser.add_argument("--sample-plies", type=_non_negative_int, default=None, metavar="PLIES",
                         help="sample moves at the temperature on the game's first PLIES plies only, then play the most likely "
                              "(the most visited, for a search): AlphaZero's schedule (default: sample throughout)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from czjax.train import PPOSettings, PromotionSettings, TrainConfig
+from czjax.train import PPOSettings, PromotionSettings, ReplaySettings, TrainConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +66,17 @@ PRESETS: dict[str, Preset] = {
         "its visit counts and value MSE to the outcome, mirrored, 100 games per batch, lr 1e-3",
         TrainConfig(model="mlp3", games_per_batch=100, opponent="current", algorithm="alphazero", search="mcts:sims=32,noise=0.25",
                     mirror=True, batches_per_chunk=10),
+        dict(learning_rate=1e-3, entropy_bonus=0.0, value_weight=1.0, discount=1.0),
+        batches=2000,
+    ),
+    "gumbel-az": Preset(
+        "Gumbel AlphaZero (AlphaZero.jl issue #217's recipe at CPU scale): Gumbel search with 16 simulations and 4 considered "
+        "columns over the current MLP3 plays both sides, its move drawn from the improved policy, Q not rescaled; games start "
+        "from a random position 0-2 plies deep; both sides' positions, mirrored, into a 50k replay buffer, 4 steps of 512 per "
+        "batch of 128 games; cross-entropy to the improved policy and value MSE to the outcome, lr 1e-3",
+        TrainConfig(model="mlp3", games_per_batch=128, opponent="current", algorithm="alphazero",
+                    search="gumbel:sims=16,considered=4,move=policy,rescale=0", mirror=True, openings=2, both_sides=True,
+                    replay=ReplaySettings(capacity=50_000, batch=512, steps=4), batches_per_chunk=10),
         dict(learning_rate=1e-3, entropy_bonus=0.0, value_weight=1.0, discount=1.0),
         batches=2000,
     ),

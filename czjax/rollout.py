@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 
 import chex
+import numpy as np
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -120,7 +121,7 @@ def evaluate_active(player: Player, params, boards: jax.Array, key, active: jax.
 
 
 @functools.partial(jax.jit, static_argnames=("player_a", "player_b", "num_games", "axis_name", "chunks", "devices", "record_targets",
-                                             "sample_plies", "unroll"))
+                                             "sample_plies", "unroll", "openings"))
 def play_games(
     key: jax.Array,
     player_a: Player,
@@ -136,6 +137,7 @@ def play_games(
     record_targets: bool = False,
     sample_plies: int | None = None,
     unroll: int = 1,
+    openings: int = 0,
 ) -> tuple[Trajectory, GameResults]:
     """Play ``num_games`` whole games between two players; returns ``(trajectory, results)``.
 
@@ -150,7 +152,10 @@ def play_games(
     ``sample_plies``: the players sample at their temperatures on the game's first
     ``sample_plies`` plies only, and play their most likely move after (AlphaZero's schedule);
     None samples throughout. ``unroll``: pairs of plies per step of the compiled loop (fewer
-    loop steps, each a host round trip on a GPU, for a larger program); the games are the same."""
+    loop steps, each a host round trip on a GPU, for a larger program); the games are the same.
+    ``openings``: each game starts from a position drawn uniformly from every distinct position
+    0 to ``openings`` plies deep (:func:`opening_positions`; AlphaZero.jl issue #217's random
+    starts), the side to move there being the game's first mover; 0 starts every game empty."""
     if num_games < 2:
         raise ValueError(f"num_games must be at least 2 (half of the games with each side first), got {num_games}")
     split = first_player_split(num_games)
@@ -206,12 +211,47 @@ def play_games(
 
         return lax.cond(all_configurations(carry[1].all(), axis_name), skip, play, carry)
 
-    init = (game.new_positions(num_games), jnp.zeros((num_games,), bool), jnp.zeros((num_games,), jnp.int8), jnp.zeros((num_games,), jnp.int32))
+    start = game.new_positions(num_games) if not openings else draw_openings(jax.random.fold_in(key, OPENINGS_STREAM), num_games, openings)
+    init = (start, jnp.zeros((num_games,), bool), jnp.zeros((num_games,), jnp.int8), jnp.zeros((num_games,), jnp.int32))
     init = jax.tree.map(lambda x: split_games(x, devices), init)  # (position, done, outcome, length)
     player_keys, uniforms = game_randomness(key, num_games)
     randomness = (player_keys, split_games(uniforms, devices, axis=2), jnp.arange(PLIES // 2))
     (final, _, outcome, length), records = lax.scan(two_plies, init, randomness, unroll=unroll)
     return assemble(records, a_first), GameResults(outcome=outcome, length=length, a_first=a_first, final=final)
+
+
+OPENINGS_STREAM = 0x09E1  # folded into a batch's key for its starting positions (a stream of its own)
+
+
+@functools.lru_cache(maxsize=None)
+def opening_positions(max_plies: int) -> np.ndarray:
+    """Every distinct position reachable in 0 to ``max_plies`` plies from the empty board,
+    int8 boards ``(K, 6, 7)`` (NumPy: a constant of the compiled programs), in a fixed order (by depth, then by the move sequence that first reaches it). Two
+    move orders that reach the same stones count once, so a uniform draw from this table is
+    uniform over positions, not over move sequences (1 + 7 + 49 + 238 positions for
+    ``max_plies=3``). A position 6 plies deep or less cannot be won, so none is terminal."""
+    if not 0 <= max_plies <= 6:
+        raise ValueError(f"openings must be between 0 and 6 plies, got {max_plies}")
+    seen: dict[bytes, np.ndarray] = {}
+    frontier = [np.zeros((game.ROWS, game.COLS), np.int8)]
+    for depth in range(max_plies + 1):
+        next_frontier = []
+        for board in frontier:
+            board = np.asarray(board, np.int8)
+            if board.tobytes() in seen:
+                continue
+            seen[board.tobytes()] = board
+            if depth < max_plies:
+                next_frontier.extend(game.apply_moves([col], board) for col in range(game.COLS) if board[0, col] == 0)
+        frontier = next_frontier
+    return np.stack(list(seen.values()))
+
+
+def draw_openings(key, num_games: int, max_plies: int) -> game.Position:
+    """A starting position per game, uniform over :func:`opening_positions` (``max_plies``)."""
+    table = opening_positions(max_plies)
+    index = jax.random.randint(key, (num_games,), 0, table.shape[0])
+    return game.pack(jnp.asarray(table)[index])
 
 
 def _idle_records(pos: game.Position, num_games: int, record_targets: bool):

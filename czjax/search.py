@@ -464,10 +464,10 @@ def considered_visits(max_considered: int, num_simulations: int) -> tuple[int, .
     return tuple(sequence[:num_simulations])
 
 
-def completed_q(tree: Tree, node, c_visit: float, c_scale: float) -> jax.Array:
+def completed_q(tree: Tree, node, c_visit: float, c_scale: float, rescale: bool = True) -> jax.Array:
     """``sigma(completed Q)`` of one node: unvisited columns take the mixed value (the raw value
-    mixed with the prior-weighted Q of the visited ones), rescaled to [0, 1] by min and max,
-    times ``(c_visit + max N) * c_scale``."""
+    mixed with the prior-weighted Q of the visited ones), rescaled to [0, 1] by min and max
+    (``rescale``; else as they are, in [-1, 1]), times ``(c_visit + max N) * c_scale``."""
     visits, q = edge_stats(tree, node)
     visited = visits > 0
     prior = jnp.maximum(tree.prior[node], jnp.finfo(jnp.float32).tiny)
@@ -476,9 +476,10 @@ def completed_q(tree: Tree, node, c_visit: float, c_scale: float) -> jax.Array:
     weighted_q = col_sum(jnp.where(visited, prior * q / jnp.where(visited, visited_prior, 1.0), 0.0))
     mixed = (tree.raw_value[node] + total * weighted_q) / (total + 1)
     completed = jnp.where(visited, q, mixed)
-    low, high = col_min(completed), col_max(completed)
-    rescaled = (completed - low) / jnp.maximum(high - low, 1e-8)
-    return (c_visit + col_max(visits)) * c_scale * rescaled
+    if rescale:
+        low, high = col_min(completed), col_max(completed)
+        completed = (completed - low) / jnp.maximum(high - low, 1e-8)
+    return (c_visit + col_max(visits)) * c_scale * completed
 
 
 def _score_considered(considered_visit, gumbel, logits, sigma_q, visits):
@@ -487,7 +488,7 @@ def _score_considered(considered_visit, gumbel, logits, sigma_q, visits):
     return jnp.maximum(-1e9, gumbel + logits + sigma_q) + penalty
 
 
-def gumbel_select(num_simulations: int, max_considered: int, c_visit: float, c_scale: float) -> Selection:
+def gumbel_select(num_simulations: int, max_considered: int, c_visit: float, c_scale: float, rescale: bool = True) -> Selection:
     """Gumbel MuZero's selection for one tree (its root's noise in ``tree.gumbel``): sequential
     halving among the top columns at the root, ``argmax(pi' - N / (1 + sum N))`` below, with
     ``pi' = softmax(logits + sigma(completed Q))``."""
@@ -496,25 +497,25 @@ def gumbel_select(num_simulations: int, max_considered: int, c_visit: float, c_s
     def root(tree: Tree):
         visits = edge_stats(tree, ROOT)[0]
         legal = tree.legal[ROOT]
-        sigma_q = completed_q(tree, ROOT, c_visit, c_scale)
+        sigma_q = completed_q(tree, ROOT, c_visit, c_scale, rescale)
         considered = jnp.minimum(max_considered, col_sum(legal.astype(jnp.int32)))
         score = _score_considered(table[considered, col_sum(visits)], tree.gumbel, tree.prior_logits[ROOT], sigma_q, visits)
         return col_argmax(jnp.where(legal, score, -jnp.inf))
 
     def interior(tree: Tree, node):
         visits = edge_stats(tree, node)[0]
-        improved = col_softmax(tree.prior_logits[node] + completed_q(tree, node, c_visit, c_scale))
+        improved = col_softmax(tree.prior_logits[node] + completed_q(tree, node, c_visit, c_scale, rescale))
         score = improved - visits / (1.0 + col_sum(visits))
         return col_argmax(jnp.where(tree.legal[node], score, -jnp.inf))
 
     return Selection(root=root, interior=interior)
 
 
-def gumbel_output(tree: Tree, c_visit: float, c_scale: float) -> SearchOutput:
+def gumbel_output(tree: Tree, c_visit: float, c_scale: float, rescale: bool = True) -> SearchOutput:
     def one(tree):
         visits = edge_stats(tree, ROOT)[0]
         legal = tree.legal[ROOT]
-        sigma_q = completed_q(tree, ROOT, c_visit, c_scale)
+        sigma_q = completed_q(tree, ROOT, c_visit, c_scale, rescale)
         score = _score_considered(visits.max(), tree.gumbel, tree.prior_logits[ROOT], sigma_q, visits)
         action = jnp.argmax(jnp.where(legal, score, -jnp.inf)).astype(jnp.int32)
         policy = jax.nn.softmax(jnp.where(legal, tree.prior_logits[ROOT] + sigma_q, -jnp.inf))
@@ -587,13 +588,19 @@ class PUCT:
 class Gumbel:
     """Gumbel MuZero: ``sims`` simulations, at most ``considered`` root columns, Gumbel noise
     times ``scale`` (0: deterministic), ``sigma`` constants ``c_visit`` and ``c_scale``; the
-    policy is ``softmax(logits + sigma(completed Q))``."""
+    policy is ``softmax(logits + sigma(completed Q))``, Q rescaled to [0, 1] by the node's min and
+    max (``rescale``, mctx's default) or taken as it is, in [-1, 1]. ``move``: what a player built on it
+    plays: ``action``, sequential halving's winner, or ``policy``, a draw from the improved
+    policy at the player's temperature (its most likely column at 0), as the full-GPU Gumbel
+    AlphaZero of AlphaZero.jl issue #217 plays its self-play games."""
 
     sims: int = 64
     considered: int = 16
     scale: float = 1.0
     c_visit: float = 50.0
     c_scale: float = 0.1
+    rescale: bool = True
+    move: str = "action"
     description: ClassVar[str] = "Gumbel MuZero (sequential halving at the root, completed-Q policy)"
 
     def run(self, player: Player, params, boards, key, gumbel=None) -> SearchOutput:
@@ -601,14 +608,19 @@ class Gumbel:
         key, gumbel_key = jax.random.split(key)
         if gumbel is None:
             gumbel = self.scale * jax.random.gumbel(gumbel_key, boards.shape[:1] + (A,), jnp.float32)
-        select = gumbel_select(self.sims, self.considered, self.c_visit, self.c_scale)
+        select = gumbel_select(self.sims, self.considered, self.c_visit, self.c_scale, self.rescale)
         tree = run_tree_search(player, params, boards, key, self.sims, select, gumbel=gumbel)
-        return gumbel_output(tree, self.c_visit, self.c_scale)
+        return gumbel_output(tree, self.c_visit, self.c_scale, self.rescale)
 
     def logits(self, out: SearchOutput) -> jax.Array:
-        """Sequential halving's winner only: the Gumbel noise already made the choice."""
+        """``move="action"``: sequential halving's winner only (the Gumbel noise already made the
+        choice); ``"policy"``: the improved policy's log-probabilities."""
+        if self.move == "policy":
+            return jnp.where(out.policy > 0, jnp.log(jnp.maximum(out.policy, jnp.finfo(jnp.float32).tiny)), LOSS_MASK_VALUE)
         return jnp.where(jax.nn.one_hot(out.action, A) > 0, 0.0, LOSS_MASK_VALUE)
 
+
+GUMBEL_MOVES = ("action", "policy")
 
 SEARCHES: dict[str, Callable[..., object]] = {
     "rollout": RolloutImprover,
@@ -625,6 +637,8 @@ def _check_settings(search) -> None:
             raise ValueError(f"{field.name} must be at least 1, got {value}")
         if field.name in ("c", "noise", "alpha", "scale", "c_visit", "c_scale", "temperature", "gamma") and not value >= 0:
             raise ValueError(f"{field.name} must be non-negative, got {value}")
+    if getattr(search, "move", "action") not in GUMBEL_MOVES:
+        raise ValueError(f"move must be one of {', '.join(GUMBEL_MOVES)}, got {search.move!r}")
     if getattr(search, "noise", 0) > 1:
         raise ValueError(f"noise must be in [0, 1], got {search.noise}")
     if getattr(search, "alpha", 1) == 0 and getattr(search, "noise", 0) > 0:
@@ -652,6 +666,8 @@ def make_search(name: str, options: str | dict = ""):
         try:
             if kind is bool:
                 values[key] = text if isinstance(text, bool) else {"1": True, "true": True, "0": False, "false": False}[str(text).lower()]
+            elif kind is str:
+                values[key] = str(text)
             else:
                 values[key] = kind(text)
         except (KeyError, ValueError):

@@ -135,10 +135,11 @@ class ReplaySettings:
 
     capacity: int = 0
     batch: int = 1024
+    steps: int = 1  # gradient steps per batch of games, each on a fresh draw of ``batch`` rows
 
     def __post_init__(self):
-        if self.capacity < 0 or self.batch < 1:
-            raise ValueError("replay capacity must be >= 0 and replay batch >= 1")
+        if self.capacity < 0 or self.batch < 1 or self.steps < 1:
+            raise ValueError("replay capacity must be >= 0, replay batch >= 1 and replay steps >= 1")
 
 
 # Flat names of settings that are now nested (configs stored before the nesting use them).
@@ -173,6 +174,8 @@ class TrainConfig:
     precision: str = "default"  # float32 matrix products of the compiled chunk (czjax.precision.PRECISIONS)
     unroll: int = 1  # pairs of plies per step of the rollout's compiled loop (rollout.play_games); the games are the same
     sample_plies: int | None = None  # moves are sampled on the game's first plies only, then the most likely (None: always)
+    openings: int = 0  # games start from a position drawn uniformly from all positions 0..openings plies deep (rollout.opening_positions)
+    both_sides: bool = False  # opponent "current": train on both players' positions (both play with the learner's parameters)
     conv: str = "auto"  # how Mk4's 3x3 convolutions are computed: auto (measured per backend), im2col, xla (czjax.models)
     norm: str = "auto"  # how Mk4's GroupNorm layers are computed: auto (measured per backend), flax, grouped (czjax.models)
     compaction: str = "auto"  # skip finished games and invalid positions: auto (measured per backend), on, loss, off (czjax.compaction)
@@ -210,6 +213,10 @@ class TrainConfig:
                 raise ValueError(f"{name} must be at least 2 (half of the games with each side first), got {getattr(self, name)}")
         if self.unroll < 1:
             raise ValueError(f"unroll must be >= 1, got {self.unroll}")
+        if not 0 <= self.openings <= 6:
+            raise ValueError(f"openings must be between 0 and 6 plies, got {self.openings}")
+        if self.both_sides and (self.opponent != "current" or not algorithm.needs_search):
+            raise ValueError("both_sides trains on the opponent's positions too: it needs opponent 'current' and a search-based algorithm")
         if self.sample_plies is not None and self.sample_plies < 0:
             raise ValueError(f"sample_plies must be >= 0, got {self.sample_plies}")
         if self.batches_per_chunk <= 0:
@@ -323,7 +330,7 @@ class Setup(NamedTuple):
 def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1) -> Setup:
     model = config.build_model()
     learner = models.model_player(model)
-    positions = (rollout.PLIES // 2) * config.games_per_batch * (2 if config.mirror else 1)  # the learner's batch
+    positions = (rollout.PLIES // 2) * config.games_per_batch * (2 if config.mirror else 1) * (2 if config.both_sides else 1)  # the learner's batch
     compact_gradient = compaction.in_gradient(config.compaction)
 
     def rollout_chunks(games):  # None: the FLOP rule (czjax.compaction.rollout_chunks); 1: every board
@@ -335,6 +342,7 @@ def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1)
         optimizer=algorithms.make_optimizer(config.weight_decay),
         games=config.games_per_batch,
         mirror=config.mirror,
+        both_sides=config.both_sides,
         baseline=config.baseline and models.has_value_head(model),
         ppo=config.ppo,
         num_chunks=compaction.loss_chunks(compaction.flops_per_board(learner, shapes), positions) if compact_gradient else 1,
@@ -387,7 +395,7 @@ def play_batch(setup: Setup, state: TrainState, hp: HParams, key):
         key, setup.actor, state.params, opponent, opponent_params, n,
         hp.temperature, hp.temperature if self_play else 1.0, axis_name=setup.axis_name, devices=setup.devices,
         record_targets=setup.algorithm.records_policy_targets, chunks=setup.rollout_chunks, sample_plies=config.sample_plies,
-        unroll=config.unroll,
+        unroll=config.unroll, openings=config.openings,
     )
     return traj, results, None
 
@@ -446,15 +454,27 @@ def train_step(setup: Setup, state: TrainState, hp: HParams, key) -> tuple[Train
 
 
 def replay_update(setup: Setup, state: TrainState, traj, outcome, hp, key):
-    """The batch's positions into the replay buffer, then one step on a uniform draw from it:
-    ``(params, opt_state, metrics, buffer)``."""
+    """The batch's positions into the replay buffer, then ``replay.steps`` steps, each on a
+    fresh uniform draw from it: ``(params, opt_state, metrics, buffer)``. ``replay_reuse`` is
+    how many times a position is trained on, on average, while the buffer is full: rows drawn
+    per batch of games over the positions it adds."""
     ctx, config = setup.ctx, setup.config
     with jax.named_scope("targets"):
         boards, batch = algorithms.training_batch(ctx, setup.algorithm, state.params, traj, outcome, hp)
     buffer = replay.add(state.replay, boards, batch)
-    boards, batch = jax.tree.map(lambda x: devices.split(x, ctx.devices), replay.sample(buffer, key, config.replay.batch))
-    params, opt_state, metrics = setup.algorithm.step(ctx, state.params, state.opt_state, boards, batch, hp)
+
+    def one_step(carry, step_key):
+        params, opt_state = carry
+        drawn = jax.tree.map(lambda x: devices.split(x, ctx.devices), replay.sample(buffer, step_key, config.replay.batch))
+        params, opt_state, metrics = setup.algorithm.step(ctx, params, opt_state, *drawn, hp)
+        return (params, opt_state), metrics
+
+    keys = jax.random.split(key, config.replay.steps) if config.replay.steps > 1 else key[None]
+    (params, opt_state), metrics = lax.scan(one_step, (state.params, state.opt_state), keys)
+    metrics = jax.tree.map(lambda x: x.mean(0), metrics)
     metrics["replay_filled"] = buffer.filled.astype(jnp.float32) / config.replay.capacity
+    added = jnp.maximum(batch.valid.sum(), 1).astype(jnp.float32)
+    metrics["replay_reuse"] = config.replay.steps * config.replay.batch / added
     return params, opt_state, metrics, buffer
 
 

@@ -271,3 +271,67 @@ def test_search_based_training_steps():
     batch = losses.LossInputs(legal=jnp.ones((3, 7), bool), actions=jnp.asarray([4, 0, 6]), returns=jnp.zeros(3), valid=jnp.ones(3, bool))
     hard = algorithms.played_move_targets(None, None, None, batch, None, None).policy_targets
     np.testing.assert_array_equal(np.asarray(hard), np.eye(7)[[4, 0, 6]])
+
+
+@pytest.fixture(scope="module")
+def both_sides_games():
+    """Self-play of a 3-simulation Gumbel search over the current mlp3 (both sides), from random
+    openings, trained on both sides' positions from a replay buffer, 2 steps per batch."""
+    config = TrainConfig(model="mlp3", games_per_batch=6, algorithm="alphazero", search="gumbel:sims=3,considered=2,move=policy,rescale=0",
+                         eval_games=2, batches_per_chunk=1, opponent="current", both_sides=True, openings=2, mirror=True,
+                         replay=ReplaySettings(capacity=256, batch=16, steps=2))
+    trainer = make_trainer(config)
+    state = trainer.init(0)
+    setup = __import__("czjax.train", fromlist=["make_setup"]).make_setup(config, None)
+    hp = HParams.create(learning_rate=1e-3, value_weight=1.0, discount=1.0)
+    with precision.parity():
+        traj, results, _ = jax.jit(lambda s, k: __import__("czjax.train", fromlist=["play_batch"]).play_batch(setup, s, hp, k))(state, jax.random.key(2))
+    return config, setup, state, hp, jax.device_get(traj), jax.device_get(results)
+
+
+def test_both_sides_trains_on_every_position_with_its_movers_outcome(both_sides_games):
+    """The training batch holds every ply that happened, each with its mover's board, the
+    search's target recorded there, and the game's result for the mover (a NumPy walk over the
+    plies), once as played and once mirrored."""
+    from czjax import algorithms
+
+    config, setup, state, hp, traj, results = both_sides_games
+    boards, batch = jax.device_get(algorithms.learner_batch(setup.ctx, traj, results.outcome, 1.0))
+    all_boards = np.asarray(traj.boards())
+    expected = []
+    for t, g in zip(*np.nonzero(traj.valid)):
+        mover_is_a = traj.player[t, g] == 0
+        result = results.outcome[g] if mover_is_a else -results.outcome[g]
+        expected.append((all_boards[t, g].tobytes(), np.round(traj.policy_targets[t, g], 6).tobytes(), float(result)))
+    valid = np.asarray(batch.valid)
+    half = len(valid) // 2  # the second half is the mirror image
+    got = [(np.asarray(boards)[i].tobytes(), np.round(np.asarray(batch.policy_targets)[i], 6).tobytes(), float(batch.returns[i]))
+           for i in np.flatnonzero(valid[:half])]
+    assert sorted(got) == sorted(expected)
+    np.testing.assert_array_equal(np.asarray(boards)[half:], np.asarray(boards)[:half, :, ::-1])
+    assert (np.abs(np.asarray(results.outcome)) <= 1).all() and not (all_boards[0] == 0).all()  # started from openings
+
+
+def test_replay_steps_are_successive_steps_on_fresh_draws(both_sides_games):
+    """replay.steps = 2: the update equals two of the algorithm's steps, each on its own draw
+    (split keys) from the buffer that holds the batch."""
+    from czjax import algorithms, replay
+    from czjax.train import replay_update
+
+    config, setup, state, hp, traj, results = both_sides_games
+    key = jax.random.key(5)
+    with precision.parity():
+        params, _, metrics, buffer = jax.jit(lambda s, t, o, k: replay_update(setup, s, t, o, hp, k))(state, traj, results.outcome, key)
+        boards, batch = algorithms.training_batch(setup.ctx, setup.algorithm, state.params, traj, results.outcome, hp)
+        expected_buffer = replay.add(state.replay, boards, batch)
+        want, opt_state = state.params, state.opt_state
+        for step_key in jax.random.split(key, 2):
+            drawn = replay.sample(expected_buffer, step_key, 16)
+            want, opt_state, _ = setup.algorithm.step(setup.ctx, want, opt_state, *drawn, hp)
+    for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(want)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-6)
+    assert float(metrics["replay_reuse"]) == pytest.approx(2 * 16 / float(np.asarray(batch.valid).sum()))
+    with pytest.raises(ValueError, match="both_sides"):
+        TrainConfig(model="mlp3", algorithm="alphazero", search="gumbel:sims=4", both_sides=True)  # opponent self
+    with pytest.raises(ValueError, match="openings must be between 0 and 6"):
+        TrainConfig(openings=7)

@@ -164,3 +164,35 @@ def test_evaluating_only_running_games_plays_the_same_games(mlp_pair):
             for a, b in zip(got, whole):
                 np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert (np.asarray(whole[3]) < 42).any()  # some games ended early: chunks were skipped
+
+
+# Distinct Connect 4 positions after exactly n plies, n = 0..4 (OEIS A212693): the table of
+# openings holds every position up to n plies deep, each once.
+POSITIONS_AFTER_PLIES = (1, 7, 49, 238, 1120)
+
+
+@pytest.mark.parametrize("max_plies", [0, 1, 2, 3, 4])
+def test_openings_are_every_distinct_position_once(max_plies):
+    table = rollout.opening_positions(max_plies)
+    assert len(table) == sum(POSITIONS_AFTER_PLIES[: max_plies + 1])
+    assert len({b.tobytes() for b in table}) == len(table)
+    stones = (table != 0).sum((1, 2))
+    assert stones.max() == max_plies and (np.bincount(stones) == POSITIONS_AFTER_PLIES[: max_plies + 1]).all()
+    # canonical: the side to move has as many stones as the opponent, or one fewer
+    assert (((table == -1).sum((1, 2)) - (table == 1).sum((1, 2))) == stones % 2).all()
+
+
+def test_games_start_from_openings_drawn_uniformly():
+    traj, results, boards = play(jax.random.key(5), n=2000, openings=2)
+    table = rollout.opening_positions(2)
+    index = {b.tobytes(): i for i, b in enumerate(table)}
+    drawn = np.bincount([index[b.tobytes()] for b in boards[0]], minlength=len(table))  # every start is in the table
+    expected = 2000 / len(table)
+    assert ((drawn - expected) ** 2 / expected).sum() < 100  # chi-square, 56 degrees of freedom (p ~ 1e-4)
+    # the games go on from there by the rules: each ply adds one stone, the valid plies a prefix
+    ply_stones = (boards != 0).sum((2, 3))
+    grows = ply_stones[1:] - ply_stones[:-1]
+    assert (grows[traj.valid[1:]] == 1).all()
+    # and without openings every game starts empty, as before (the openings draw a stream of their own)
+    plain, _, plain_boards = play(jax.random.key(5), n=2000)
+    assert (plain_boards[0] == 0).all()

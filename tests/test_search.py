@@ -233,3 +233,37 @@ def test_analyze_shows_a_searchs_visits_and_q():
     before_win = report["plies"][-1]  # X to move before 4 wins: the position after 112233
     assert sum(before_win["visits"]) == 32 and before_win["q"][3] == 1.0
     assert "visits/Q" in interactive.format_analysis(report)
+
+
+def test_gumbel_without_rescaling_matches_mctx():
+    """``rescale=0``: Q enters sigma as it is, in [-1, 1], as mctx's
+    ``qtransform_completed_by_mix_value(rescale_values=False)``; and ``move=policy`` plays the
+    improved policy."""
+    mctx = pytest.importorskip("mctx", reason="mctx is a test dependency (pip install -e '.[test]')")
+    import functools
+
+    pos = game.pack(BOARDS)
+    logits, value, _ = search.evaluate(linear_player, PARAMS, pos, None)
+    root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=(pos, jnp.zeros(pos.heights.shape, bool)))
+
+    def recurrent(params, key, action, embedding):
+        pos, over = embedding
+        nxt, won, done = game.position_step(pos, action)
+        logits, value, _ = search.evaluate(linear_player, params, nxt, key)
+        return mctx.RecurrentFnOutput(reward=jnp.where(over, 0.0, won.astype(jnp.float32)), discount=jnp.where(over | done, 0.0, -1.0),
+                                      prior_logits=logits, value=jnp.where(over | done, 0.0, value)), (nxt, over | done)
+
+    key = jax.random.key(4)
+    qtransform = functools.partial(mctx.qtransform_completed_by_mix_value, rescale_values=False)
+    theirs = jax.jit(lambda k: mctx.gumbel_muzero_policy(PARAMS, k, root, recurrent, 16, invalid_actions=~game.position_legal_mask(pos),
+                                                         max_num_considered_actions=4, qtransform=qtransform))(key)
+    gumbel = jax.random.gumbel(jax.random.split(key)[1], (len(POSITIONS), 7), jnp.float32)
+    settings = search.make_search("gumbel", "sims=16,considered=4,rescale=0,move=policy")
+    ours = settings.run(linear_player, PARAMS, BOARDS, key, gumbel=gumbel)
+    np.testing.assert_array_equal(np.asarray(ours.visits), np.asarray(theirs.search_tree.summary().visit_counts))
+    np.testing.assert_array_equal(np.asarray(ours.action), np.asarray(theirs.action))
+    np.testing.assert_allclose(np.asarray(ours.policy), np.asarray(theirs.action_weights), atol=1e-5)
+    played = jax.nn.softmax(settings.logits(ours))
+    np.testing.assert_allclose(np.asarray(played), np.asarray(ours.policy), atol=1e-6)
+    with pytest.raises(ValueError, match="move must be one of action, policy"):
+        search.make_search("gumbel", "move=best")
