@@ -14,6 +14,13 @@ against 1.67).
 
     python experiments/soft_vs_hard.py --batches 150 --seeds 3          # CPU scale
     python experiments/soft_vs_hard.py --batches 5000 --seeds 8 --sims 64   # a GPU
+
+``--recipe gumbel`` runs the comparison in the Gumbel AlphaZero recipe (preset gumbel-az: random
+openings, both sides, replay): soft = Gumbel's completed-Q improved policy, hard = sequential
+halving's chosen action (one-hot). Both sides play the chosen action (``move=action``), so the
+games are played alike and only the target differs.
+
+    python experiments/soft_vs_hard.py --recipe gumbel --batches 300 --seeds 4 --sims 16   # CPU scale
 """
 
 from __future__ import annotations
@@ -72,23 +79,26 @@ def main(argv=None) -> int:
     parser.add_argument("--model", default="mlp3", help="a model with a value head (default: %(default)s)")
     parser.add_argument("--batches", type=int, default=150)
     parser.add_argument("--games-per-batch", type=int, default=50)
-    parser.add_argument("--sims", type=int, default=16, help="PUCT simulations per move (default: %(default)s)")
+    parser.add_argument("--sims", type=int, default=16, help="simulations per move (default: %(default)s)")
+    parser.add_argument("--recipe", choices=("puct", "gumbel"), default="puct",
+                        help="puct: the alphazero preset with PUCT and root noise; gumbel: the gumbel-az preset (default: %(default)s)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--out", default="runs/soft-vs-hard")
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--overwrite", action="store_true")
     args = parser.parse_args(argv)
     out = Path(args.out)
-    preset = presets.get_preset("alphazero")
+    preset = presets.get_preset("alphazero" if args.recipe == "puct" else "gumbel-az")
+    searched = f"mcts:sims={args.sims},noise=0.25" if args.recipe == "puct" else f"gumbel:sims={args.sims},considered=4,rescale=0,move=action"
     positions = evaluate.load_positions()
     report: dict = {"settings": vars(args), "seeds": list(range(args.seeds))}
     for name, algorithm in TARGETS.items():
         config = preset.config.override({"algorithm": algorithm, "model": args.model, "games_per_batch": args.games_per_batch,
-                                         "search": f"mcts:sims={args.sims},noise=0.25", "batches_per_chunk": min(10, args.batches)})
+                                         "search": searched, "batches_per_chunk": min(10, args.batches)})
         folder = out / name
         resume = args.resume and (folder / "scan.json").exists()
         print(f"== {name} targets ({algorithm}): {args.seeds} seeds of {args.model}, {args.batches:,} batches of "
-              f"{args.games_per_batch} games, PUCT {args.sims} simulations", flush=True)
+              f"{args.games_per_batch} games, {searched}", flush=True)
         scan.run_scan(config, preset.hparams, [{}], list(range(args.seeds)), folder, args.batches, resume=resume,
                       overwrite=args.overwrite, log=lambda m: print(m, flush=True))
         per_seed = [solver_scores(args.model, p, positions) for p in final_params(folder, args.model)]
