@@ -143,7 +143,7 @@ SETTING_FLAGS = {
     "ppo_epochs": "ppo.epochs", "ppo_clip": "ppo.clip", "target_kl": "ppo.target_kl", "ppo_kl_stop": "ppo.kl_stop", "ppo_bootstrap": "ppo.bootstrap",
     "pool": "pool.members", "league": "pool.league", "precision": "precision", "compaction": "compaction", "conv": "conv", "sample_plies": "sample_plies", "unroll": "unroll", "norm": "norm",
     "replay_capacity": "replay.capacity", "replay_batch": "replay.batch", "replay_steps": "replay.steps",
-    "openings": "openings", "both_sides": "both_sides",
+    "openings": "openings", "both_sides": "both_sides", "solver_eval": "solver_eval",
 }
 
 
@@ -313,6 +313,10 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--openings", type=_non_negative_int, default=None, metavar="PLIES",
                         help="start each game from a position drawn uniformly from every distinct position 0..PLIES plies deep "
                              "(at most 6; default 0: the empty board)")
+    parser.add_argument("--solver-eval", choices=("off", "network", "search"), default=None,
+                        help="after every chunk, score the network's (or the training search's) move on Pons' six sets and the "
+                             "public solver positions, on the device: metrics pons_*_error (%%, AlphaZero.jl's measure), "
+                             "public_optimal, public_keeps (default: network for the search-based presets, else off)")
     parser.add_argument("--both-sides", action="store_true", default=None,
                         help="with --opponent current and a search-based algorithm: train on both players' positions")
     parser.add_argument("--sample-plies", type=_non_negative_int, default=None, metavar="PLIES",

@@ -16,6 +16,7 @@ columns), so they carry no sampling noise.
 
 from __future__ import annotations
 
+import gzip
 import json
 from importlib import resources
 from pathlib import Path
@@ -41,7 +42,7 @@ def read_game_records(path, what: str, required: tuple[str, ...]):
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"no {what} file at {path}")
-    with path.open() as f:
+    with (gzip.open(path, "rt") if path.suffix == ".gz" else path.open()) as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue
@@ -60,10 +61,11 @@ def read_game_records(path, what: str, required: tuple[str, ...]):
 
 
 def load_positions(path=None) -> dict[str, np.ndarray]:
-    """Read a positions file: ``boards (N, 6, 7)``, ``scores (N, 7)`` (NaN = full column),
-    ``ply (N,)``, ``moves`` (list). Raises ValueError naming the line of a malformed record."""
+    """Read a positions file (JSON Lines, or gzipped ``.gz``): ``boards (N, 6, 7)``, ``scores
+    (N, 7)`` (NaN = full column), ``ply (N,)``, ``moves`` (list), ``set`` (list: each record's
+    ``set``, None where it has none). Raises ValueError naming the line of a malformed record."""
     path = Path(path) if path is not None else default_positions_path()
-    boards, scores, plies, moves = [], [], [], []
+    boards, scores, plies, moves, sets = [], [], [], [], []
     for where, record, board in read_game_records(path, "positions", ("moves", "scores")):
         row = record["scores"]
         if not isinstance(row, list) or len(row) != game.COLS:
@@ -80,6 +82,7 @@ def load_positions(path=None) -> dict[str, np.ndarray]:
         scores.append([np.nan if s is None else float(s) for s in row])
         plies.append(len(record["moves"].strip()))
         moves.append(record["moves"])
+        sets.append(record.get("set"))
     if not boards:
         raise ValueError(f"{path} holds no positions")
     return {
@@ -87,6 +90,7 @@ def load_positions(path=None) -> dict[str, np.ndarray]:
         "scores": np.asarray(scores, np.float64),
         "ply": np.asarray(plies, np.int32),
         "moves": moves,
+        "set": sets,
     }
 
 
@@ -160,24 +164,58 @@ def format_accuracy(report: dict) -> str:
 PONS_SETS = ("Test_L3_R1", "Test_L2_R1", "Test_L2_R2", "Test_L1_R1", "Test_L1_R2", "Test_L1_R3")
 OUTCOMES = ("loss", "draw", "win")
 DRAW_BAND = 1.0 / 3.0  # a value within +-1/3 reads as a draw
+# AlphaZero.jl's Connect Four benchmark: the error rate (%) of a player's move on each set, an
+# error being a move that does not keep the game-theoretic outcome. Its order and names:
+PONS_REFERENCE_ORDER = ("Test_L1_R1", "Test_L2_R1", "Test_L3_R1", "Test_L1_R2", "Test_L2_R2", "Test_L1_R3")
+PONS_NAMES = {"Test_L1_R1": "beginning-easy", "Test_L2_R1": "middle-easy", "Test_L3_R1": "end-easy",
+              "Test_L1_R2": "beginning-medium", "Test_L2_R2": "middle-medium", "Test_L1_R3": "beginning-hard"}
+# Read off AlphaZero.jl's plot (its Connect Four tutorial): depth-5 minimax, and its MCTS player
+# after 15 iterations (5x128 ResNet, 5,000 games x 600 simulations each).
+PONS_REFERENCE = {
+    "minimax-5": {"Test_L1_R1": 1.7, "Test_L2_R1": 0.7, "Test_L3_R1": 1.4, "Test_L1_R2": 7.3, "Test_L2_R2": 9.2, "Test_L1_R3": 23.5},
+    "AlphaZero.jl": {"Test_L1_R1": 0.0, "Test_L2_R1": 0.0, "Test_L3_R1": 0.0, "Test_L1_R2": 2.0, "Test_L2_R2": 2.5, "Test_L1_R3": 7.0},
+}
 
 
 def default_pons_dir() -> Path:
     return Path(str(resources.files("czjax") / "data" / "pons"))
 
 
+def default_pons_moves_path() -> Path:
+    return Path(str(resources.files("czjax") / "data" / "pons_moves.jsonl.gz"))
+
+
+def load_pons_moves(path=None) -> dict[str, dict]:
+    """Pons' six sets with every column's exact score (``czjax/data/pons_moves.jsonl.gz``, the
+    format of the public positions file plus ``set``): ``{set name: {"boards", "scores (N,
+    7)", "moves"}}`` in AlphaZero.jl's order."""
+    positions = load_positions(path if path is not None else default_pons_moves_path())
+    names = [n for n in PONS_REFERENCE_ORDER if n in positions["set"]] + sorted(
+        {n for n in positions["set"] if n not in PONS_REFERENCE_ORDER and n is not None})
+    if not names:
+        raise ValueError(f"{path}: no record names its Pons set ('set')")
+    which = np.asarray(positions["set"], dtype=object)
+    return {name: {"boards": positions["boards"][which == name], "scores": positions["scores"][which == name],
+                   "moves": [m for m, s in zip(positions["moves"], positions["set"]) if s == name]} for name in names}
+
+
 def load_pons(directory=None) -> dict[str, dict]:
-    """Pons' sets in ``directory`` (default: the six shipped with czjax, 1,000 positions each):
-    ``{set name: {"boards", "scores", "moves"}}``. A line is ``MOVES SCORE``, the score the
-    position's exact value for the side to move (positive: it wins). One-line ValueError
-    naming the line of a malformed one."""
-    directory = Path(directory) if directory is not None else default_pons_dir()
+    """Pons' sets: by default the shipped ones with every column's score
+    (:func:`load_pons_moves`); from ``directory``, its ``Test_L*_R*`` files, whose lines are
+    ``MOVES SCORE`` with the position's exact value only (``{set: {"boards", "value",
+    "moves"}}``; no move errors then). One-line ValueError naming the line of a malformed one."""
+    if directory is None:
+        sets = load_pons_moves()
+        for data in sets.values():
+            data["value"] = np.nanmax(data["scores"], axis=1)
+        return sets
+    directory = Path(directory)
     names = [n for n in PONS_SETS if (directory / n).is_file()] or sorted(p.name for p in directory.glob("Test_*"))
     if not names:
         raise ValueError(f"no Pons benchmark sets (Test_L*_R*) in {directory}")
     sets = {}
     for name in names:
-        boards, scores, moves = [], [], []
+        boards, values, moves = [], [], []
         for lineno, line in enumerate((directory / name).read_text().splitlines(), 1):
             if not line.strip():
                 continue
@@ -186,11 +224,11 @@ def load_pons(directory=None) -> dict[str, dict]:
                 if len(parts) != 2:
                     raise ValueError("a line is 'moves score'")
                 boards.append(game.from_moves(parts[0]))
-                scores.append(int(parts[1]))
+                values.append(int(parts[1]))
             except ValueError as err:
                 raise ValueError(f"{directory / name}:{lineno}: {err}") from None
             moves.append(parts[0])
-        sets[name] = {"boards": np.stack(boards), "scores": np.asarray(scores), "moves": moves}
+        sets[name] = {"boards": np.stack(boards), "value": np.asarray(values), "moves": moves}
     return sets
 
 
@@ -199,34 +237,65 @@ def value_outcome(value: np.ndarray) -> np.ndarray:
     return np.where(value > DRAW_BAND, 1, np.where(value < -DRAW_BAND, -1, 0))
 
 
+def move_errors(scores: np.ndarray, probs: np.ndarray, greedy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(greedy, expected)`` per position: 1 where the greedy move does not keep the
+    game-theoretic outcome (AlphaZero.jl's error), and the probability that a move drawn from
+    ``probs`` does not."""
+    _, keeps, _ = good_columns(np.asarray(scores, np.float64))
+    return (~keeps[np.arange(len(greedy)), greedy]).astype(np.float64), 1.0 - (np.asarray(probs, np.float64) * keeps).sum(1)
+
+
 def pons(agent: Agent, sets: dict) -> dict:
-    """Per set, how often ``agent``'s value (the value head, or a search's root value) reads the
-    position's outcome right: overall, per true outcome, and the sign alone on decided positions."""
-    if not agent.has_value and agent.search is None:
-        raise ValueError(f"{agent.name} has no value head: eval pons scores a value")
-    report: dict = {"player": agent.name, "draw_band": DRAW_BAND, "sets": []}
+    """Per set: the move error rate (%) as AlphaZero.jl measures it, of the move the player
+    plays (its most likely column or the search's move; the expectation over its draw for a
+    player that samples, random and RandomPunisher), with the reference figures beside it; and,
+    when the player has a value (a value head, or a search's root value), how often it reads the
+    outcome right: overall, per true outcome, and the sign alone on decided positions."""
+    with_value = agent.has_value or agent.search is not None
+    samples = agent.temperature() > 0
+    report: dict = {"player": agent.name, "draw_band": DRAW_BAND, "move": "expected over its draw" if samples else "greedy",
+                    "reference": PONS_REFERENCE, "sets": []}
     for name, data in sets.items():
-        _, value, _ = policy(agent, data["boards"])
-        truth = np.sign(data["scores"])
-        guess = value_outcome(value)
-        decided = truth != 0
-        row = {"set": name, "n": int(len(truth)), "outcome": float((guess == truth).mean()),
-               "sign_on_decided": float((np.sign(value[decided]) == truth[decided]).mean()) if decided.any() else None}
-        for outcome, label in zip((-1, 0, 1), OUTCOMES):
-            mask = truth == outcome
-            row[f"n_{label}"] = int(mask.sum())
-            row[label] = float((guess[mask] == outcome).mean()) if mask.any() else None
+        probs, value, greedy = policy(agent, data["boards"])
+        row: dict = {"set": name, "name": PONS_NAMES.get(name, name), "n": int(len(data["boards"]))}
+        if "scores" in data:
+            greedy_error, expected_error = move_errors(data["scores"], probs, greedy)
+            row["move_error"] = 100.0 * float((expected_error if samples else greedy_error).mean())
+            row["greedy_error"] = 100.0 * float(greedy_error.mean())
+        row.update({f"ref_{k}": v.get(name) for k, v in PONS_REFERENCE.items()})
+        if with_value:
+            truth = np.sign(data["value"])
+            guess = value_outcome(value)
+            decided = truth != 0
+            row.update(outcome=float((guess == truth).mean()),
+                       sign_on_decided=float((np.sign(value[decided]) == truth[decided]).mean()) if decided.any() else None)
+            for outcome, label in zip((-1, 0, 1), OUTCOMES):
+                mask = truth == outcome
+                row[f"n_{label}"] = int(mask.sum())
+                row[label] = float((guess[mask] == outcome).mean()) if mask.any() else None
         report["sets"].append(row)
+    errors = [r["move_error"] for r in report["sets"] if "move_error" in r]
+    report["mean_move_error"] = float(np.mean(errors)) if errors else None
     return report
 
 
 def format_pons(report: dict) -> str:
-    def cell(x):
-        return "    -" if x is None else f"{x:5.3f}"
+    def cell(x, width=5, fmt="{:5.3f}"):
+        return " " * (width - 1) + "-" if x is None else fmt.format(x)
 
-    lines = [f"{report['player']}: outcome read from the value (a draw within +-{report['draw_band']:.2f})",
-             f"{'set':>11s} {'n':>5s} {'outcome':>8s} {'win':>11s} {'draw':>11s} {'loss':>11s} {'sign (decided)':>15s}"]
+    refs = list(report["reference"])
+    lines = [f"{report['player']}: move error (%), a move that does not keep the game-theoretic outcome "
+             f"(AlphaZero.jl's measure; {report['move']} move)"]
+    lines.append(f"{'set':>11s} {'':16s} {'n':>5s} {'error':>6s} " + " ".join(f"{r:>12s}" for r in refs))
     for r in report["sets"]:
-        per = "".join(f" {cell(r[k])} ({r[f'n_{k}']:4d})" for k in ("win", "draw", "loss"))
-        lines.append(f"{r['set']:>11s} {r['n']:5d} {r['outcome']:8.3f}{per} {cell(r['sign_on_decided']):>15s}")
+        lines.append(f"{r['set']:>11s} {r['name']:16s} {r['n']:5d} {cell(r.get('move_error'), 6, '{:6.1f}')} "
+                     + " ".join(f"{cell(r[f'ref_{k}'], 12, '{:12.1f}')}" for k in refs))
+    if report["mean_move_error"] is not None:
+        lines.append(f"{'mean':>11s} {'':16s} {'':5s} {report['mean_move_error']:6.1f}")
+    if any("outcome" in r for r in report["sets"]):
+        lines.append(f"outcome read from the value (a draw within +-{report['draw_band']:.2f}):")
+        lines.append(f"{'set':>11s} {'n':>5s} {'outcome':>8s} {'win':>11s} {'draw':>11s} {'loss':>11s} {'sign (decided)':>15s}")
+        for r in report["sets"]:
+            per = "".join(f" {cell(r[k])} ({r[f'n_{k}']:4d})" for k in ("win", "draw", "loss"))
+            lines.append(f"{r['set']:>11s} {r['n']:5d} {r['outcome']:8.3f}{per} {cell(r['sign_on_decided']):>15s}")
     return "\n".join(lines)

@@ -132,6 +132,7 @@ def format_progress(row: dict, total_batches: int | None) -> str:
         f"batch {batches} | {row['games']:,} games | {row['games_per_s']:,.0f} games/s | "
         f"win {row['win_rate']:.2f} | vs punisher {row['eval_win_rate']:.2f} | "
         f"entropy {row['entropy']:.2f} | length {row['game_length']:.1f} | promotions {row['promotions']}"
+        + (f" | Pons error {row['pons_mean_error']:.1f}% | keeps {row['public_keeps']:.3f}" if "pons_mean_error" in row else "")
     )
 
 

@@ -39,11 +39,47 @@ def save_figure(fig, path) -> None:
         plt.close(fig)
 
 
+# Mean over Pons' six sets of AlphaZero.jl's reference error rates (czjax.evaluate.PONS_REFERENCE).
+PONS_REFERENCE_MEANS = {"AlphaZero.jl (15 iterations)": 1.92, "minimax depth 5": 7.30}
+
+
+def applies(rows: list[dict], series) -> bool:
+    """A panel is drawn only when some row has one of its metrics (no value loss without a value
+    head, no promotions without a frozen opponent to promote)."""
+    return any(key in r and r[key] == r[key] for r in rows for key, _ in series)
+
+
+def solver_panel(ax, rows: list[dict], x, xlabel: str, per_set: bool) -> None:
+    """The Pons error rates (%) logged by ``--solver-eval``, with the reference levels drawn."""
+    sets = sorted({k for r in rows for k in r if k.startswith("pons_") and k.endswith("_error") and k != "pons_mean_error"})
+    if per_set:
+        for key in sets:
+            ax.plot(x, [r.get(key, float("nan")) for r in rows], lw=0.8, alpha=0.7, label=key[5:-6])
+    ax.plot(x, [r.get("pons_mean_error", float("nan")) for r in rows], lw=2.0, color="k", label="mean")
+    for (label, level), style in zip(PONS_REFERENCE_MEANS.items(), ("--", ":")):
+        ax.axhline(level, color="tab:red", ls=style, lw=1.0, label=f"{label}: {level:.1f}")
+    ax.set_title("Pons move error (%)")
+    ax.set_xlabel(xlabel)
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6, ncol=2)
+
+
 def dashboard(rows: list[dict], path, title: str = "") -> None:
-    """One figure, 2 x 4 panels, x axis = games played."""
-    fig, axes = plt.subplots(2, 4, figsize=(16, 7), constrained_layout=True)
+    """One figure of the panels that apply (2 rows), x axis = games played; with solver metrics,
+    their error rates against games and against training time."""
+    panels = [(panel, series) for panel, series in PANELS if applies(rows, series)]
+    solver = any("pons_mean_error" in r for r in rows)
+    count = len(panels) + (2 if solver else 0)
+    cols = max(1, -(-count // 2))
+    fig, axes = plt.subplots(2, cols, figsize=(4 * cols, 7), constrained_layout=True, squeeze=False)
     games = [r["games"] for r in rows]
-    for ax, (panel, series) in zip(axes.flat, PANELS):
+    for ax in axes.flat[count:]:
+        ax.axis("off")
+    if solver:
+        solver_panel(axes.flat[len(panels)], rows, games, "games", per_set=True)
+        solver_panel(axes.flat[len(panels) + 1], rows, [r.get("elapsed_s", float("nan")) / 60 for r in rows], "training minutes", per_set=False)
+    for ax, (panel, series) in zip(axes.flat, panels):
         for key, label in series:
             ax.plot(games, [r.get(key, float("nan")) for r in rows], label=label, lw=1.2)
         ax.set_title(panel)

@@ -65,7 +65,7 @@ PRESETS: dict[str, Preset] = {
         "AlphaZero-style: PUCT with 32 simulations and root noise plays both sides with the current MLP3; cross-entropy to "
         "its visit counts and value MSE to the outcome, mirrored, 100 games per batch, lr 1e-3",
         TrainConfig(model="mlp3", games_per_batch=100, opponent="current", algorithm="alphazero", search="mcts:sims=32,noise=0.25",
-                    mirror=True, batches_per_chunk=10),
+                    mirror=True, batches_per_chunk=10, solver_eval="network"),
         dict(learning_rate=1e-3, entropy_bonus=0.0, value_weight=1.0, discount=1.0),
         batches=2000,
     ),
@@ -76,7 +76,7 @@ PRESETS: dict[str, Preset] = {
         "batch of 128 games; cross-entropy to the improved policy and value MSE to the outcome, lr 1e-3",
         TrainConfig(model="mlp3", games_per_batch=128, opponent="current", algorithm="alphazero",
                     search="gumbel:sims=16,considered=4,move=policy,rescale=0", mirror=True, openings=2, both_sides=True,
-                    replay=ReplaySettings(capacity=50_000, batch=512, steps=4), batches_per_chunk=10),
+                    replay=ReplaySettings(capacity=50_000, batch=512, steps=4), batches_per_chunk=10, solver_eval="network"),
         dict(learning_rate=1e-3, entropy_bonus=0.0, value_weight=1.0, discount=1.0),
         batches=2000,
     ),

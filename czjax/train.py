@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from czjax import algorithms, compaction, devices, models, players, precision, replay, rollout
+from czjax import algorithms, compaction, devices, models, players, precision, replay, rollout, solver_metrics
 from czjax.search import search_player
 from czjax.pool import init_pool, load_member, play_against_pool, update_pool
 
@@ -36,6 +36,7 @@ from czjax.pool import init_pool, load_member, play_against_pool, update_pool
 # (AlphaZero's self-play: both sides play with the current parameters)
 OPPONENTS = ("self", "current", "random-punisher", "random", "pool")
 PPO_KL_STOPS = ("after-step", "before-step")
+SOLVER_EVALS = ("off", "network", "search")  # what TrainConfig.solver_eval scores: nothing, the network's move, the search's
 
 
 @chex.dataclass(frozen=True)
@@ -176,6 +177,7 @@ class TrainConfig:
     sample_plies: int | None = None  # moves are sampled on the game's first plies only, then the most likely (None: always)
     openings: int = 0  # games start from a position drawn uniformly from all positions 0..openings plies deep (rollout.opening_positions)
     both_sides: bool = False  # opponent "current": train on both players' positions (both play with the learner's parameters)
+    solver_eval: str = "off"  # after each chunk, on Pons' sets and the public solver positions: off, network, search (czjax.solver_metrics)
     conv: str = "auto"  # how Mk4's 3x3 convolutions are computed: auto (measured per backend), im2col, xla (czjax.models)
     norm: str = "auto"  # how Mk4's GroupNorm layers are computed: auto (measured per backend), flax, grouped (czjax.models)
     compaction: str = "auto"  # skip finished games and invalid positions: auto (measured per backend), on, loss, off (czjax.compaction)
@@ -213,6 +215,10 @@ class TrainConfig:
                 raise ValueError(f"{name} must be at least 2 (half of the games with each side first), got {getattr(self, name)}")
         if self.unroll < 1:
             raise ValueError(f"unroll must be >= 1, got {self.unroll}")
+        if self.solver_eval not in SOLVER_EVALS:
+            raise ValueError(f"unknown solver_eval {self.solver_eval!r}; choose one of {', '.join(SOLVER_EVALS)}")
+        if self.solver_eval == "search" and not self.search:
+            raise ValueError("solver_eval 'search' scores the training search's moves: give a search (--search)")
         if not 0 <= self.openings <= 6:
             raise ValueError(f"openings must be between 0 and 6 plies, got {self.openings}")
         if self.both_sides and (self.opponent != "current" or not algorithm.needs_search):
@@ -325,6 +331,7 @@ class Setup(NamedTuple):
     devices: int  # a batch's games split across this many devices
     rollout_chunks: int | None  # how a batch's rollout splits a player's boards: None the FLOP rule, 1 every board (czjax.compaction)
     eval_chunks: int | None  # the same for the evaluation games
+    solver_bench: Any  # czjax.solver_metrics.SolverBenchmark when config.solver_eval is on, else None
 
 
 def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1) -> Setup:
@@ -353,8 +360,9 @@ def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1)
     slots = config.pool.league_slots if config.pool.league else 0
     searcher = config.searcher()
     actor = learner if searcher is None else search_player(searcher, learner)
+    bench = solver_metrics.load() if config.solver_eval != "off" else None
     return Setup(config, model, learner, actor, ctx, algorithms.get_algorithm(config.algorithm), members, slots, axis_name, num_devices,
-                 rollout_chunks(config.games_per_batch), rollout_chunks(config.eval_games))
+                 rollout_chunks(config.games_per_batch), rollout_chunks(config.eval_games), bench)
 
 
 def init_state(setup: Setup, seed: int, params=None) -> TrainState:
@@ -503,6 +511,10 @@ def run_chunk(setup: Setup, state: TrainState, hp: HParams, num_batches: int) ->
         games=state.games,
         promotions=state.promotions,
     )
+    if setup.solver_bench is not None:
+        with jax.named_scope("solver_eval"):
+            scored = setup.learner if setup.config.solver_eval == "network" else setup.actor
+            metrics.update(solver_metrics.metrics(scored, state.params, setup.solver_bench, jax.random.fold_in(eval_key, 1)))
     return state, metrics
 
 

@@ -248,11 +248,16 @@ def test_search_based_training_steps():
     have positive entropy, and the buffer holds the learner's positions with their targets;
     alpha's hard targets are the moves played."""
     config = TrainConfig(model="mlp3", games_per_batch=4, algorithm="alphazero", search="mcts:sims=4,noise=0.25", eval_games=2,
-                         batches_per_chunk=2, opponent="current", sample_plies=4, replay=ReplaySettings(capacity=512, batch=32))
+                         batches_per_chunk=2, opponent="current", sample_plies=4, replay=ReplaySettings(capacity=512, batch=32),
+                         solver_eval="network")
     trainer = make_trainer(config)
     state = trainer.init(0)
     new, metrics = trainer.run_chunk(state, HParams.create(learning_rate=1e-3, value_weight=1.5, discount=1.0, value_mix=0.5), 2)
     assert np.isfinite(float(metrics["loss"])) and float(metrics["positions"]) > 0 and float(metrics["target_entropy"]) > 0
+    # --solver-eval network: the network's move scored on Pons' sets and the public positions (czjax.solver_metrics)
+    pons = [float(metrics[f"pons_{s}_error"]) for s in ("L1R1", "L2R1", "L3R1", "L1R2", "L2R2", "L1R3")]
+    assert all(0 < e < 100 for e in pons) and float(metrics["pons_mean_error"]) == pytest.approx(np.mean(pons), rel=1e-5)
+    assert 0 < float(metrics["public_optimal"]) <= float(metrics["public_keeps"]) < 1
     moved = jax.tree.map(lambda a, b: float(jnp.abs(a - b).max()), new.params, state.params)
     assert max(jax.tree.leaves(moved)) > 0
     buffer = jax.device_get(new.replay)

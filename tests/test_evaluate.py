@@ -243,30 +243,78 @@ def test_players_load_from_names_files_and_run_folders(model_checkpoints, tmp_pa
 
 
 def test_pons_sets_are_shipped_and_read(tmp_path):
-    """The six shipped sets, 1,000 legal positions each, none finished; scores within the
-    bound a position allows (a win at the side to move's last possible stone scores 1, the
-    fastest (43 - ply) // 2); a malformed line names itself."""
+    """The six shipped sets with every column's score, 1,000 legal positions each, in
+    AlphaZero.jl's order; each position's best column score is the score of the plain Pons file
+    (also shipped, read by --dir) for the same line; a malformed line names itself."""
     sets = evaluate.load_pons()
-    assert sorted(sets) == sorted(evaluate.PONS_SETS)
+    plain = evaluate.load_pons(evaluate.default_pons_dir())
+    assert list(sets) == list(evaluate.PONS_REFERENCE_ORDER) and sorted(plain) == sorted(evaluate.PONS_SETS)
     for name, data in sets.items():
-        ply = np.array([len(m) for m in data["moves"]])
-        assert len(ply) == 1000 and (np.abs(data["scores"]) <= (43 - ply) // 2).all(), name
+        assert len(data["moves"]) == 1000 and data["moves"] == plain[name]["moves"], name
+        np.testing.assert_array_equal(np.nanmax(data["scores"], axis=1), plain[name]["value"])
+        np.testing.assert_array_equal(np.isnan(data["scores"]), data["boards"][:, 0, :] != 0)  # null exactly on full columns
     (tmp_path / "Test_L1_R1").write_text("44 0\n4x 1\n")
     with pytest.raises(ValueError, match="Test_L1_R1:2"):
         evaluate.load_pons(tmp_path)
 
 
-def test_pons_report_reads_outcomes_from_values(monkeypatch):
-    """With values chosen by hand: +-0.9 on the right side, 0.2 (a draw), -0.5 (a loss)."""
+def test_pons_report_reads_outcomes_from_values_and_scores_moves(monkeypatch):
+    """With values and moves chosen by hand: +-0.9 on the right side, 0.2 (a draw), -0.5 (a
+    loss); a move error where the chosen column's score changes the outcome's sign."""
     boards = np.zeros((5, 6, 7), np.int8)
-    sets = {"Test_X": {"boards": boards, "scores": np.array([3, -2, 0, 5, 0]), "moves": [""] * 5}}
+    scores = np.full((5, 7), -1.0)
+    scores[0, 2], scores[1, 1], scores[2, 0], scores[3, 6], scores[4, 0] = 3, -2, 0, 5, 0  # the best column of each
+    sets = {"Test_X": {"boards": boards, "scores": scores, "value": np.array([3, -2, 0, 5, 0]), "moves": [""] * 5}}
     values = np.array([0.9, -0.9, 0.2, -0.5, 0.5])  # right, right, right (draw), wrong (a loss), wrong (a win)
-    monkeypatch.setattr(evaluate, "policy", lambda agent, b: (np.zeros((5, 7)), values, np.zeros(5, int)))
+    greedy = np.array([2, 3, 0, 0, 4])  # keeps, keeps (a lost position), keeps, error, error
+    monkeypatch.setattr(evaluate, "policy", lambda agent, b: (np.eye(7)[greedy], values, greedy))
     agent = agents.load_agent("mcts:sims=2:random")
     row = evaluate.pons(agent, sets)["sets"][0]
-    assert row["outcome"] == pytest.approx(3 / 5)
+    assert row["outcome"] == pytest.approx(3 / 5) and row["move_error"] == pytest.approx(40.0)
     assert (row["win"], row["n_win"], row["loss"], row["draw"], row["n_draw"]) == (0.5, 2, 1.0, 0.5, 2)
     assert row["sign_on_decided"] == pytest.approx(2 / 3)  # 0.9, -0.9 right; -0.5 on a win wrong
     assert "Test_X" in evaluate.format_pons(evaluate.pons(agent, sets))
-    with pytest.raises(ValueError, match="no value head"):
-        evaluate.pons(agents.load_agent("random"), sets)
+    no_value = evaluate.pons(agents.load_agent("random"), sets)["sets"][0]  # a player without a value: moves only
+    assert "outcome" not in no_value and no_value["move_error"] == pytest.approx(40.0)
+
+
+def test_random_punisher_pons_error_against_the_reference_game():
+    """RandomPunisher's expected error on the end-easy set, from the plain-Python game: it
+    takes a win if there is one, else blocks, else plays uniformly; the chosen column is an
+    error where its score does not keep the outcome."""
+    from tests.reference import RefGame
+
+    data = evaluate.load_pons()["Test_L3_R1"]
+    errors = []
+    for moves, scores in zip(data["moves"], data["scores"]):
+        g = RefGame()
+        for ch in moves:
+            g.play(int(ch) - 1)
+        legal = [c for c in range(COLS) if g.legal()[c]]
+        wins = [c for c in legal if g.would_win(c, g.to_move)]
+        blocks = [c for c in legal if g.would_win(c, 3 - g.to_move)]
+        choice = wins or blocks or legal
+        best = max(scores[c] for c in legal)
+        keeps = [c for c in legal if best < 0 or np.sign(scores[c]) == np.sign(best)]
+        errors.append(sum(c not in keeps for c in choice) / len(choice))
+    report = evaluate.pons(agents.load_agent("random-punisher"), {"Test_L3_R1": data})
+    assert report["sets"][0]["move_error"] == pytest.approx(100 * np.mean(errors), abs=1e-6)
+
+
+def test_solver_metrics_on_the_device_equal_the_host_reports():
+    """czjax.solver_metrics (one compiled call, as training logs it) against eval pons (greedy
+    move) and eval accuracy, for an untrained mlp3."""
+    import jax
+
+    from czjax import models, solver_metrics
+
+    model = models.get_model("mlp3")
+    agent = agents.Agent("mlp3", models.model_player(model), models.init_params(model, jax.random.key(1)), "mlp3")
+    device = jax.jit(lambda p: solver_metrics.metrics(agent.player, p, solver_metrics.load()))(agent.params)
+    pons = evaluate.pons(agent, evaluate.load_pons())
+    for row in pons["sets"]:
+        assert float(device[solver_metrics.short_name(row["set"]) + "_error"]) == pytest.approx(row["move_error"], abs=1e-3)
+    assert float(device["pons_mean_error"]) == pytest.approx(pons["mean_move_error"], abs=1e-3)
+    accuracy = evaluate.accuracy(agent, evaluate.load_positions())
+    assert float(device["public_optimal"]) == pytest.approx(accuracy["greedy_optimal"], abs=1e-6)
+    assert float(device["public_keeps"]) == pytest.approx(accuracy["greedy_keeps_outcome"], abs=1e-6)

@@ -1,0 +1,73 @@
+"""Solver metrics on the device: a network's (or a search's) move on solver-labelled positions,
+as one compiled call, for training runs to log as they go.
+
+:func:`load` reads the benchmark once on the host: Pascal Pons' six sets with every column's
+exact score (6,000 positions) and the 1,000 public positions (:mod:`czjax.evaluate`), as
+device arrays. :func:`metrics` plays the player's move on all of them in one batch and returns
+flat scalars: ``pons_<set>_error`` (% of moves that do not keep the game-theoretic outcome,
+AlphaZero.jl's measure; sets named ``L1R1``...), ``pons_mean_error``, ``public_optimal`` and
+``public_keeps`` (fractions of moves that are optimal / keep the outcome). It is a pure
+function of fixed shapes, so it runs inside a training chunk, vmapped over a scan too.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from czjax import evaluate
+from czjax.players import Player, mask_for_sampling
+
+
+@chex.dataclass(frozen=True)
+class SolverBenchmark:
+    boards: chex.Array  # int8 (N, 6, 7)
+    keeps: chex.Array  # bool (N, 7): the column keeps the game-theoretic outcome
+    optimal: chex.Array  # bool (N, 7): the column is optimal
+    group: chex.Array  # int32 (N,): index into ``names``
+    names: tuple = ()  # metric prefixes of the groups: "pons_L1R1", ..., "public"
+
+
+def short_name(pons_set: str) -> str:
+    return "pons_" + pons_set.removeprefix("Test_").replace("_", "")
+
+
+@functools.lru_cache(maxsize=1)
+def load() -> SolverBenchmark:
+    """The shipped benchmark (cached): Pons' sets in AlphaZero.jl's order, then the public file."""
+    parts = [(short_name(name), data["boards"], data["scores"]) for name, data in evaluate.load_pons_moves().items()]
+    public = evaluate.load_positions()
+    parts.append(("public", public["boards"], public["scores"]))
+    boards = np.concatenate([b for _, b, _ in parts])
+    optimal, keeps, _ = evaluate.good_columns(np.concatenate([s for _, _, s in parts]))
+    group = np.concatenate([np.full(len(b), i, np.int32) for i, (_, b, _) in enumerate(parts)])
+    return SolverBenchmark(boards=jnp.asarray(boards), keeps=jnp.asarray(keeps), optimal=jnp.asarray(optimal), group=jnp.asarray(group),
+                           names=tuple(name for name, _, _ in parts))
+
+
+def metrics(player: Player, params, bench: SolverBenchmark, key=None) -> dict[str, jax.Array]:
+    """The player's most likely legal column on every benchmark position (a search's move for
+    a search player), scored; see the module docstring."""
+    key = jax.random.key(0) if key is None else key
+    logits = player(params, bench.boards, key).logits.astype(jnp.float32)
+    move = jnp.argmax(mask_for_sampling(bench.boards[:, 0, :] == 0, logits), axis=-1)
+    rows = jnp.arange(move.shape[0])
+    kept = bench.keeps[rows, move].astype(jnp.float32)
+    best = bench.optimal[rows, move].astype(jnp.float32)
+    groups = len(bench.names)
+    count = jax.ops.segment_sum(jnp.ones_like(kept), bench.group, groups)
+    kept_rate = jax.ops.segment_sum(kept, bench.group, groups) / count
+    best_rate = jax.ops.segment_sum(best, bench.group, groups) / count
+    out = {}
+    for i, name in enumerate(bench.names):
+        if name == "public":
+            out["public_optimal"], out["public_keeps"] = best_rate[i], kept_rate[i]
+        else:
+            out[f"{name}_error"] = 100.0 * (1.0 - kept_rate[i])
+    pons = [out[f"{n}_error"] for n in bench.names if n != "public"]
+    out["pons_mean_error"] = sum(pons) / len(pons)
+    return out
