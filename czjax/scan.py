@@ -113,10 +113,12 @@ def group_rows(group: list[dict], metrics: dict, games_per_s: float, elapsed_s: 
 
 
 def run_group(config: TrainConfig, base_hparams: dict, group: list[dict], g: int, num_groups: int, out_dir: Path, batches: int,
-              rows: list[dict], resume: bool, log, num_devices: int = 1) -> list[dict]:
+              rows: list[dict], resume: bool, log, num_devices: int = 1, stop_at: float | None = None) -> list[dict]:
     """Run (or continue) one group of configurations as one vmapped program to ``batches``, the
     configurations spread over up to ``num_devices`` devices; returns every row, this group's
-    appended. Checkpoints after every chunk."""
+    appended. Checkpoints after every chunk; starts no chunk past ``stop_at`` (a
+    ``time.monotonic()`` deadline) but the first, so that every call makes progress; resumed
+    with ``resume=True``."""
     init, run_chunk = make_scan_fns(config)
     ids = [c["config"] for c in group]
     hparams = stacked_hparams(base_hparams, group)
@@ -133,12 +135,17 @@ def run_group(config: TrainConfig, base_hparams: dict, group: list[dict], g: int
         write_metrics(metrics_path, rows)
     start = time.perf_counter()
     spread = devices.largest_divisor(len(group), num_devices)  # configurations split evenly
+    first = True
     while (done := int(np.asarray(states.step)[0])) < batches:
+        if stop_at is not None and time.monotonic() >= stop_at and not first:
+            log(f"group {g + 1}/{num_groups}: stopping at batch {done:,} of {batches:,} (time limit); --resume continues it")
+            break
         num_batches = min(config.batches_per_chunk, batches - done)
         states, metrics, seconds = run_chunk_once(
             run_chunk, states, hparams, num_batches, config, ("scan", config, num_batches, len(group), spread), log,
             f"for {len(group)} configurations", f"group {g + 1}/{num_groups}: {num_batches} batches",
             lambda tree: devices.spread_configurations(tree, spread))
+        first = False
         new_rows = group_rows(group, metrics, len(group) * num_batches * config.games_per_batch / seconds, time.perf_counter() - start)
         rows = rows + new_rows
         with metrics_path.open("a") as f:
@@ -164,10 +171,13 @@ def run_scan(
     overwrite: bool = False,
     log: Callable[[str], None] = print,
     num_devices: int | None = 1,
+    stop_at: float | None = None,
 ) -> list[dict]:
     """Run every configuration for ``batches`` batches; returns the metric rows (one per
     configuration per logging interval), also written to ``out_dir/metrics.jsonl``. A group's
-    configurations are spread over up to ``num_devices`` local devices (None: all of them)."""
+    configurations are spread over up to ``num_devices`` local devices (None: all of them).
+    ``stop_at``: a ``time.monotonic()`` deadline after which no new chunk starts (the scan is
+    then resumed with ``resume=True``)."""
     num_devices = devices.available(num_devices)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -177,7 +187,7 @@ def run_scan(
     description = {"config": config.to_dict(), "hparams": base_hparams, "settings": settings, "seeds": seeds, "batches": batches, "chunk": size}
     rows = open_scan(out_dir, description, resume, overwrite)
     for g, group in enumerate(groups):
-        rows = run_group(config, base_hparams, group, g, len(groups), out_dir, batches, rows, resume, log, num_devices)
+        rows = run_group(config, base_hparams, group, g, len(groups), out_dir, batches, rows, resume, log, num_devices, stop_at)
     return rows
 
 

@@ -1,0 +1,328 @@
+"""The GPU campaign: the owed runs as named steps, each one command of at most 9 minutes that
+resumes where the last stopped and copies its results into the repository.
+
+GPU time comes in short slots (one command of at most 10 minutes, on a machine that starts bare
+and hands back only what the command writes under ``$OUT``). So every step here
+
+- runs in its work folder ``runs/campaign/<step>/`` and stops cleanly before ``--max-seconds``
+  (checkpoint written); ``run`` again continues it (the work folder must then be the same one:
+  on a fresh machine, carry it back, see ``docs/results/README.md``);
+- after every slot, done or not, writes its results to ``docs/results/<step>/``:
+  ``summary.json`` (status, progress, command, wall time, machine), ``results.md`` (the
+  milestone table), figures, and metrics small enough to commit (gzipped, decimated); and
+  copies the same files to ``$OUT/<step>/`` when ``OUT`` is set (what comes back from the GPU).
+
+    python experiments/campaign.py status                    # what is done, what is next
+    python experiments/campaign.py run next --max-seconds 540
+    python experiments/campaign.py run ex1-8seeds --max-seconds 540
+
+``--scale F`` runs F of each step's work (a test or a CPU smoke run); a step's results record
+the scale they were run at, and ``status`` counts only full-scale results as done.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import gzip
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, NamedTuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "docs" / "results"
+WORK = ROOT / "runs" / "campaign"
+OUT_FILE_LIMIT = 16 * 2**20  # what one file under $OUT may weigh to come back
+METRICS_ROWS = 400  # rows of metrics kept per configuration when they are committed
+
+
+class Context(NamedTuple):
+    work: Path  # the step's work folder (resumable state)
+    results: Path  # docs/results/<step>/
+    stop_at: float  # time.monotonic() after which no new piece of work starts
+    scale: float
+    log: Callable[[str], None]
+
+
+class Step(NamedTuple):
+    description: str
+    run: Callable[[Context], dict]  # returns the summary: at least {"done": bool, "progress": float}
+
+
+# --- The blog's examples, 8 seeds each, as one vmapped scan ----------------------------------
+
+
+def blog_example(number: int, seeds: int = 8) -> Step:
+    from reproduce_blog import EXAMPLES
+
+    preset_name = EXAMPLES[number]
+
+    def run(ctx: Context) -> dict:
+        from reproduce_blog import BLOG, figure, format_table, milestone_rows
+
+        from czjax import presets, scan
+
+        preset = presets.get_preset(preset_name)
+        batches = max(1, round(preset.batches * ctx.scale))
+        folder = ctx.work / preset_name
+        resume = (folder / "scan.json").exists()
+        start = time.perf_counter()
+        rows = scan.run_scan(preset.config, preset.hparams, [{}], list(range(seeds)), folder, batches, resume=resume, log=ctx.log,
+                             stop_at=ctx.stop_at)
+        done_batches = min((max((r["batches"] for r in rows if r["seed"] == s), default=0) for s in range(seeds)), default=0)
+        config = preset.config
+        window = 10 * config.batches_per_chunk * config.games_per_batch
+        table = milestone_rows(rows, BLOG[preset_name], preset.batches * config.games_per_batch, done_batches * config.games_per_batch, window)
+        if rows:
+            figure(preset_name, preset.description, rows, table, ctx.results / f"{preset_name}.png", 10)
+        write_rows(ctx.results / "metrics.jsonl.gz", rows)
+        (ctx.results / "results.md").write_text(
+            f"# Example {number} ({preset_name}), {seeds} seeds\n\n{preset.description}\n\n"
+            f"{done_batches:,} of {batches:,} batches of {config.games_per_batch} games per seed.\n\n```\n{format_table(preset_name, table)}\n```\n")
+        return {"done": done_batches >= batches, "progress": done_batches / batches, "batches": batches, "batches_done": done_batches,
+                "seeds": seeds, "games_per_seed": done_batches * config.games_per_batch, "milestones": table,
+                "slot_wall_s": time.perf_counter() - start, "preset": preset_name}
+
+    return Step(f"example {number} ({preset_name}) x {seeds} seeds vmapped, the preset's full length", run)
+
+
+# --- The strength issue's ten-minute run ---------------------------------------------------
+
+
+def strength_run(ctx: Context) -> dict:
+    from czjax import checkpoint, loop, plots, presets
+    from czjax.agents import load_params
+    from czjax.train import HParams
+
+    preset = presets.get_preset("gumbel-az")
+    budget = 540 * ctx.scale
+    out = ctx.work / "run"
+    resume = (out / "checkpoint.msgpack").exists()
+    slot = max(1.0, ctx.stop_at - time.monotonic())
+    summary = loop.run(preset.config, HParams.create(**preset.hparams), out, seed=0, time_budget_s=min(budget, _elapsed(out) + slot),
+                       resume=resume, log=ctx.log, title="czjax train --preset gumbel-az --time-budget 540 (seed 0)")
+    rows = loop.read_metrics(out / "metrics.jsonl")
+    elapsed = rows[-1]["elapsed_s"] if rows else 0.0
+    write_rows(ctx.results / "metrics.jsonl.gz", rows)
+    plots.dashboard(rows, ctx.results / "dashboard.png", "gumbel-az, seed 0")
+    _, params, _ = load_params(out / "checkpoint.msgpack")
+    checkpoint.save_weights(ctx.results / "czjax.msgpack", params, preset.config.to_dict())
+    last = rows[-1] if rows else {}
+    keys = [k for k in last if k.startswith("pons_") or k.startswith("public_")]
+    (ctx.results / "results.md").write_text(
+        "# Gumbel AlphaZero, ten minutes (preset gumbel-az, seed 0)\n\n"
+        f"{last.get('games', 0):,} games in {elapsed:.0f} s of training.\n\n"
+        + "\n".join(f"- {k}: {last[k]:.3f}" for k in sorted(keys)) + "\n")
+    return {"done": elapsed >= budget - 1, "progress": min(1.0, elapsed / budget), "elapsed_s": elapsed, "summary": summary,
+            "last_row": last}
+
+
+def _elapsed(out: Path) -> float:
+    from czjax import loop
+
+    rows = loop.read_metrics(out / "metrics.jsonl")
+    return rows[-1]["elapsed_s"] if rows else 0.0
+
+
+# --- Commands run as they are: the suite, the benchmarks, the comparisons -------------------
+
+
+def command_step(description: str, commands: Callable[[Context], list[tuple[str, list[str]]]]) -> Step:
+    """A step that runs commands one after another, each output saved as ``<name>.log`` (and
+    ``<name>.json`` when the command prints JSON); done when every command succeeded."""
+
+    def run(ctx: Context) -> dict:
+        results = {}
+        for name, argv in commands(ctx):
+            left = ctx.stop_at - time.monotonic()
+            if left <= 5:
+                results[name] = {"returncode": None, "note": "not run: no time left in this slot"}
+                continue
+            ctx.log(f"$ {' '.join(argv)}")
+            start = time.perf_counter()
+            try:
+                proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=left)
+                code, text = proc.returncode, proc.stdout + proc.stderr
+            except subprocess.TimeoutExpired as err:
+                code, text = None, f"{err.stdout or ''}{err.stderr or ''}\n(stopped at the slot's time limit)"
+                text = text if isinstance(text, str) else text.decode(errors="replace")
+            (ctx.results / f"{name}.log").write_text(text[-2_000_000:])
+            if code == 0 and text.lstrip().startswith(("{", "[")):
+                (ctx.results / f"{name}.json").write_text(text)
+            results[name] = {"returncode": code, "wall_s": time.perf_counter() - start, "command": " ".join(argv)}
+        ok = sum(r["returncode"] == 0 for r in results.values())
+        lines = []
+        for name, r in results.items():
+            state = "ok" if r["returncode"] == 0 else (r.get("note") or f"exit {r['returncode']}")
+            took = f" ({r['wall_s']:.0f} s)" if "wall_s" in r else ""
+            lines.append(f"- `{r.get('command', name)}`: {state}{took}")
+        (ctx.results / "results.md").write_text(f"# {description}\n\n" + "\n".join(lines) + "\n")
+        return {"done": ok == len(results), "progress": ok / max(1, len(results)), "commands": results}
+
+    return Step(description, run)
+
+
+def python(*args: str) -> list[str]:
+    return [sys.executable, *args]
+
+
+def czjax(*args: str) -> list[str]:
+    return python("-m", "czjax.cli", *args)
+
+
+STEPS: dict[str, Step] = {
+    "strength-10min": Step("czjax train --preset gumbel-az --time-budget 540 (the strength issue's ten-minute run)", strength_run),
+    "ex3-8seeds": blog_example(3),
+    "ex1-8seeds": blog_example(1),
+    "ex2-8seeds": blog_example(2),
+    "ex4-8seeds": blog_example(4),
+    "ex5-8seeds": blog_example(5),
+    "suite-gpu": command_step("the test suite on the GPU", lambda ctx: [("pytest", python("-m", "pytest", "-q", "-n", "8", "tests"))]),
+    "bench": command_step("benchmark tables", lambda ctx: [
+        ("bench-train", czjax("bench", "train", "--json")), ("bench-search", czjax("bench", "search", "--json")),
+        ("bench-rollout", czjax("bench", "rollout", "--json"))]),
+    "same-start": command_step("same_start.py --games 100000 --seeds 4 --sides czjax", lambda ctx: [
+        ("same-start", python("experiments/same_start.py", "--games", str(max(2, round(100_000 * ctx.scale))), "--seeds", "4",
+                              "--sides", "czjax", "--out", str(ctx.work / "same-start"), "--resume"))]),
+    "soft-vs-hard": command_step("soft_vs_hard.py --recipe gumbel at scale", lambda ctx: [
+        ("soft-vs-hard", python("experiments/soft_vs_hard.py", "--recipe", "gumbel", "--batches", str(max(2, round(5000 * ctx.scale))),
+                                "--seeds", "4", "--sims", "32", "--out", str(ctx.work / "soft-vs-hard"), "--resume"))]),
+}
+
+
+# --- Results: files, status, $OUT ------------------------------------------------------------
+
+
+def write_rows(path: Path, rows: list[dict]) -> None:
+    """Metrics rows, gzipped, at most METRICS_ROWS per configuration (evenly spaced, the last kept)."""
+    by_config: dict = {}
+    for row in rows:
+        by_config.setdefault(row.get("config", 0), []).append(row)
+    kept = []
+    for group in by_config.values():
+        step = max(1, -(-len(group) // METRICS_ROWS))
+        kept.extend(group[::step] + ([group[-1]] if (len(group) - 1) % step else []))
+    with gzip.open(path, "wt") as f:
+        f.writelines(json.dumps(r) + "\n" for r in kept)
+
+
+def read_summary(results_root: Path, name: str) -> dict | None:
+    path = results_root / name / "summary.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def state_of(summary: dict | None) -> str:
+    if summary is None:
+        return "not started"
+    if summary.get("scale", 1.0) != 1.0:
+        return f"run at scale {summary['scale']} only ({100 * summary.get('progress', 0):.0f}%)"
+    return "done" if summary.get("done") else f"partial ({100 * summary.get('progress', 0):.0f}%)"
+
+
+def next_step(results_root: Path) -> str | None:
+    return next((name for name in STEPS if state_of(read_summary(results_root, name)) != "done"), None)
+
+
+def status(results_root: Path) -> str:
+    lines = [f"{'step':16s} {'state':34s} what"]
+    for name, step in STEPS.items():
+        summary = read_summary(results_root, name)
+        when = f" (last run {summary['finished']}, {summary.get('machine', '?')})" if summary else ""
+        lines.append(f"{name:16s} {state_of(summary):34s} {step.description}{when}")
+    upcoming = next_step(results_root)
+    lines.append(f"next: {upcoming}" if upcoming else "every step is done")
+    if upcoming:
+        lines.append(f"  python experiments/campaign.py run {upcoming} --max-seconds 540")
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    try:
+        import jax
+
+        devices = jax.devices()
+        return f"{devices[0].platform}: {devices[0].device_kind} x {len(devices)}"
+    except Exception:  # noqa: BLE001 - a description only
+        return platform.machine()
+
+
+def copy_out(results: Path, name: str, out: str | None, log) -> None:
+    """The step's result files to ``$OUT/<step>/`` (what comes back from a GPU machine), each
+    within the size limit; a file over it is named, not copied."""
+    if not out:
+        return
+    target = Path(out) / name
+    target.mkdir(parents=True, exist_ok=True)
+    for path in sorted(results.iterdir()):
+        if path.is_file() and path.stat().st_size <= OUT_FILE_LIMIT:
+            shutil.copy2(path, target / path.name)
+        elif path.is_file():
+            log(f"campaign: {path.name} ({path.stat().st_size:,} bytes) is over $OUT's 16 MiB per file: not copied")
+
+
+def run_step(name: str, max_seconds: float, scale: float, results_root: Path, work_root: Path, log=print) -> dict:
+    step = STEPS[name]
+    results = results_root / name
+    results.mkdir(parents=True, exist_ok=True)
+    work = work_root / name
+    work.mkdir(parents=True, exist_ok=True)
+    begun = time.monotonic()
+    # no new piece of work (a chunk, a command) starts in the last 15% of the slot: a chunk
+    # started before that point ends inside it
+    ctx = Context(work=work, results=results, stop_at=begun + 0.85 * max_seconds, scale=scale, log=log)
+    log(f"campaign: {name}: {step.description} (at most {max_seconds:.0f} s{'' if scale == 1 else f', scale {scale}'})")
+    summary = step.run(ctx)
+    previous = read_summary(results_root, name) or {}
+    summary.update(step=name, description=step.description, scale=scale, machine=machine(),
+                   finished=time.strftime("%Y-%m-%d %H:%M:%S"), slot_s=time.monotonic() - begun,
+                   slots=previous.get("slots", 0) + 1, command=f"python experiments/campaign.py run {name} --max-seconds {max_seconds:.0f}")
+    (results / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    copy_out(results, name, os.environ.get("OUT"), log)
+    log(f"campaign: {name}: {state_of(summary)}; results in {results}")
+    return summary
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--results", default=str(RESULTS), help="where results are written and read (default: docs/results)")
+    parser.add_argument("--work", default=str(WORK), help="the steps' work folders (default: runs/campaign)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("status", help="every step: done, partial or not started; and the next")
+    run = commands.add_parser("run", help="run a step (or 'next') for at most --max-seconds")
+    run.add_argument("step", help=f"'next' or one of: {', '.join(STEPS)}")
+    run.add_argument("--max-seconds", type=float, default=540.0, help="stop cleanly before this many seconds (default: %(default)s)")
+    run.add_argument("--scale", type=float, default=1.0, help="fraction of the step's work, for tests and CPU smoke runs (default: 1)")
+    args = parser.parse_args(argv)
+    results_root, work_root = Path(args.results), Path(args.work)
+    if args.command == "status":
+        print(status(results_root))
+        return 0
+    name = next_step(results_root) if args.step == "next" else args.step
+    if name is None:
+        print("campaign: every step is done")
+        return 0
+    if name not in STEPS:
+        parser.error(f"unknown step {name!r}; choose 'next' or one of {', '.join(STEPS)}")
+    if not args.max_seconds > 0 or not 0 < args.scale <= 1:
+        parser.error("--max-seconds must be positive and --scale in (0, 1]")
+    try:
+        summary = run_step(name, args.max_seconds, args.scale, results_root, work_root, log=lambda m: print(m, flush=True))
+    except (ValueError, OSError) as err:
+        print(f"campaign: {name}: {err}", file=sys.stderr)
+        return 2
+    return 0 if summary.get("done") else 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

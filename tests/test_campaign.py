@@ -1,0 +1,72 @@
+"""experiments/campaign.py: the step table, status read from the results folder, a step stopped
+at its time limit and resumed equal to one run straight through, results copied to $OUT."""
+
+import gzip
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "experiments"))
+
+import campaign  # noqa: E402
+
+DETERMINISTIC = ("batches", "games", "seed", "entropy", "win_rate", "eval_win_rate", "game_length", "policy_loss")
+
+
+def test_steps_in_the_issues_order_and_status_from_the_results(tmp_path):
+    assert list(campaign.STEPS)[:6] == ["strength-10min", "ex3-8seeds", "ex1-8seeds", "ex2-8seeds", "ex4-8seeds", "ex5-8seeds"]
+    assert {"suite-gpu", "bench", "same-start", "soft-vs-hard"} <= set(campaign.STEPS)
+    assert campaign.next_step(tmp_path) == "strength-10min"
+    for name, summary in [("strength-10min", {"done": True, "progress": 1.0, "scale": 1.0}),
+                          ("ex3-8seeds", {"done": False, "progress": 0.4, "scale": 1.0}),
+                          ("ex1-8seeds", {"done": True, "progress": 1.0, "scale": 0.01})]:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "summary.json").write_text(json.dumps({**summary, "finished": "today", "machine": "cpu"}))
+    text = campaign.status(tmp_path)
+    assert "strength-10min   done" in text and "partial (40%)" in text and "scale 0.01 only" in text and "next: ex3-8seeds" in text
+    assert campaign.next_step(tmp_path) == "ex3-8seeds"  # a partial step comes before the ones after it
+
+
+def rows_of(path):
+    with gzip.open(path, "rt") as f:
+        return [{k: r[k] for k in DETERMINISTIC} for r in map(json.loads, f)]
+
+
+def test_a_step_stopped_at_its_time_limit_resumes_to_the_same_result(tmp_path, monkeypatch):
+    """Example 1 at 1% of its length (2 chunks of 20 batches, 8 seeds): a first slot too short
+    for more than one chunk stops after it (checkpoint written, results partial); the next slot
+    finishes; rows and results equal a run straight through. The files also land in $OUT."""
+    logs = []
+    straight = campaign.run_step("ex1-8seeds", 600, 0.01, tmp_path / "a" / "results", tmp_path / "a" / "work", log=logs.append)
+    assert straight["done"] and straight["batches_done"] == 40
+    monkeypatch.setenv("OUT", str(tmp_path / "out"))
+    first = campaign.run_step("ex1-8seeds", 0.1, 0.01, tmp_path / "b" / "results", tmp_path / "b" / "work", log=logs.append)
+    assert not first["done"] and first["batches_done"] == 20 and first["progress"] == 0.5
+    second = campaign.run_step("ex1-8seeds", 600, 0.01, tmp_path / "b" / "results", tmp_path / "b" / "work", log=logs.append)
+    assert second["done"] and second["slots"] == 2
+    a = rows_of(tmp_path / "a" / "results" / "ex1-8seeds" / "metrics.jsonl.gz")
+    b = rows_of(tmp_path / "b" / "results" / "ex1-8seeds" / "metrics.jsonl.gz")
+    assert len(a) == 16 and a == b
+    results = tmp_path / "b" / "results" / "ex1-8seeds"
+    assert {"summary.json", "results.md", "metrics.jsonl.gz", "ex1-collapse.png"} <= {p.name for p in results.iterdir()}
+    out = tmp_path / "out" / "ex1-8seeds"
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in results.iterdir())
+    assert json.loads((out / "summary.json").read_text())["done"]
+    assert "run at scale 0.01 only" in campaign.status(tmp_path / "b" / "results")
+
+
+def test_metrics_are_decimated_per_configuration(tmp_path):
+    rows = [{"config": c, "batches": b} for c in range(2) for b in range(1000)]
+    campaign.write_rows(tmp_path / "m.jsonl.gz", rows)
+    kept = [json.loads(line) for line in gzip.open(tmp_path / "m.jsonl.gz", "rt")]
+    for c in range(2):
+        mine = [r["batches"] for r in kept if r["config"] == c]
+        assert len(mine) <= campaign.METRICS_ROWS + 1 and mine[0] == 0 and mine[-1] == 999
+
+
+def test_unknown_step_is_one_line(capsys):
+    with pytest.raises(SystemExit):
+        campaign.main(["run", "ex9-8seeds"])
+    assert "unknown step 'ex9-8seeds'" in capsys.readouterr().err
