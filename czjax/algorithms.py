@@ -41,6 +41,7 @@ class UpdateContext(NamedTuple):
     axis_name: str | None  # the vmapped configuration axis of a scan
     devices: int = 1  # the games and the learner's positions split across this many devices
     both_sides: bool = False  # both players' positions (self-play with the learner's parameters on both sides)
+    static: bool = False  # no lax.cond (TrainConfig.control_flow "static"): PPO's epochs after the KL stop run, masked
 
 
 def make_optimizer(weight_decay: float) -> optax.GradientTransformation:
@@ -217,6 +218,8 @@ def ppo_step(ctx: UpdateContext, params, opt_state, boards, batch: LossInputs, h
             zeros = jax.eval_shape(run, None)[1]
             return (params, opt_state, stopped), jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), zeros)
 
+        if ctx.static:  # a stopped configuration's step is masked out by ``take`` already
+            return run(None)
         return lax.cond(compaction.all_configurations(stopped, ctx.axis_name), skip, run, None)
 
     (params, opt_state, _), (sums, kls, evaluated, stepped) = lax.scan(

@@ -208,7 +208,7 @@ def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5, num
         "compile_s": compile_s,
         "times_s": times,
         "steps_per_run": steps,
-        **{name: getattr(config, name) for name in ("precision", "compaction", "conv", "norm", "unroll")},
+        **{name: getattr(config, name) for name in ("precision", "compaction", "conv", "norm", "unroll", "control_flow")},
         "devices": num_devices,
     }
     if phases is not None:
@@ -249,7 +249,7 @@ def format_train_row(row: dict) -> str:
     ref = f"{row['vs_pytorch']:.1f}x of {row['pytorch_games_per_s']:,.0f}" if "vs_pytorch" in row else ""
     here = f"{row['torch_games_per_s']:12,.0f} {row['vs_torch']:5.1f}x" if "vs_torch" in row else f"{'-':>12s} {'-':>6s}"
     return (
-        f"{row['model']:14s} {row['devices']:7d} {row['games_per_batch']:11d} {row['games_per_s']:10,.0f} {row['positions_per_s']:12,.0f} "
+        f"{row['model'] + ('' if row.get('control_flow', 'auto') == 'auto' else ' ' + row['control_flow']):14s} {row['devices']:7d} {row['games_per_batch']:11d} {row['games_per_s']:10,.0f} {row['positions_per_s']:12,.0f} "
         f"{row['iteration_s']:11.4f} {row['compile_s']:9.1f}  {here}  {ref}"
     )
 

@@ -92,12 +92,14 @@ def cmd_bench_rollout(args) -> int:
 def cmd_bench_train(args) -> int:
     from czjax import bench, profiling
 
-    settings = [(model, games, n) for model in args.model for games in args.games_per_batch for n in args.devices]
+    settings = [(model, games, n, flow) for model in args.model for games in args.games_per_batch for n in args.devices
+                for flow in args.control_flow]
 
     def measure(setting, log):
-        model, games, n = setting
-        profile = Path(args.profile) / f"{model}-{games}-{n}dev" if args.profile else None
+        model, games, n, flow = setting
+        profile = Path(args.profile) / f"{model}-{games}-{n}dev-{flow}" if args.profile else None
         settings = {name: getattr(args, name) for name in ("precision", "compaction", "conv", "norm", "unroll")}
+        settings["control_flow"] = flow
         row = bench.bench_train(model, games, args.runs, args.steps, n, profile, **settings)
         if profile is not None:
             log(f"profile of one chunk in {profile} (ui.perfetto.dev opens perfetto_trace.json.gz); per iteration:")
@@ -143,7 +145,7 @@ SETTING_FLAGS = {
     "ppo_epochs": "ppo.epochs", "ppo_clip": "ppo.clip", "target_kl": "ppo.target_kl", "ppo_kl_stop": "ppo.kl_stop", "ppo_bootstrap": "ppo.bootstrap",
     "pool": "pool.members", "league": "pool.league", "precision": "precision", "compaction": "compaction", "conv": "conv", "sample_plies": "sample_plies", "unroll": "unroll", "norm": "norm",
     "replay_capacity": "replay.capacity", "replay_batch": "replay.batch", "replay_steps": "replay.steps",
-    "openings": "openings", "both_sides": "both_sides", "solver_eval": "solver_eval",
+    "openings": "openings", "both_sides": "both_sides", "solver_eval": "solver_eval", "control_flow": "control_flow",
 }
 
 
@@ -313,6 +315,10 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--openings", type=_non_negative_int, default=None, metavar="PLIES",
                         help="start each game from a position drawn uniformly from every distinct position 0..PLIES plies deep "
                              "(at most 6; default 0: the empty board)")
+    parser.add_argument("--control-flow", choices=("auto", "cond", "static"), default=None,
+                        help="cond: skip finished pairs of plies, idle chunks and PPO's stopped epochs with lax.cond; static: compute "
+                             "them under masks, a program with no data-dependent branch (a GPU's host round trip per step at small "
+                             "batches); the same results; auto: by backend (default)")
     parser.add_argument("--solver-eval", choices=("off", "network", "search"), default=None,
                         help="after every chunk, score the network's (or the training search's) move on Pons' six sets and the "
                              "public solver positions, on the device: metrics pons_*_error (%%, AlphaZero.jl's measure), "
@@ -752,6 +758,9 @@ def _add_bench_commands(commands) -> None:
                              help="split each batch's games over N devices; several values are measured side by side (default: 1)")
     train_bench.add_argument("--precision", default="default", choices=list(PRECISIONS),
                              help="float32 matrix products of the compiled iteration (default: %(default)s; see czjax train --help)")
+    train_bench.add_argument("--control-flow", nargs="+", default=["auto"], choices=["auto", "cond", "static"],
+                             help="skip finished work with lax.cond, or compute it masked; several are timed in the same run "
+                                  "(default: auto; see czjax train --help)")
     train_bench.add_argument("--unroll", type=_positive_int, default=1, metavar="PAIRS",
                              help="pairs of plies per step of the rollout's loop (default: %(default)s; see czjax train --help)")
     train_bench.add_argument("--norm", default="auto", choices=list(NORM_METHODS),

@@ -121,7 +121,7 @@ def evaluate_active(player: Player, params, boards: jax.Array, key, active: jax.
 
 
 @functools.partial(jax.jit, static_argnames=("player_a", "player_b", "num_games", "axis_name", "chunks", "devices", "record_targets",
-                                             "sample_plies", "unroll", "openings"))
+                                             "sample_plies", "unroll", "openings", "skip_finished"))
 def play_games(
     key: jax.Array,
     player_a: Player,
@@ -138,6 +138,7 @@ def play_games(
     sample_plies: int | None = None,
     unroll: int = 1,
     openings: int = 0,
+    skip_finished: bool = True,
 ) -> tuple[Trajectory, GameResults]:
     """Play ``num_games`` whole games between two players; returns ``(trajectory, results)``.
 
@@ -155,7 +156,11 @@ def play_games(
     loop steps, each a host round trip on a GPU, for a larger program); the games are the same.
     ``openings``: each game starts from a position drawn uniformly from every distinct position
     0 to ``openings`` plies deep (:func:`opening_positions`; AlphaZero.jl issue #217's random
-    starts), the side to move there being the game's first mover; 0 starts every game empty."""
+    starts), the side to move there being the game's first mover; 0 starts every game empty.
+    ``skip_finished``: a pair of plies in which every game has ended is skipped with
+    ``lax.cond``; False plays it anyway (no-ops under the ``done`` mask, the same records), a
+    program with no data-dependent branch, whose predicate a GPU would otherwise send to the
+    host at every step of the loop."""
     if num_games < 2:
         raise ValueError(f"num_games must be at least 2 (half of the games with each side first), got {num_games}")
     split = first_player_split(num_games)
@@ -209,6 +214,8 @@ def play_games(
         def skip(carry):
             return carry, _idle_records(carry[0], num_games, record_targets)
 
+        if not skip_finished:
+            return play(carry)
         return lax.cond(all_configurations(carry[1].all(), axis_name), skip, play, carry)
 
     start = game.new_positions(num_games) if not openings else draw_openings(jax.random.fold_in(key, OPENINGS_STREAM), num_games, openings)

@@ -36,7 +36,15 @@ from czjax.pool import init_pool, load_member, play_against_pool, update_pool
 # (AlphaZero's self-play: both sides play with the current parameters)
 OPPONENTS = ("self", "current", "random-punisher", "random", "pool")
 PPO_KL_STOPS = ("after-step", "before-step")
-SOLVER_EVALS = ("off", "network", "search")  # what TrainConfig.solver_eval scores: nothing, the network's move, the search's
+SOLVER_EVALS = ("off", "network", "search")
+# How the training iteration handles work that may be skipped (TrainConfig.control_flow): "cond"
+# skips it with data-dependent branches (finished pairs of plies, idle chunks of the compaction,
+# PPO's epochs after the KL stop); "static" does it under masks instead, a program without
+# lax.cond, whose predicates a GPU sends to the host at every step (the small-batch latency).
+# "auto" is measured per backend: on the CPU cond; a GPU is unmeasured (cond until measured:
+# czjax bench train --control-flow cond static).
+CONTROL_FLOWS = ("auto", "cond", "static")
+BACKEND_CONTROL_FLOW = {"cpu": "cond"}  # what TrainConfig.solver_eval scores: nothing, the network's move, the search's
 
 
 @chex.dataclass(frozen=True)
@@ -177,6 +185,7 @@ class TrainConfig:
     sample_plies: int | None = None  # moves are sampled on the game's first plies only, then the most likely (None: always)
     openings: int = 0  # games start from a position drawn uniformly from all positions 0..openings plies deep (rollout.opening_positions)
     both_sides: bool = False  # opponent "current": train on both players' positions (both play with the learner's parameters)
+    control_flow: str = "auto"  # one of CONTROL_FLOWS: skip finished work with lax.cond, or compute it masked (the same results)
     solver_eval: str = "off"  # after each chunk, on Pons' sets and the public solver positions: off, network, search (czjax.solver_metrics)
     conv: str = "auto"  # how Mk4's 3x3 convolutions are computed: auto (measured per backend), im2col, xla (czjax.models)
     norm: str = "auto"  # how Mk4's GroupNorm layers are computed: auto (measured per backend), flax, grouped (czjax.models)
@@ -215,6 +224,8 @@ class TrainConfig:
                 raise ValueError(f"{name} must be at least 2 (half of the games with each side first), got {getattr(self, name)}")
         if self.unroll < 1:
             raise ValueError(f"unroll must be >= 1, got {self.unroll}")
+        if self.control_flow not in CONTROL_FLOWS:
+            raise ValueError(f"unknown control_flow {self.control_flow!r}; choose one of {', '.join(CONTROL_FLOWS)}")
         if self.solver_eval not in SOLVER_EVALS:
             raise ValueError(f"unknown solver_eval {self.solver_eval!r}; choose one of {', '.join(SOLVER_EVALS)}")
         if self.solver_eval == "search" and not self.search:
@@ -231,6 +242,12 @@ class TrainConfig:
     def build_model(self):
         """The model as this config computes it (activation dtype from ``precision``, ``conv``, ``norm``)."""
         return models.get_model(self.model, precision.activation_dtype(self.precision), self.conv, self.norm)
+
+    @property
+    def static(self) -> bool:
+        """Whether the compiled iteration has no data-dependent branch (``control_flow``)."""
+        flow = BACKEND_CONTROL_FLOW.get(jax.default_backend(), "cond") if self.control_flow == "auto" else self.control_flow
+        return flow == "static"
 
     def searcher(self):
         """The search (czjax.search) named by ``search`` (``NAME`` or ``NAME:OPTIONS``), or None."""
@@ -338,10 +355,11 @@ def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1)
     model = config.build_model()
     learner = models.model_player(model)
     positions = (rollout.PLIES // 2) * config.games_per_batch * (2 if config.mirror else 1) * (2 if config.both_sides else 1)  # the learner's batch
-    compact_gradient = compaction.in_gradient(config.compaction)
+    static = config.static  # no lax.cond: every board evaluated, every position in the gradient
+    compact_gradient = compaction.in_gradient(config.compaction) and not static
 
     def rollout_chunks(games):  # None: the FLOP rule (czjax.compaction.rollout_chunks); 1: every board
-        return None if compaction.in_rollout(config.compaction, games - games // 2) else 1
+        return None if compaction.in_rollout(config.compaction, games - games // 2) and not static else 1
 
     shapes = jax.eval_shape(lambda: models.init_params(model, jax.random.key(0)))
     ctx = algorithms.UpdateContext(
@@ -355,6 +373,7 @@ def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1)
         num_chunks=compaction.loss_chunks(compaction.flops_per_board(learner, shapes), positions) if compact_gradient else 1,
         axis_name=axis_name,
         devices=num_devices,
+        static=static,
     )
     members = [load_member(spec) for spec in config.pool.members]
     slots = config.pool.league_slots if config.pool.league else 0
@@ -403,7 +422,7 @@ def play_batch(setup: Setup, state: TrainState, hp: HParams, key):
         key, setup.actor, state.params, opponent, opponent_params, n,
         hp.temperature, hp.temperature if self_play else 1.0, axis_name=setup.axis_name, devices=setup.devices,
         record_targets=setup.algorithm.records_policy_targets, chunks=setup.rollout_chunks, sample_plies=config.sample_plies,
-        unroll=config.unroll, openings=config.openings,
+        unroll=config.unroll, openings=config.openings, skip_finished=not setup.ctx.static,
     )
     return traj, results, None
 
@@ -500,7 +519,7 @@ def run_chunk(setup: Setup, state: TrainState, hp: HParams, num_batches: int) ->
     with jax.named_scope("evaluation"):
         _, evaluation = rollout.play_games(
             eval_key, setup.learner, state.params, players.random_punisher, None, setup.config.eval_games, hp.temperature, 1.0,
-            axis_name=setup.axis_name, devices=setup.devices, chunks=setup.eval_chunks,
+            axis_name=setup.axis_name, devices=setup.devices, chunks=setup.eval_chunks, skip_finished=not setup.ctx.static,
         )
     metrics = {k: v.mean() for k, v in per_batch.items() if k != "positions"}
     metrics.update(

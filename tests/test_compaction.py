@@ -86,3 +86,38 @@ def test_compaction_modes_per_backend(monkeypatch):
     assert chunks("on") == (rule, rule, compaction.LOSS_CHUNKS)
     with pytest.raises(ValueError, match="unknown compaction 'some'; choose one of auto, on, loss, off"):
         TrainConfig(compaction="some")
+
+
+# --control-flow static: the training iteration without a data-dependent branch, the same run.
+CONTROL_FLOW_CONFIGS = {
+    "reinforce": dict(model="mlp", games_per_batch=6, opponent="self", compaction="off"),
+    "ppo": dict(model="mlp3", games_per_batch=4, opponent="random-punisher", algorithm="ppo", compaction="off"),
+}
+
+
+@pytest.mark.parametrize("name", list(CONTROL_FLOW_CONFIGS))
+def test_static_control_flow_runs_the_same_iteration_without_branches(name):
+    """cond and static give the same parameters and metrics (same seed, two chunks); the
+    static chunk's compiled program holds no conditional, the cond one does."""
+    from czjax import precision
+    from czjax.train import HParams, TrainConfig, make_trainer
+
+    hp = HParams.create(learning_rate=3e-3, discount=0.9, value_weight=1.0)
+    results, programs = {}, {}
+    for flow in ("cond", "static"):
+        config = TrainConfig(**CONTROL_FLOW_CONFIGS[name], eval_games=2, batches_per_chunk=2, control_flow=flow,
+                             ppo=__import__("czjax.train", fromlist=["PPOSettings"]).PPOSettings(epochs=3, target_kl=1e-6))
+        trainer = make_trainer(config)
+        state = trainer.init(0)
+        with precision.parity():
+            programs[flow] = trainer.run_chunk.lower(state, hp, 2).as_text()
+            for _ in range(2):
+                state, metrics = trainer.run_chunk(state, hp, 2)
+        results[flow] = jax.device_get((state.params, metrics))
+    (params_cond, metrics_cond), (params_static, metrics_static) = results["cond"], results["static"]
+    for a, b in zip(jax.tree.leaves(params_cond), jax.tree.leaves(params_static)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    for key in metrics_cond:
+        np.testing.assert_allclose(metrics_cond[key], metrics_static[key], rtol=1e-5, atol=1e-6, err_msg=key)
+    assert "stablehlo.case" in programs["cond"] or "stablehlo.if" in programs["cond"]
+    assert "stablehlo.case" not in programs["static"] and "stablehlo.if" not in programs["static"]
