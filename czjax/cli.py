@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -215,6 +217,7 @@ def cmd_train(args) -> int:
 
         devices.initialize_hosts(args.coordinator, args.num_processes, args.process_id)
     config, hparams, run = train_settings(args)
+    loop.check_unlocked(Path(args.out))  # another process training there: one line, and its files untouched
     if not args.resume and not args.coordinator:  # before the header, so a refused run prints one line only
         loop.guard_fresh(Path(args.out), loop.RUN_FILES, args.overwrite)
     print(f"training {config.model} ({config.algorithm}) against {config.opponent}, {config.games_per_batch} games per batch, "
@@ -229,6 +232,19 @@ def cmd_train(args) -> int:
         num_devices=args.devices,
         init_from=run.get("init_from"),
     )
+    try:
+        report_run(args, config, summary)
+    except BrokenPipeError:  # the run's files are saved; only the report could not be printed
+        pass
+    return EXIT_CODES.get(summary["interrupted"], 0) if summary["interrupted"] else 0
+
+
+# Exit statuses of a run stopped before its target (after saving): as the shell reports a
+# process ended by that signal.
+EXIT_CODES = {"interrupt": 130, "SIGTERM": 143, "broken pipe": 141}
+
+
+def report_run(args, config, summary) -> None:
     last = summary["last"]
     print(
         f"{'stopped' if summary['interrupted'] else 'done'}: {summary['batches']:,} batches, {summary['games']:,} games "
@@ -240,13 +256,11 @@ def cmd_train(args) -> int:
     )
     print(f"outputs: {summary['checkpoint']}, {summary['metrics']}, {summary['dashboard']}, {summary['run_json']}")
     if summary["interrupted"]:
-        print(f"continue with: czjax train --resume --out {shlex.quote(str(args.out))}")
-        return 130
-    return 0
+        print(f"continue with: czjax train --resume --out {shlex.quote(str(args.out))}", flush=True)
 
 
 def cmd_scan(args) -> int:
-    from czjax import presets, scan
+    from czjax import loop, presets, scan
 
     preset = presets.get_preset(args.preset)
     grid = scan.parse_grid(args.grid)
@@ -258,10 +272,18 @@ def cmd_scan(args) -> int:
     print(f"scan of {len(settings)} settings x {len(seeds)} seeds = {len(settings) * len(seeds)} configurations of "
           f"{config.model} against {config.opponent}, {config.games_per_batch} games per batch, {batches:,} batches each; "
           f"outputs in {out}/", flush=True)
-    rows = scan.run_scan(config, dict(preset.hparams), settings, seeds, out, batches, chunk=args.chunk, resume=args.resume,
-                         overwrite=args.overwrite, log=lambda m: print(m, flush=True), num_devices=args.devices)
+    loop.check_unlocked(out, "scan")
+    try:
+        with loop.sigterm_as_stop():
+            rows = scan.run_scan(config, dict(preset.hparams), settings, seeds, out, batches, chunk=args.chunk, resume=args.resume,
+                                 overwrite=args.overwrite, log=lambda m: print(m, flush=True), num_devices=args.devices)
+    except (KeyboardInterrupt, loop.Stopped) as stop:
+        print(f"{'SIGTERM' if isinstance(stop, loop.Stopped) else 'interrupted'}: the scan is saved after its last completed chunk; "
+              f"continue with the same command and --resume", file=sys.stderr)
+        return 143 if isinstance(stop, loop.Stopped) else 130
     print(scan.write_report(rows, out, list(grid), args.sort, f"czjax scan --preset {args.preset} " + " ".join(args.grid)))
     return 0
+
 
 
 def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
@@ -896,9 +918,10 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # output piped into `head` and the like
-        sys.stderr.close()
-        return 0
+    except BrokenPipeError:  # output piped into `head` and the like: as a process ended by SIGPIPE
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

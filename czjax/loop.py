@@ -14,6 +14,14 @@ Nothing is lost silently:
   rows logged after it are dropped first, so a resumed run gives the same metrics and
   parameters as an uninterrupted one with the same seed.
 
+- ``SIGTERM`` (``timeout``, ``docker stop``, SLURM) is handled as Ctrl-C is: the last completed
+  chunk is saved and the run says how to continue it. A broken output pipe (``czjax train |
+  head``, or the pipe's reader killed by the same Ctrl-C) never stops the save: the run saves and
+  stops (``summary["interrupted"] = "broken pipe"``).
+- A run folder is locked while a process trains in it (``.lock``, ``fcntl.flock``: released
+  when the process ends, even by ``kill -9``): a second process gets a one-line error naming
+  the first's process id.
+
 ``init_from`` starts a run from given weights (a PyTorch ``.pth`` or a czjax checkpoint) instead
 of fresh ones; the source is recorded in ``run.json`` and in the checkpoint, and a resumed run
 does not read it again.
@@ -22,7 +30,10 @@ does not read it again.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
+import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -39,6 +50,80 @@ METRICS = "metrics.jsonl"
 DASHBOARD = "dashboard.png"
 RUN = "run.json"
 RUN_FILES = (CHECKPOINT, METRICS, RUN, DASHBOARD)
+
+LOCK = ".lock"
+
+
+class Stopped(Exception):
+    """SIGTERM arrived: stop after saving, as for Ctrl-C."""
+
+
+@contextlib.contextmanager
+def locked(out_dir: Path, what: str = "run"):
+    """Hold ``out_dir``'s lock for the block: a ValueError naming the holder's process id when
+    another process holds it. The lock is the kernel's (``flock``) on ``out_dir/.lock``, so it
+    goes with its process, however that ends."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    handle = open(out_dir / LOCK, "a+")
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "?"
+            raise ValueError(f"{out_dir} is in use by another czjax {what} (process {holder}): wait for it to end, "
+                             "or choose another --out") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        yield
+    finally:
+        handle.close()
+
+
+def check_unlocked(out_dir: Path, what: str = "run") -> None:
+    """A one-line ValueError if another process holds ``out_dir``'s lock (before touching its files)."""
+    if (Path(out_dir) / LOCK).exists():
+        with locked(out_dir, what):
+            pass
+
+
+@contextlib.contextmanager
+def sigterm_as_stop():
+    """Within the block, SIGTERM raises :class:`Stopped` in the main thread (elsewhere nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise Stopped()
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def quiet_when_broken(log: Callable[[str], None]):
+    """``log`` that swallows a broken pipe and remembers it (``.broken``): output is a courtesy,
+    the run's files are what must not be lost."""
+
+    def safe(message: str) -> None:
+        if safe.broken:
+            return
+        try:
+            log(message)
+        except BrokenPipeError:
+            safe.broken = True
+            with contextlib.suppress(OSError):  # stdout's buffer still holds the line: drop it
+                os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+
+    safe.broken = False
+    return safe
+
 
 # Compiled chunks, by what determines the program (config, number of batches, and for scans
 # the number of configurations); hyperparameters are traced.
@@ -223,6 +308,13 @@ def run(
     if batches is None and time_budget_s is None:
         raise ValueError("give a number of batches or a time budget")
     out_dir = Path(out_dir)
+    with locked(out_dir), sigterm_as_stop():
+        return _run(config, hparams, out_dir, seed, batches, time_budget_s, resume, overwrite, checkpoint_every, checkpoint_every_s,
+                    plot_every_s, quiet_when_broken(log), title, init_from, num_devices)
+
+
+def _run(config, hparams, out_dir, seed, batches, time_budget_s, resume, overwrite, checkpoint_every, checkpoint_every_s, plot_every_s,
+         log, title, init_from, num_devices) -> dict:
     num_devices = devices.available(num_devices)
     trainer, state, rows, elapsed_before, init_from = open_run(config, out_dir, seed, resume, overwrite, init_from, log, num_devices)
     description = {"seed": seed, "batches": batches, "time_budget_s": time_budget_s, "title": title,
@@ -239,9 +331,9 @@ def run(
     start = time.perf_counter()
     last_print = last_plot = last_save = 0.0
     chunks = 0
-    interrupted = False
+    interrupted: str | bool = False
     try:
-        while True:
+        while not log.broken:
             done = int(devices.local_view(state).step)
             if (batches is not None and done >= batches) or (
                 time_budget_s is not None and elapsed_before + time.perf_counter() - start >= time_budget_s
@@ -269,9 +361,16 @@ def run(
                 plots.dashboard(rows, dash_path, title=title)
                 last_plot = now
     except KeyboardInterrupt:
-        interrupted = True
-        log("interrupted: saving the last completed chunk")
-    save(state)
+        interrupted = "interrupt"
+    except Stopped:
+        interrupted = "SIGTERM"
+    if log.broken and not interrupted:
+        interrupted = "broken pipe"
+    # the save comes before any word about it: printing may fail (a pipe whose reader is gone)
+    with contextlib.suppress(KeyboardInterrupt, Stopped):
+        save(state)
+    if interrupted:
+        log(f"{interrupted}: saved the last completed chunk (batch {int(devices.local_view(state).step):,})")
     if writes and rows:
         plots.dashboard(rows, dash_path, title=title)
     return run_summary(out_dir, devices.local_view(state), rows, elapsed_before, interrupted)

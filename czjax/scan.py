@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from czjax import checkpoint, devices
-from czjax.loop import METRICS, TIMING_KEYS, guard_fresh, metric_row, read_metrics, run_chunk_once, write_metrics
+from czjax.loop import METRICS, TIMING_KEYS, guard_fresh, locked, metric_row, read_metrics, run_chunk_once, write_metrics
 from czjax.train import HParams, TrainConfig, hparam_names, make_trainer
 
 AXIS = "configuration"  # the vmapped axis: skips (lax.cond) hold for all configurations at once
@@ -181,6 +181,11 @@ def run_scan(
     num_devices = devices.available(num_devices)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    with locked(out_dir, "scan"):
+        return _run_scan(config, base_hparams, settings, seeds, out_dir, batches, chunk, resume, overwrite, log, num_devices, stop_at)
+
+
+def _run_scan(config, base_hparams, settings, seeds, out_dir, batches, chunk, resume, overwrite, log, num_devices, stop_at) -> list[dict]:
     configs = configurations(settings, seeds)
     size = len(configs) if chunk is None else max(1, min(chunk, len(configs)))
     groups = [configs[i : i + size] for i in range(0, len(configs), size)]
