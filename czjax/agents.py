@@ -107,10 +107,25 @@ def load_agent(spec: str) -> Agent:
         return Agent(spec, BUILTIN_PLAYERS[spec], None, None)
     path = SHIPPED_MODEL if spec == SHIPPED_NAME else checkpoint.resolve(spec)
     if not path.exists():
-        raise ValueError(f"{spec!r} is neither a built-in player ({', '.join((*BUILTIN_PLAYERS, SHIPPED_NAME))}) nor a checkpoint "
-                         "file or run folder")
+        raise ValueError(unknown_player(spec))
     model_name, params, _ = load_params(path)
     return Agent(spec, models.model_player(models.get_model(model_name)), params, model_name)
+
+
+def unknown_player(spec: str) -> str:
+    """What is wrong with a player spec that names nothing: a run folder with no checkpoint yet,
+    an unknown search, or a path that does not exist."""
+    from czjax import search
+
+    builtins = ", ".join((*BUILTIN_PLAYERS, SHIPPED_NAME))
+    path = Path(spec)
+    if path.is_dir():
+        return f"{spec!r} is a folder with no {checkpoint.FILENAME} yet (a run that has not saved its first checkpoint?)"
+    name, sep, _ = spec.partition(":")
+    if sep and "/" not in name and "." not in name:
+        return (f"{spec!r}: unknown search {name!r}; a search player is SEARCH[:OPTIONS]:PLAYER with SEARCH one of "
+                f"{', '.join(search.SEARCHES)}")
+    return f"{spec!r} is neither a built-in player ({builtins}) nor an existing checkpoint file or run folder: no such path"
 
 
 @functools.partial(jax.jit, static_argnames="player")

@@ -234,8 +234,13 @@ def test_players_load_from_names_files_and_run_folders(model_checkpoints, tmp_pa
     a, b = agents.load_agent(str(path)), agents.load_agent(str(folder))
     assert a.model_name == b.model_name == "mlp" and not a.has_value
     assert agents.load_agent(str(model_checkpoints["cnn-mk4-value"])).has_value
-    with pytest.raises(ValueError, match="neither a built-in player"):
+    with pytest.raises(ValueError, match="neither a built-in player .* no such path"):
         agents.load_agent("no-such-player")
+    (tmp_path / "unsaved-run").mkdir()
+    with pytest.raises(ValueError, match="a folder with no checkpoint.msgpack yet"):
+        agents.load_agent(str(tmp_path / "unsaved-run"))
+    with pytest.raises(ValueError, match="unknown search 'minimax'.*one of rollout, mcts, entropy-mcts, gumbel"):
+        agents.load_agent("minimax:depth=3:random")
     damaged = tmp_path / "damaged.msgpack"
     damaged.write_bytes(path.read_bytes()[:100])
     with pytest.raises(checkpoint.CheckpointError, match="damaged"):
