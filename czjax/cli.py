@@ -264,6 +264,7 @@ def cmd_scan(args) -> int:
 
     preset = presets.get_preset(args.preset)
     grid = scan.parse_grid(args.grid)
+    scan.check_sort(args.sort, list(grid))  # everything is checked before anything is written or run
     config = preset.config.override(_setting_overrides(args))
     settings = scan.grid_settings(grid)
     seeds = list(range(args.seed, args.seed + args.seeds))

@@ -90,9 +90,11 @@ def open_scan(out_dir: Path, description: dict, resume: bool, overwrite: bool) -
         if previous is None:
             raise ValueError(f"nothing to resume in {out_dir}")
         previous["config"] = TrainConfig.from_dict(previous["config"]).to_dict()  # an older scan.json's settings
-        same = ("batches", "chunk")
-        if {k: v for k, v in previous.items() if k not in same} != {k: v for k, v in description.items() if k not in same}:
-            raise ValueError("--resume must use the same settings, seeds and config as the scan in the folder")
+        differ = differences(previous, description, skip=("batches", "chunk"))
+        if differ:
+            name, before, now = differ[0]
+            raise ValueError(f"--resume must use the same settings, seeds and config as the scan in the folder: {name} was "
+                             f"{before!r}, now {now!r}" + (f" (and {len(differ) - 1} more)" if len(differ) > 1 else ""))
         if previous["chunk"] != description["chunk"]:
             raise ValueError(f"--resume must use the same --chunk as before ({previous['chunk']})")
         rows = read_metrics(out_dir / METRICS)
@@ -101,6 +103,30 @@ def open_scan(out_dir: Path, description: dict, resume: bool, overwrite: bool) -
         guard_fresh(out_dir, [METRICS, "scan.json", *(p.name for p in sorted(out_dir.glob("checkpoint-group*.msgpack")))], overwrite)
     (out_dir / "scan.json").write_text(json.dumps(description, indent=1))
     return rows
+
+
+def differences(before: dict, now: dict, skip=(), prefix: str = "") -> list[tuple[str, object, object]]:
+    """``(dotted name, before, now)`` for every entry of two nested descriptions that differs."""
+    found = []
+    for key in sorted(set(before) | set(now)):
+        if key in skip:
+            continue
+        a, b = before.get(key), now.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            found += differences(a, b, (), f"{prefix}{key}.")
+        elif a != b:
+            found.append((prefix + key, a, b))
+    return found
+
+
+SORT_KEYS = ("eval_win_rate", "win_rate", "entropy", "game_length")
+
+
+def check_sort(sort_by: str, grid_names) -> None:
+    """A one-line ValueError for a --sort key the summary table will not have (checked before
+    the scan runs)."""
+    if sort_by not in (*SORT_KEYS, *grid_names):
+        raise ValueError(f"cannot sort by {sort_by!r}; choose one of {', '.join((*SORT_KEYS, *grid_names))}")
 
 
 def group_rows(group: list[dict], metrics: dict, games_per_s: float, elapsed_s: float) -> list[dict]:
@@ -214,13 +240,13 @@ def summary_table(rows: list[dict], sort_by: str = "eval_win_rate", tail: float 
             seq = sorted((r for r in srows if r["seed"] == seed), key=lambda r: r["batches"])
             finals.extend(seq[-max(1, int(len(seq) * tail)) :])
         entry = {"setting": setting, **{k: srows[0][k] for k in SCANNABLE if k in srows[0]}, "seeds": len(seeds)}
-        for key in ("eval_win_rate", "win_rate", "entropy", "game_length"):
+        for key in SORT_KEYS:
             values = [r[key] for r in finals]
             entry[key] = float(np.mean(values))
             entry[key + "_std"] = float(np.std(values))
         table.append(entry)
     if table and sort_by not in table[0]:
-        raise ValueError(f"cannot sort by {sort_by!r}; choose one of eval_win_rate, win_rate, entropy, game_length")
+        raise ValueError(f"cannot sort by {sort_by!r}; choose one of {', '.join(SORT_KEYS)}")
     return sorted(table, key=lambda e: -e[sort_by])
 
 

@@ -111,3 +111,24 @@ def test_a_folder_that_holds_a_scan_is_never_overwritten(scanned, capsys):
     assert cli.main(["scan", "--preset", "ex2-entropy", "--batches", "1", "--out", str(out)]) == 2
     assert "already holds a run" in capsys.readouterr().err
     assert (out / "metrics.jsonl").read_text() == before
+
+
+def test_scan_arguments_are_checked_before_anything_is_written(tmp_path, capsys):
+    """--sort with a key the table will not have: one line, and no scan.json left behind to
+    refuse the corrected command; --resume with another setting names the setting."""
+    from czjax import cli
+
+    out = tmp_path / "scan"
+    assert cli.main(["scan", "--preset", "default", "--grid", "learning_rate=1e-3,2e-3", "--seeds", "1", "--batches", "1",
+                     "--sort", "elo", "--out", str(out)]) == 2
+    assert "cannot sort by 'elo'; choose one of eval_win_rate, win_rate, entropy, game_length, learning_rate" in capsys.readouterr().err
+    assert not out.exists()
+    scan.check_sort("learning_rate", ["learning_rate"])  # a grid name sorts too
+    out.mkdir()
+    from czjax.train import TrainConfig
+
+    first = {"config": TrainConfig().to_dict(), "seeds": [0, 1], "batches": 4, "chunk": 2}
+    scan.open_scan(out, first, resume=False, overwrite=False)
+    other = TrainConfig().override({"ppo.clip": 0.3}).to_dict()
+    with pytest.raises(ValueError, match=r"config.ppo.clip was 0.2, now 0.3$"):
+        scan.open_scan(out, {**first, "config": other}, resume=True, overwrite=False)
