@@ -53,7 +53,7 @@ def load_params(path) -> tuple[str, Any, dict]:
     path = Path(path)
     meta, raw = checkpoint.read_meta(path)
     model_name = meta.get("config", {}).get("model")
-    if model_name not in models.MODELS:
+    if not models.is_model_name(model_name):
         raise checkpoint.CheckpointError(f"{path} names an unknown model {model_name!r}")
     model = models.get_model(model_name)
     template = jax.eval_shape(lambda key: models.init_params(model, key), jax.random.key(0))

@@ -295,7 +295,7 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     from czjax.precision import PRECISIONS
     from czjax.train import OPPONENTS, PPO_KL_STOPS
 
-    parser.add_argument("--model", default=None, help=f"the network: {', '.join(MODELS)} (default: the preset's)")
+    parser.add_argument("--model", default=None, help=f"the network: {', '.join(MODELS)}, or resnet[:blocks=B,channels=C] (default 5 x 64) (default: the preset's)")
     parser.add_argument("--games-per-batch", type=_batch, default=None, help="games per batch (one update each)")
     parser.add_argument("--opponent", default=None,
                         help=f"{', '.join(OPPONENTS)}: self is a frozen copy of the learner, promoted at 52%%; current is the "

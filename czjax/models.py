@@ -195,6 +195,58 @@ class CNNMk4(nn.Module):
         return logits, jnp.tanh(nn.Dense(1, name="value_2", dtype=dtype)(v)[:, 0].astype(jnp.float32))
 
 
+class ResNet(nn.Module):
+    """A residual policy-value network in AlphaZero's shape (AlphaZero.jl plays Connect Four with
+    5 blocks of 128): a 3x3 conv stem, ``blocks`` residual blocks of two 3x3 convs, each
+    followed by GroupNorm (stateless, unlike BatchNorm's running statistics, so one function
+    serves training, search and vmapped scans alike) and ReLU; a policy head (1x1 conv to 2
+    channels, Dense 7) and a value head (1x1 conv to 1 channel, Dense ``channels``, Dense 1,
+    tanh). GroupNorm uses groups of 8 channels (``channels // 8`` groups, at least 1)."""
+
+    blocks: int = 5
+    channels: int = 64
+    conv: str = "auto"
+    dtype: Any = jnp.float32
+    has_value_head = True
+
+    @nn.compact
+    def __call__(self, boards):
+        dtype, width = self.dtype, self.channels
+        groups = max(1, width // 8)
+
+        def norm(name):
+            return nn.GroupNorm(num_groups=groups, epsilon=TORCH_EPS, dtype=dtype, name=name)
+
+        x = nn.relu(norm("stem_norm")(Conv3x3(width, self.conv, dtype, name="stem")(one_hot_planes(boards).astype(dtype))))
+        for i in range(self.blocks):
+            y = nn.relu(norm(f"block{i}_norm0")(Conv3x3(width, self.conv, dtype, name=f"block{i}_conv0")(x)))
+            y = norm(f"block{i}_norm1")(Conv3x3(width, self.conv, dtype, name=f"block{i}_conv1")(y))
+            x = nn.relu(x + y)
+        batch = x.shape[0]
+        p = nn.relu(nn.Dense(2, dtype=dtype, name="policy_conv")(x)).reshape(batch, -1)  # a 1x1 conv is a Dense per cell
+        logits = nn.Dense(game.COLS, dtype=dtype, name="policy")(p).astype(jnp.float32)
+        v = nn.relu(nn.Dense(1, dtype=dtype, name="value_conv")(x)).reshape(batch, -1)
+        v = nn.relu(nn.Dense(width, dtype=dtype, name="value_hidden")(v))
+        return logits, jnp.tanh(nn.Dense(1, dtype=dtype, name="value")(v)[:, 0].astype(jnp.float32))
+
+
+RESNET_DEFAULTS = {"blocks": 5, "channels": 64}
+
+
+def parse_resnet(name: str) -> dict:
+    """``resnet`` or ``resnet:blocks=B,channels=C`` -> its settings; one-line ValueError."""
+    _, _, options = name.partition(":")
+    settings = dict(RESNET_DEFAULTS)
+    for item in filter(None, (part.strip() for part in options.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or key not in RESNET_DEFAULTS:
+            raise ValueError(f"model {name!r}: resnet's options are blocks=B,channels=C, got {item!r}")
+        if not value.isdigit() or int(value) < (0 if key == "blocks" else 1):
+            raise ValueError(f"model {name!r}: {key} must be a whole number{' >= 1' if key == 'channels' else ''}, got {value!r}")
+        settings[key] = int(value)
+    return settings
+
+
 # name -> (dtype, conv method, norm method) -> module
 MODELS: dict[str, Callable[[Any, str, str], nn.Module]] = {
     "mlp": lambda dtype, conv, norm: SimpleMLP(dtype=dtype),
@@ -202,6 +254,17 @@ MODELS: dict[str, Callable[[Any, str, str], nn.Module]] = {
     "cnn-mk4": lambda dtype, conv, norm: CNNMk4(value_head=False, conv=conv, dtype=dtype, norm=norm),
     "cnn-mk4-value": lambda dtype, conv, norm: CNNMk4(value_head=True, conv=conv, dtype=dtype, norm=norm),
 }
+
+
+def is_model_name(name) -> bool:
+    """Whether ``name`` names a model (a registry name, or ``resnet[:OPTIONS]``)."""
+    if not isinstance(name, str):
+        return False
+    try:
+        get_model(name)
+    except ValueError:
+        return False
+    return True
 
 
 def get_model(name: str, dtype: str = "float32", conv: str = "auto", norm: str = "auto") -> nn.Module:
@@ -213,10 +276,12 @@ def get_model(name: str, dtype: str = "float32", conv: str = "auto", norm: str =
         raise ValueError(f"unknown conv {conv!r}; choose one of {', '.join(CONV_METHODS)}")
     if norm not in NORM_METHODS:
         raise ValueError(f"unknown norm {norm!r}; choose one of {', '.join(NORM_METHODS)}")
+    if name == "resnet" or name.startswith("resnet:"):
+        return ResNet(**parse_resnet(name), conv=conv, dtype=COMPUTE_DTYPES[dtype])
     try:
         build = MODELS[name]
     except KeyError:
-        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}") from None
+        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}, resnet[:blocks=B,channels=C]") from None
     return build(COMPUTE_DTYPES[dtype], conv, norm)
 
 

@@ -80,6 +80,17 @@ PRESETS: dict[str, Preset] = {
         dict(learning_rate=1e-3, entropy_bonus=0.0, value_weight=1.0, discount=1.0),
         batches=2000,
     ),
+    "gumbel-az-gpu": Preset(
+        "the gumbel-az recipe at GPU scale (a starting point, not yet run on a GPU): a 5 x 64 ResNet, 2,048 games per batch, "
+        "Gumbel with 32 simulations and 4 considered columns (AlphaZero.jl issue #217's), a 2M-position replay buffer, "
+        "16 steps of 8,192 per batch (each position trained on about once)",
+        TrainConfig(model="resnet", games_per_batch=2048, opponent="current", algorithm="alphazero",
+                    search="gumbel:sims=32,considered=4,move=policy,rescale=0", mirror=True, openings=2, both_sides=True,
+                    replay=ReplaySettings(capacity=2_000_000, batch=8192, steps=16), batches_per_chunk=5, solver_eval="network",
+                    eval_games=1000),
+        dict(learning_rate=1e-3, entropy_bonus=0.0, value_weight=1.0, discount=1.0),
+        batches=1000,
+    ),
 }
 
 

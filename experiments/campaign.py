@@ -102,23 +102,23 @@ def strength_run(ctx: Context) -> dict:
     from czjax.agents import load_params
     from czjax.train import HParams
 
-    preset = presets.get_preset("gumbel-az")
+    preset = presets.get_preset("gumbel-az-gpu")
     budget = 540 * ctx.scale
     out = ctx.work / "run"
     resume = (out / "checkpoint.msgpack").exists()
     slot = max(1.0, ctx.stop_at - time.monotonic())
     summary = loop.run(preset.config, HParams.create(**preset.hparams), out, seed=0, time_budget_s=min(budget, _elapsed(out) + slot),
-                       resume=resume, log=ctx.log, title="czjax train --preset gumbel-az --time-budget 540 (seed 0)")
+                       resume=resume, log=ctx.log, title="czjax train --preset gumbel-az-gpu --time-budget 540 (seed 0)")
     rows = loop.read_metrics(out / "metrics.jsonl")
     elapsed = rows[-1]["elapsed_s"] if rows else 0.0
     write_rows(ctx.results / "metrics.jsonl.gz", rows)
-    plots.dashboard(rows, ctx.results / "dashboard.png", "gumbel-az, seed 0")
+    plots.dashboard(rows, ctx.results / "dashboard.png", "gumbel-az-gpu, seed 0")
     _, params, _ = load_params(out / "checkpoint.msgpack")
     checkpoint.save_weights(ctx.results / "czjax.msgpack", params, preset.config.to_dict())
     last = rows[-1] if rows else {}
     keys = [k for k in last if k.startswith("pons_") or k.startswith("public_")]
     (ctx.results / "results.md").write_text(
-        "# Gumbel AlphaZero, ten minutes (preset gumbel-az, seed 0)\n\n"
+        "# Gumbel AlphaZero, ten minutes (preset gumbel-az-gpu, seed 0)\n\n"
         f"{last.get('games', 0):,} games in {elapsed:.0f} s of training.\n\n"
         + "\n".join(f"- {k}: {last[k]:.3f}" for k in sorted(keys)) + "\n")
     return {"done": elapsed >= budget - 1, "progress": min(1.0, elapsed / budget), "elapsed_s": elapsed, "summary": summary,
@@ -179,7 +179,7 @@ def czjax(*args: str) -> list[str]:
 
 
 STEPS: dict[str, Step] = {
-    "strength-10min": Step("czjax train --preset gumbel-az --time-budget 540 (the strength issue's ten-minute run)", strength_run),
+    "strength-10min": Step("czjax train --preset gumbel-az-gpu --time-budget 540 (the strength issue's ten-minute run)", strength_run),
     "ex3-8seeds": blog_example(3),
     "ex1-8seeds": blog_example(1),
     "ex2-8seeds": blog_example(2),

@@ -107,3 +107,51 @@ def test_mixed_precision_computes_in_bfloat16_with_float32_parameters():
             assert 0 < error <= 0.05 * scale, (name, error, scale)
     with pytest.raises(ValueError, match="unknown conv 'fft'; choose one of auto, im2col, xla"):
         models.get_model("cnn-mk4", conv="fft")
+
+
+def numpy_resnet(p, boards, blocks, groups, eps=1e-5):
+    """models.ResNet written again in NumPy, float64, from its description."""
+    x = np.stack([boards == 1, boards == -1, boards == 0], -1).astype(np.float64)
+
+    def conv(x, kernel):  # 3x3, 'same', kernel (3, 3, in, out)
+        padded = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+        return sum(padded[:, i:i + 6, j:j + 7, :] @ kernel[i, j] for i in range(3) for j in range(3))
+
+    def norm(x, q):
+        b, h, w, c = x.shape
+        g = x.reshape(b, h, w, groups, c // groups)
+        mean, var = g.mean((1, 2, 4), keepdims=True), g.var((1, 2, 4), keepdims=True)
+        return ((g - mean) / np.sqrt(var + eps)).reshape(x.shape) * q["scale"] + q["bias"]
+
+    def dense(x, q):
+        return x @ q["kernel"] + q["bias"]
+
+    relu = lambda v: np.maximum(v, 0)  # noqa: E731
+    x = relu(norm(conv(x, p["stem"]["kernel"]), p["stem_norm"]))
+    for i in range(blocks):
+        y = relu(norm(conv(x, p[f"block{i}_conv0"]["kernel"]), p[f"block{i}_norm0"]))
+        x = relu(x + norm(conv(y, p[f"block{i}_conv1"]["kernel"]), p[f"block{i}_norm1"]))
+    logits = dense(relu(dense(x, p["policy_conv"])).reshape(len(x), -1), p["policy"])
+    v = relu(dense(relu(dense(x, p["value_conv"])).reshape(len(x), -1), p["value_hidden"]))
+    return logits, np.tanh(dense(v, p["value"])[:, 0])
+
+
+def test_resnet_against_numpy_and_its_parameter_count():
+    """resnet:blocks=2,channels=16 against a float64 NumPy transcription, on random boards with
+    PyTorch-initialised parameters; the parameter count by hand; settings in the name."""
+    model = models.get_model("resnet:blocks=2,channels=16")
+    params = models.init_params(model, jax.random.key(3))
+    rng = np.random.default_rng(0)
+    boards = rng.integers(-1, 2, size=(5, 6, 7)).astype(np.int8)
+    with jax.default_matmul_precision("highest"):
+        logits, value = models.apply_model(model, params, jnp.asarray(boards))
+    ref_logits, ref_value = numpy_resnet(jax.tree.map(lambda a: np.asarray(a, np.float64), params["params"]), boards, 2, 2)
+    np.testing.assert_allclose(np.asarray(logits), ref_logits, atol=1e-4, rtol=1e-4)
+    np.testing.assert_allclose(np.asarray(value), ref_value, atol=1e-4)
+    # stem 3*9*16 + norm 32; per block 2 * (16*9*16 + 32); policy 1x1 conv 16*2+2, Dense 84*7+7;
+    # value 1x1 conv 16+1, Dense 42*16+16, Dense 16+1
+    assert models.count_params(params) == 432 + 32 + 2 * 2 * (2304 + 32) + 34 + 595 + 17 + 688 + 17
+    assert models.get_model("resnet").blocks == 5 and models.has_value_head(model)
+    for bad in ("resnet:blocks=x", "resnet:width=3", "resnet:channels=0"):
+        with pytest.raises(ValueError, match="resnet"):
+            models.get_model(bad)
