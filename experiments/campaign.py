@@ -97,24 +97,31 @@ def blog_example(number: int, seeds: int = 8) -> Step:
 # --- The strength issue's ten-minute run ---------------------------------------------------
 
 
+# The strength step below full scale (tests, CPU smoke runs): the same recipe, tiny.
+SMALL_STRENGTH = {"model": "resnet:blocks=1,channels=8", "games_per_batch": 8, "search": "gumbel:sims=4,considered=4,move=policy,rescale=0",
+                  "replay.capacity": 4096, "replay.batch": 64, "replay.steps": 1, "eval_games": 4, "batches_per_chunk": 1}
+
+
 def strength_run(ctx: Context) -> dict:
     from czjax import checkpoint, loop, plots, presets
     from czjax.agents import load_params
     from czjax.train import HParams
 
     preset = presets.get_preset("gumbel-az-gpu")
+    config = preset.config if ctx.scale == 1 else preset.config.override(SMALL_STRENGTH)
     budget = 540 * ctx.scale
     out = ctx.work / "run"
     resume = (out / "checkpoint.msgpack").exists()
     slot = max(1.0, ctx.stop_at - time.monotonic())
-    summary = loop.run(preset.config, HParams.create(**preset.hparams), out, seed=0, time_budget_s=min(budget, _elapsed(out) + slot),
+    summary = loop.run(config, HParams.create(**preset.hparams), out, seed=0, time_budget_s=min(budget, _elapsed(out) + slot),
                        resume=resume, log=ctx.log, title="czjax train --preset gumbel-az-gpu --time-budget 540 (seed 0)")
     rows = loop.read_metrics(out / "metrics.jsonl")
     elapsed = rows[-1]["elapsed_s"] if rows else 0.0
     write_rows(ctx.results / "metrics.jsonl.gz", rows)
     plots.dashboard(rows, ctx.results / "dashboard.png", "gumbel-az-gpu, seed 0")
     _, params, _ = load_params(out / "checkpoint.msgpack")
-    checkpoint.save_weights(ctx.results / "czjax.msgpack", params, preset.config.to_dict())
+    checkpoint.save_weights(ctx.results / "czjax.msgpack", config.model, params,
+                            {"preset": "gumbel-az-gpu", "seed": 0, "games": rows[-1]["games"] if rows else 0, "elapsed_s": elapsed})
     last = rows[-1] if rows else {}
     keys = [k for k in last if k.startswith("pons_") or k.startswith("public_")]
     (ctx.results / "results.md").write_text(

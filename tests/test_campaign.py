@@ -70,3 +70,17 @@ def test_unknown_step_is_one_line(capsys):
     with pytest.raises(SystemExit):
         campaign.main(["run", "ex9-8seeds"])
     assert "unknown step 'ex9-8seeds'" in capsys.readouterr().err
+
+
+def test_the_strength_step_leaves_a_playable_model(tmp_path):
+    """The ten-minute step at 1% (5.4 s of training, one chunk of the tiny recipe): its weights
+    are a player, and its metrics carry the solver errors."""
+    from czjax import agents
+
+    summary = campaign.run_step("strength-10min", 600, 0.01, tmp_path / "results", tmp_path / "work", log=lambda m: None)
+    results = tmp_path / "results" / "strength-10min"
+    assert summary["done"] and {"czjax.msgpack", "dashboard.png", "results.md", "metrics.jsonl.gz", "summary.json"} <= {
+        p.name for p in results.iterdir()}
+    agent = agents.load_agent(str(results / "czjax.msgpack"))
+    assert agent.model_name == "resnet:blocks=1,channels=8" and agent.has_value
+    assert "pons_mean_error" in summary["last_row"]
