@@ -64,8 +64,10 @@ def locked(out_dir: Path, what: str = "run"):
     another process holds it. The lock is the kernel's (``flock``) on ``out_dir/.lock``, so it
     goes with its process, however that ends."""
     out_dir = Path(out_dir)
+    created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
     handle = open(out_dir / LOCK, "a+")
+    failed = True
     try:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -79,13 +81,18 @@ def locked(out_dir: Path, what: str = "run"):
         handle.write(str(os.getpid()))
         handle.flush()
         yield
+        failed = False
     finally:
         handle.close()
+        if failed and created:  # a run refused before it wrote anything leaves no folder behind
+            (out_dir / LOCK).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                out_dir.rmdir()
 
 
 def check_unlocked(out_dir: Path, what: str = "run") -> None:
     """A one-line ValueError if another process holds ``out_dir``'s lock (before touching its files)."""
-    if (Path(out_dir) / LOCK).exists():
+    if (Path(out_dir) / LOCK).exists() and devices.is_main_process():
         with locked(out_dir, what):
             pass
 
@@ -308,7 +315,9 @@ def run(
     if batches is None and time_budget_s is None:
         raise ValueError("give a number of batches or a time budget")
     out_dir = Path(out_dir)
-    with locked(out_dir), sigterm_as_stop():
+    # over several hosts the processes share the folder and process 0 writes: it holds the lock
+    lock = locked(out_dir) if devices.is_main_process() else contextlib.nullcontext()
+    with lock, sigterm_as_stop():
         return _run(config, hparams, out_dir, seed, batches, time_budget_s, resume, overwrite, checkpoint_every, checkpoint_every_s,
                     plot_every_s, quiet_when_broken(log), title, init_from, num_devices)
 

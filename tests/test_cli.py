@@ -92,7 +92,7 @@ def test_init_flags(tmp_path):
     "args, message",
     [
         (["--preset", "ex9"], "unknown preset 'ex9'"),
-        (["--model", "resnet"], "unknown model 'resnet'"),
+        (["--model", "transformer"], "unknown model 'transformer'"),
         (["--opponent", "god"], "unknown opponent 'god'"),
     ],
 )

@@ -191,8 +191,14 @@ def test_ctrl_c_then_the_printed_command_equals_an_uninterrupted_run(tmp_path, c
         return progress(row, total)
 
     monkeypatch.setattr(loop, "format_progress", ctrl_c_after_the_first_chunk)
+    # Python's own Ctrl-C handler, whatever this process inherited (a job started with `&` by a
+    # non-interactive shell ignores SIGINT)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     capsys.readouterr()
-    assert cli_train(tmp_path / "stopped", "--batches", "8") == 130
+    try:
+        assert cli_train(tmp_path / "stopped", "--batches", "8") == 130
+    finally:
+        signal.signal(signal.SIGINT, previous)
     out = capsys.readouterr().out
     assert "stopped: 2 batches" in out
     monkeypatch.setattr(loop, "format_progress", progress)

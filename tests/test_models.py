@@ -44,8 +44,8 @@ def test_flax_init_is_the_previous_initialisation(name):
 
 
 def test_unknown_model_is_a_one_line_error():
-    with pytest.raises(ValueError, match="unknown model 'resnet'"):
-        models.get_model("resnet")
+    with pytest.raises(ValueError, match="unknown model 'transformer'"):
+        models.get_model("transformer")
 
 
 def test_a_model_plays_as_a_player():
