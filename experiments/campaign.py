@@ -194,7 +194,8 @@ STEPS: dict[str, Step] = {
     "ex5-8seeds": blog_example(5),
     "suite-gpu": command_step("the test suite on the GPU", lambda ctx: [("pytest", python("-m", "pytest", "-q", "-n", "8", "tests"))]),
     "bench": command_step("benchmark tables", lambda ctx: [
-        ("bench-train", czjax("bench", "train", "--json")), ("bench-search", czjax("bench", "search", "--json")),
+        ("bench-train", czjax("bench", "train", "--model", "mlp", "cnn-mk4", "--games-per-batch", "50", "4096",
+                              "--control-flow", "cond", "static", "--json")), ("bench-search", czjax("bench", "search", "--json")),
         ("bench-rollout", czjax("bench", "rollout", "--json"))]),
     "same-start": command_step("same_start.py --games 100000 --seeds 4 --sides czjax", lambda ctx: [
         ("same-start", python("experiments/same_start.py", "--games", str(max(2, round(100_000 * ctx.scale))), "--seeds", "4",
