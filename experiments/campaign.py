@@ -314,7 +314,11 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     results_root, work_root = Path(args.results), Path(args.work)
     if args.command == "status":
-        print(status(results_root))
+        try:
+            print(status(results_root), flush=True)
+        except BrokenPipeError:  # `status | head`: as a process ended by SIGPIPE
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 141
         return 0
     name = next_step(results_root) if args.step == "next" else args.step
     if name is None:
