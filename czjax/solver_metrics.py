@@ -25,10 +25,10 @@ from czjax.players import Player, mask_for_sampling
 
 @chex.dataclass(frozen=True)
 class SolverBenchmark:
-    boards: chex.Array  # int8 (N, 6, 7)
-    keeps: chex.Array  # bool (N, 7): the column keeps the game-theoretic outcome
-    optimal: chex.Array  # bool (N, 7): the column is optimal
-    group: chex.Array  # int32 (N,): index into ``names``
+    boards: np.ndarray  # int8 (N, 6, 7)
+    keeps: np.ndarray  # bool (N, 7): the column keeps the game-theoretic outcome
+    optimal: np.ndarray  # bool (N, 7): the column is optimal
+    group: np.ndarray  # int32 (N,): index into ``names``
     names: tuple = ()  # metric prefixes of the groups: "pons_L1R1", ..., "public"
 
 
@@ -45,7 +45,9 @@ def load() -> SolverBenchmark:
     boards = np.concatenate([b for _, b, _ in parts])
     optimal, keeps, _ = evaluate.good_columns(np.concatenate([s for _, _, s in parts]))
     group = np.concatenate([np.full(len(b), i, np.int32) for i, (_, b, _) in enumerate(parts)])
-    return SolverBenchmark(boards=jnp.asarray(boards), keeps=jnp.asarray(keeps), optimal=jnp.asarray(optimal), group=jnp.asarray(group),
+    # NumPy arrays (host memory): cached across traces, they enter each compiled program as
+    # constants; a device array made inside one trace would leak its tracer into the next
+    return SolverBenchmark(boards=boards.astype(np.int8), keeps=keeps, optimal=optimal, group=group,
                            names=tuple(name for name, _, _ in parts))
 
 
@@ -53,15 +55,16 @@ def metrics(player: Player, params, bench: SolverBenchmark, key=None) -> dict[st
     """The player's most likely legal column on every benchmark position (a search's move for
     a search player), scored; see the module docstring."""
     key = jax.random.key(0) if key is None else key
-    logits = player(params, bench.boards, key).logits.astype(jnp.float32)
-    move = jnp.argmax(mask_for_sampling(bench.boards[:, 0, :] == 0, logits), axis=-1)
+    boards, keeps, optimal = jnp.asarray(bench.boards), jnp.asarray(bench.keeps), jnp.asarray(bench.optimal)
+    logits = player(params, boards, key).logits.astype(jnp.float32)
+    move = jnp.argmax(mask_for_sampling(jnp.asarray(bench.boards[:, 0, :] == 0), logits), axis=-1)
     rows = jnp.arange(move.shape[0])
-    kept = bench.keeps[rows, move].astype(jnp.float32)
-    best = bench.optimal[rows, move].astype(jnp.float32)
+    kept = keeps[rows, move].astype(jnp.float32)
+    best = optimal[rows, move].astype(jnp.float32)
     groups = len(bench.names)
-    count = jax.ops.segment_sum(jnp.ones_like(kept), bench.group, groups)
-    kept_rate = jax.ops.segment_sum(kept, bench.group, groups) / count
-    best_rate = jax.ops.segment_sum(best, bench.group, groups) / count
+    count = jnp.asarray(np.bincount(bench.group, minlength=groups), jnp.float32)  # positions per group, from the host
+    kept_rate = jax.ops.segment_sum(kept, jnp.asarray(bench.group), groups) / count
+    best_rate = jax.ops.segment_sum(best, jnp.asarray(bench.group), groups) / count
     out = {}
     for i, name in enumerate(bench.names):
         if name == "public":

@@ -315,7 +315,8 @@ def test_solver_metrics_on_the_device_equal_the_host_reports():
 
     model = models.get_model("mlp3")
     agent = agents.Agent("mlp3", models.model_player(model), models.init_params(model, jax.random.key(1)), "mlp3")
-    device = jax.jit(lambda p: solver_metrics.metrics(agent.player, p, solver_metrics.load()))(agent.params)
+    bench = solver_metrics.load()
+    device = jax.jit(lambda p: solver_metrics.metrics(agent.player, p, bench))(agent.params)
     pons = evaluate.pons(agent, evaluate.load_pons())
     for row in pons["sets"]:
         assert float(device[solver_metrics.short_name(row["set"]) + "_error"]) == pytest.approx(row["move_error"], abs=1e-3)
