@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
 import shlex
@@ -11,23 +12,37 @@ import sys
 from pathlib import Path
 
 
-def _positive_int(text: str) -> int:
+# JAX's integers are 32-bit unless x64 is enabled: a count or seed beyond this does not fit.
+INT32_MAX = 2**31 - 1
+
+
+def _int_at_least(text: str, low: int, what: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
+    if value > INT32_MAX:
+        raise argparse.ArgumentTypeError(f"{value} does not fit in a 32-bit integer: expected {what} up to {INT32_MAX:,}")
     return value
 
 
+def _positive_int(text: str) -> int:
+    return _int_at_least(text, 1, "a positive integer")
+
+
 def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return _int_at_least(text, 0, "an integer >= 0")
+
+
+_seed = _non_negative_int
+
+
+def _port(text: str) -> int:
+    value = _non_negative_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {value}")
     return value
 
 
@@ -217,6 +232,7 @@ def cmd_train(args) -> int:
 
         devices.initialize_hosts(args.coordinator, args.num_processes, args.process_id)
     config, hparams, run = train_settings(args)
+    loop.check_out_dir(Path(args.out))
     loop.check_unlocked(Path(args.out))  # another process training there: one line, and its files untouched
     if not args.resume and not args.coordinator:  # before the header, so a refused run prints one line only
         loop.guard_fresh(Path(args.out), loop.RUN_FILES, args.overwrite)
@@ -270,10 +286,11 @@ def cmd_scan(args) -> int:
     seeds = list(range(args.seed, args.seed + args.seeds))
     batches = args.batches if args.batches is not None else preset.batches
     out = Path(args.out or f"runs/scan-{args.preset}")
+    loop.check_out_dir(out)
+    loop.check_unlocked(out, "scan")
     print(f"scan of {len(settings)} settings x {len(seeds)} seeds = {len(settings) * len(seeds)} configurations of "
           f"{config.model} against {config.opponent}, {config.games_per_batch} games per batch, {batches:,} batches each; "
           f"outputs in {out}/", flush=True)
-    loop.check_unlocked(out, "scan")
     try:
         with loop.sigterm_as_stop():
             rows = scan.run_scan(config, dict(preset.hparams), settings, seeds, out, batches, chunk=args.chunk, resume=args.resume,
@@ -571,7 +588,7 @@ def _add_evaluation_commands(commands) -> None:
         help="generate a puzzle set from random games, deterministically from a seed",
         description="Plays random games on device, keeps distinct win and block positions, and draws a seeded sample of each kind.",
     )
-    make.add_argument("--seed", type=int, default=0, help="(default: %(default)s; seed 0 is the shipped set)")
+    make.add_argument("--seed", type=_seed, default=0, help="(default: %(default)s; seed 0 is the shipped set)")
     make.add_argument("--per-kind", type=_positive_int, default=5000, help="puzzles of each kind (default: %(default)s)")
     make.add_argument("-o", "--out", required=True, metavar="FILE")
     make.set_defaults(func=cmd_eval_make_puzzles)
@@ -594,7 +611,7 @@ def _add_play_commands(commands) -> None:
     tour.add_argument("players", nargs="+", metavar="PLAYER", help="players, each " + player_help())
     tour.add_argument("--games", type=_batch, default=200, help="games per pair (default: %(default)s)")
     tour.add_argument("--anchor", default=None, help="the player rated 0 (default: the first)")
-    tour.add_argument("--seed", type=int, default=0)
+    tour.add_argument("--seed", type=_seed, default=0)
     tour.add_argument("--json", action="store_true", help=json_help)
     tour.set_defaults(func=cmd_tournament)
 
@@ -606,7 +623,7 @@ def _add_play_commands(commands) -> None:
     _add_player_arg(play, default=DEFAULT_OPPONENT)
     play.add_argument("--first", default="human", choices=["human", "model", "random"], help="who starts (default: %(default)s)")
     play.add_argument("--temperature", type=_non_negative_float, default=None, help=TEMPERATURE_HELP)
-    play.add_argument("--seed", type=int, default=0)
+    play.add_argument("--seed", type=_seed, default=0)
     play.set_defaults(func=cmd_play)
 
     analyze = commands.add_parser(
@@ -617,7 +634,7 @@ def _add_play_commands(commands) -> None:
     _add_player_arg(analyze)
     analyze.add_argument("--moves", default=None, help="e.g. 4453 (default: a self-play game of the model)")
     analyze.add_argument("--temperature", type=_non_negative_float, default=1.0, help="sampling temperature of the self-play game (default: %(default)s)")
-    analyze.add_argument("--seed", type=int, default=0)
+    analyze.add_argument("--seed", type=_seed, default=0)
     analyze.add_argument("--json", action="store_true", help=json_help)
     analyze.set_defaults(func=cmd_analyze)
 
@@ -631,7 +648,7 @@ def _add_play_commands(commands) -> None:
     openings.add_argument("--depth", type=_positive_int, default=4, help="moves per opening (default: %(default)s)")
     openings.add_argument("--top", type=_positive_int, default=10, help="openings listed (default: %(default)s)")
     openings.add_argument("--temperature", type=_non_negative_float, default=1.0, help="(default: %(default)s)")
-    openings.add_argument("--seed", type=int, default=0)
+    openings.add_argument("--seed", type=_seed, default=0)
     openings.add_argument("--json", action="store_true", help=json_help)
     openings.set_defaults(func=cmd_openings)
 
@@ -659,7 +676,7 @@ def _add_exchange_commands(commands) -> None:
     dist.add_argument("--batch-size", type=_positive_int, default=256, help="(default: %(default)s)")
     dist.add_argument("--lr", type=_non_negative_float, default=1e-3, help="AdamW learning rate (default: %(default)s)")
     dist.add_argument("--value-weight", type=_non_negative_float, default=1.0, help="(default: %(default)s)")
-    dist.add_argument("--seed", type=int, default=0)
+    dist.add_argument("--seed", type=_seed, default=0)
     dist.add_argument("--out", default="runs/distill", help="(default: %(default)s)")
     dist.add_argument("--overwrite", action="store_true", help="replace a student already in --out")
     dist.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -709,10 +726,10 @@ def _add_exchange_commands(commands) -> None:
         ),
     )
     _add_player_arg(serve, default=DEFAULT_OPPONENT)
-    serve.add_argument("--port", type=int, default=8000, help="(default: %(default)s; 0 picks a free port)")
+    serve.add_argument("--port", type=_port, default=8000, help="(default: %(default)s; 0 picks a free port)")
     serve.add_argument("--host", default="127.0.0.1", help="(default: %(default)s, this machine only)")
     serve.add_argument("--temperature", type=_non_negative_float, default=None, help=TEMPERATURE_HELP)
-    serve.add_argument("--seed", type=int, default=0)
+    serve.add_argument("--seed", type=_seed, default=0)
     serve.set_defaults(func=cmd_serve)
 
 
@@ -858,7 +875,7 @@ def _add_train_command(commands) -> None:
                            default=None, help=HPARAM_HELP.get(name, "(default: the preset's)"))
     train.add_argument("--no-baseline", action="store_true", help="plain REINFORCE even with a value head")
     train.add_argument("--out", default=None, help="output folder (default: runs/PRESET-seedSEED)")
-    train.add_argument("--seed", type=int, default=None, help="(default: 0)")
+    train.add_argument("--seed", type=_seed, default=None, help="(default: 0)")
     train.add_argument("--resume", action="store_true",
                        help="continue the run in --out with its stored settings and target (--batches or --time-budget change the target)")
     train.add_argument("--init-from", default=None, metavar="FILE",
@@ -872,7 +889,7 @@ def _add_train_command(commands) -> None:
     hosts.add_argument("--coordinator", default=None, metavar="HOST:PORT",
                        help="process 0's address, or auto to let JAX detect the cluster (SLURM, Open MPI, Kubernetes, Cloud TPU)")
     hosts.add_argument("--num-processes", type=_positive_int, default=None, metavar="N", help="processes (hosts) in all")
-    hosts.add_argument("--process-id", type=int, default=None, metavar="I", help="this process's number, 0 to N-1")
+    hosts.add_argument("--process-id", type=_non_negative_int, default=None, metavar="I", help="this process's number, 0 to N-1")
     train.add_argument("--checkpoint-every", type=_positive_int, default=10, metavar="CHUNKS",
                        help="checkpoint at least every this many chunks (default: %(default)s)")
     train.add_argument("--checkpoint-seconds", type=_non_negative_float, default=60.0, metavar="SECONDS",
@@ -895,7 +912,7 @@ def _add_scan_command(commands) -> None:
     scan.add_argument("--grid", nargs="+", default=[], metavar="NAME=V1,V2",
                       help="values to scan: " + ", ".join(_hparam_flags()))
     scan.add_argument("--seeds", type=_positive_int, default=1, help="seeds per setting (default: %(default)s)")
-    scan.add_argument("--seed", type=int, default=0, help="first seed (default: %(default)s)")
+    scan.add_argument("--seed", type=_seed, default=0, help="first seed (default: %(default)s)")
     scan.add_argument("--batches", type=_positive_int, default=None, help="batches per configuration (default: the preset's)")
     _add_setting_flags(scan)
     scan.add_argument("--chunk", type=_positive_int, default=None, metavar="N",
@@ -923,6 +940,45 @@ def main(argv=None) -> int:
         with contextlib.suppress(OSError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except OSError as err:  # the system refused: a read-only folder, a full disk, a file where a folder goes
+        print(f"czjax: error: {system_error_line(err)}", file=sys.stderr)
+        return 1
+    except Exception as err:
+        if not out_of_memory(err):
+            raise
+        print(f"czjax: error: {out_of_memory_line(err)}", file=sys.stderr)
+        return 1
+
+
+# What to change when the system refuses a file operation, by errno.
+OS_ERROR_FIXES = {
+    errno.ENOSPC: "free some space on that disk, or choose another --out",
+    errno.EDQUOT: "free some space within your quota, or choose another --out",
+    errno.EROFS: "that file system is read-only: choose another --out",
+    errno.EACCES: "you may not write there: choose another --out",
+    errno.EPERM: "you may not write there: choose another --out",
+    errno.ENOTDIR: "a file stands where a folder is needed: choose another path",
+    errno.EEXIST: "a file stands where a folder is needed: choose another path",
+    errno.EISDIR: "a folder stands where a file is needed: choose another path",
+    errno.ENAMETOOLONG: "choose a shorter path",
+}
+
+
+def system_error_line(err: OSError) -> str:
+    where = f" ({err.filename})" if err.filename else ""
+    fix = OS_ERROR_FIXES.get(err.errno, "check the path and the disk")
+    return f"{err.strerror or err}{where}: {fix}"
+
+
+def out_of_memory(err: BaseException) -> bool:
+    """A device (XLA: RESOURCE_EXHAUSTED) or host allocation that did not fit."""
+    return isinstance(err, MemoryError) or "RESOURCE_EXHAUSTED" in str(err).split("\n", 1)[0]
+
+
+def out_of_memory_line(err: BaseException) -> str:
+    detail = str(err).split("\n", 1)[0].replace("RESOURCE_EXHAUSTED: ", "").strip()
+    return (f"out of memory{f' ({detail})' if detail else ''}: play fewer games at once (--games-per-batch, --eval-games, "
+            "--games), or use a smaller --model or fewer simulations; a run that had not saved yet left nothing behind")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,9 @@ Nothing is lost silently:
   chunk is saved and the run says how to continue it. A broken output pipe (``czjax train |
   head``, or the pipe's reader killed by the same Ctrl-C) never stops the save: the run saves and
   stops (``summary["interrupted"] = "broken pipe"``).
+- A run that fails before its first checkpoint (the device's memory, a full disk) removes the
+  files it wrote, so the corrected command needs no ``--overwrite``; :func:`check_out_dir`
+  refuses a folder that is a file or cannot be written before anything starts.
 - A run folder is locked while a process trains in it (``.lock``, ``fcntl.flock``: released
   when the process ends, even by ``kill -9``): a second process gets a one-line error naming
   the first's process id.
@@ -88,6 +91,31 @@ def locked(out_dir: Path, what: str = "run"):
             (out_dir / LOCK).unlink(missing_ok=True)
             with contextlib.suppress(OSError):
                 out_dir.rmdir()
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """A one-line ValueError when ``out_dir`` cannot hold a run: it, or the nearest existing
+    folder above it, is a file or is not writable by this process."""
+    out_dir = Path(out_dir)
+    existing = next(p for p in (out_dir, *out_dir.parents) if p.exists())  # "." or "/" at worst
+    if not existing.is_dir():
+        raise ValueError(f"--out {out_dir}: {existing} is a file, not a folder: choose another --out")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {out_dir}: {existing} is not writable here (read-only or another user's): choose another --out")
+
+
+@contextlib.contextmanager
+def discarded_on_failure(out_dir: Path, files, discard: Callable[[], bool]):
+    """Within the block, an error (not a stop: those save) removes ``files`` from ``out_dir`` when
+    ``discard()`` says nothing in them is worth keeping: a run that failed before its first
+    checkpoint, whose ``run.json`` would otherwise make the corrected command need ``--overwrite``."""
+    try:
+        yield
+    except Exception:
+        if discard():
+            for name in files:
+                (Path(out_dir) / name).unlink(missing_ok=True)
+        raise
 
 
 def check_unlocked(out_dir: Path, what: str = "run") -> None:
@@ -325,10 +353,19 @@ def run(
 def _run(config, hparams, out_dir, seed, batches, time_budget_s, resume, overwrite, checkpoint_every, checkpoint_every_s, plot_every_s,
          log, title, init_from, num_devices) -> dict:
     num_devices = devices.available(num_devices)
+    resumed = resume and (out_dir / CHECKPOINT).exists()
     trainer, state, rows, elapsed_before, init_from = open_run(config, out_dir, seed, resume, overwrite, init_from, log, num_devices)
     description = {"seed": seed, "batches": batches, "time_budget_s": time_budget_s, "title": title,
                    **({"init_from": str(init_from)} if init_from is not None else {})}
     writes = devices.is_main_process()  # over several hosts, process 0 writes the run's files
+    saved = []
+    with discarded_on_failure(out_dir, RUN_FILES, lambda: writes and not resumed and not saved):
+        return _train(config, hparams, out_dir, trainer, state, rows, elapsed_before, description, batches, time_budget_s,
+                      checkpoint_every, checkpoint_every_s, plot_every_s, log, title, num_devices, writes, saved)
+
+
+def _train(config, hparams, out_dir, trainer, state, rows, elapsed_before, description, batches, time_budget_s, checkpoint_every,
+           checkpoint_every_s, plot_every_s, log, title, num_devices, writes, saved) -> dict:
     if writes:
         (out_dir / RUN).write_text(json.dumps({"config": config.to_dict(), "hparams": hparams.to_dict(), "run": description}, indent=1))
     ckpt_path, metrics_path, dash_path = out_dir / CHECKPOINT, out_dir / METRICS, out_dir / DASHBOARD
@@ -336,6 +373,7 @@ def _run(config, hparams, out_dir, seed, batches, time_budget_s, resume, overwri
     def save(state):
         if writes:
             checkpoint.save(ckpt_path, devices.local_view(state), config.to_dict(), hparams.to_dict(), description)
+            saved.append(True)
 
     start = time.perf_counter()
     last_print = last_plot = last_save = 0.0

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from czjax import checkpoint, devices
-from czjax.loop import METRICS, TIMING_KEYS, guard_fresh, locked, metric_row, read_metrics, run_chunk_once, write_metrics
+from czjax.loop import METRICS, TIMING_KEYS, discarded_on_failure, guard_fresh, locked, metric_row, read_metrics, run_chunk_once, write_metrics
 from czjax.train import HParams, TrainConfig, hparam_names, make_trainer
 
 AXIS = "configuration"  # the vmapped axis: skips (lax.cond) hold for all configurations at once
@@ -206,8 +206,7 @@ def run_scan(
     then resumed with ``resume=True``)."""
     num_devices = devices.available(num_devices)
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with locked(out_dir, "scan"):
+    with locked(out_dir, "scan"):  # creates the folder (and removes it again if the scan is refused)
         return _run_scan(config, base_hparams, settings, seeds, out_dir, batches, chunk, resume, overwrite, log, num_devices, stop_at)
 
 
@@ -217,8 +216,11 @@ def _run_scan(config, base_hparams, settings, seeds, out_dir, batches, chunk, re
     groups = [configs[i : i + size] for i in range(0, len(configs), size)]
     description = {"config": config.to_dict(), "hparams": base_hparams, "settings": settings, "seeds": seeds, "batches": batches, "chunk": size}
     rows = open_scan(out_dir, description, resume, overwrite)
-    for g, group in enumerate(groups):
-        rows = run_group(config, base_hparams, group, g, len(groups), out_dir, batches, rows, resume, log, num_devices, stop_at)
+    # a fresh scan that fails before its first group's checkpoint (memory, disk) leaves no scan.json behind
+    unsaved = lambda: not resume and not any(out_dir.glob("checkpoint-group*.msgpack"))  # noqa: E731
+    with discarded_on_failure(out_dir, [METRICS, "scan.json"], unsaved):
+        for g, group in enumerate(groups):
+            rows = run_group(config, base_hparams, group, g, len(groups), out_dir, batches, rows, resume, log, num_devices, stop_at)
     return rows
 
 
