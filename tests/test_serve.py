@@ -7,11 +7,18 @@ player at temperature 0, which plays its lowest legal column, so the game's cour
 advance.
 """
 
+import concurrent.futures
+import http.client
 import json
 import os
+import random
 import re
+import socket
+import struct
 import threading
+import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -30,8 +37,8 @@ CHROMIUM_ARGS = [
 ]
 
 
-def start(spec, temperature=0.0):
-    server = serve.make_server(agents.load_agent(spec), port=0, temperature=temperature)
+def start(spec, temperature=0.0, **kwargs):
+    server = serve.make_server(agents.load_agent(spec), port=0, temperature=temperature, **kwargs)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}/"
 
@@ -39,6 +46,18 @@ def start(spec, temperature=0.0):
 @pytest.fixture(scope="module")
 def random_server():
     server, url = start("random")
+    yield url
+    server.shutdown()
+    server.server_close()
+
+
+STRICT_TIMEOUT = 0.5  # seconds: the read timeout of strict_server
+
+
+@pytest.fixture(scope="module")
+def strict_server():
+    """A server that drops stalled clients after STRICT_TIMEOUT rather than 10 s."""
+    server, url = start("random", read_timeout=STRICT_TIMEOUT)
     yield url
     server.shutdown()
     server.server_close()
@@ -106,6 +125,297 @@ def test_built_in_players_sample_unless_a_temperature_is_given():
     first_moves = {service.model_move([])["move"] for _ in range(60)}
     assert len(first_moves) == 7  # uniform over 7 columns: all seen in 60 draws but with probability ~1e-3
     assert {serve.GameService(random_agent, temperature=0.0).model_move([])["move"] for _ in range(5)} == {1}
+
+
+# -- robustness: real requests over raw sockets to 127.0.0.1
+
+POSITION_KEYS = {"moves", "board", "legal", "to_move", "result", "probs", "value"}
+PAGE_PATHS = ("/", "/index.html")
+
+
+class Reply:
+    """An HTTP reply read off a raw socket: status, headers (names lowercased) and body."""
+
+    def __init__(self, response: http.client.HTTPResponse):
+        self.status = response.status
+        self.headers = {name.lower(): value for name, value in response.getheaders()}
+        self.body = response.read()
+
+    def json(self):
+        assert self.headers["content-type"] == "application/json"
+        assert int(self.headers["content-length"]) == len(self.body)
+        return json.loads(self.body)
+
+
+def port_of(url):
+    return urllib.parse.urlsplit(url).port
+
+
+def connect(url, timeout=5.0):
+    return socket.create_connection(("127.0.0.1", port_of(url)), timeout=timeout)
+
+
+def read_reply(sock, head=False):
+    """The reply on ``sock``, or None if the server closed the connection without one."""
+    response = http.client.HTTPResponse(sock, method="HEAD" if head else "GET")
+    try:
+        response.begin()
+    except http.client.RemoteDisconnected:
+        return None
+    return Reply(response)
+
+
+def exchange(url, request: bytes, timeout=5.0):
+    """Send ``request`` as is and read the reply (None: the server closed without one)."""
+    with connect(url, timeout) as sock:
+        sock.sendall(request)
+        return read_reply(sock, head=request.startswith(b"HEAD "))
+
+
+def post_raw(url, body: bytes, headers=None, path="/api/position"):
+    """A POST with ``body`` and ``headers`` (by default just a correct Content-Length)."""
+    headers = {"Content-Length": str(len(body))} if headers is None else headers
+    head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    return exchange(url, head.encode() + b"\r\n" + body)
+
+
+def error_of(reply, status):
+    """The error message of a JSON error reply with ``status``."""
+    assert reply is not None and reply.status == status, (reply and reply.status, reply and reply.body[:200])
+    payload = reply.json()
+    assert set(payload) == {"error"} and isinstance(payload["error"], str)
+    return payload["error"]
+
+
+def hang_up(sock):
+    """Close ``sock`` with a reset (SO_LINGER 0) rather than a FIN: the server's next read or
+    write on it fails with ConnectionResetError or BrokenPipeError."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+def wait_for_handlers(timeout=5.0):
+    """Wait until the servers' request threads (in this process) have finished."""
+    deadline = time.monotonic() + timeout
+    while any("process_request" in t.name for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def assert_answers_a_move(url):
+    status, state = post(url, "/api/position", {"moves": "44"})
+    assert status == 200 and state["moves"] == "44" and state["board"][4][3] == -1
+
+
+def test_content_length_is_checked_before_the_body_is_read(random_server):
+    for bad in ("-1", "abc", "+5", "1_0", "", "5, 6"):
+        assert "Content-Length" in error_of(post_raw(random_server, b'{"moves": "4"}', {"Content-Length": bad}), 400)
+    two = post_raw(random_server, b"{}", {"Content-Length": "2", "content-length": "3"})
+    assert "Content-Length" in error_of(two, 400)
+    # a huge promise is refused at once, before any body is sent or read
+    started = time.monotonic()
+    assert str(serve.MAX_BODY) in error_of(post_raw(random_server, b"", {"Content-Length": "1000000000000"}), 413)
+    too_big = b'{"moves": "' + b" " * serve.MAX_BODY + b'4"}'
+    assert str(serve.MAX_BODY) in error_of(post_raw(random_server, too_big), 413)  # sent, unread, reply intact
+    # no Content-Length: 411 rather than reading until the client closes (it has not)
+    assert "Content-Length" in error_of(post_raw(random_server, b'{"moves": "4"}', {}), 411)
+    assert "Content-Length" in error_of(post_raw(random_server, b"0\r\n\r\n", {"Transfer-Encoding": "chunked"}), 411)
+    assert time.monotonic() - started < 3
+    assert_answers_a_move(random_server)
+
+
+def test_a_body_shorter_than_its_content_length_times_out(strict_server):
+    started = time.monotonic()
+    with connect(strict_server) as sock:  # promises 40 bytes, sends 14 and waits
+        sock.sendall(b'POST /api/position HTTP/1.1\r\nContent-Length: 40\r\n\r\n{"moves": "4"}')
+        assert "Content-Length of 40" in error_of(read_reply(sock), 408)
+        assert sock.recv(100) == b""  # and the server closed the connection
+    assert STRICT_TIMEOUT <= time.monotonic() - started < STRICT_TIMEOUT + 3
+    # a client that closes its side before the promised bytes: 400 at once
+    with connect(strict_server) as sock:
+        sock.sendall(b'POST /api/position HTTP/1.1\r\nContent-Length: 40\r\n\r\n{"moves": "4"}')
+        sock.shutdown(socket.SHUT_WR)
+        assert "fewer than its Content-Length" in error_of(read_reply(sock), 400)
+    # silence, or half a request line or of the headers: the connection is dropped, not held
+    for sent in (b"", b"POST /api/posi", b"POST /api/position HTTP/1.1\r\nContent-Le"):
+        started = time.monotonic()
+        with connect(strict_server) as sock:
+            sock.sendall(sent)
+            assert read_reply(sock) is None
+        assert time.monotonic() - started < STRICT_TIMEOUT + 3
+    assert_answers_a_move(strict_server)
+
+
+def test_a_stalled_client_does_not_hold_up_others(random_server):
+    with connect(random_server) as stalled:  # holds its connection for the 10 s read timeout
+        stalled.sendall(b"POST /api/position HTTP/1.1\r\nContent-Length: 100\r\n\r\n{")
+        started = time.monotonic()
+        assert_answers_a_move(random_server)
+        assert time.monotonic() - started < 2
+
+
+def test_bodies_that_are_not_move_requests_are_400(random_server):
+    assert "nests too deeply" in error_of(post_raw(random_server, b"[" * 4000), 400)
+    assert "nests too deeply" in error_of(post_raw(random_server, b'{"moves": ' + b'{"":' * 1000), 400)
+    assert "not UTF-8" in error_of(post_raw(random_server, b'{"moves": "4\xff"}'), 400)
+    assert "not UTF-8" in error_of(post_raw(random_server, b'\xfe\xff\x00{\x00}'), 400)  # UTF-16, which json.loads takes
+    assert "not JSON" in error_of(post_raw(random_server, b"moves=44"), 400)
+    for not_an_object in (b"[1, 2]", b'"44"', b"null", b"7"):
+        assert "JSON object" in error_of(post_raw(random_server, not_an_object), 400)
+    assert "column 1-7" in error_of(post_raw(random_server, b'{"moves": "4\xd9\xa4"}'), 400)  # an Arabic 4
+    status, state = 200, json.loads(post_raw(random_server, b"").body)  # an empty body is the empty position
+    assert state["moves"] == "" and set(state) == POSITION_KEYS
+
+
+def test_every_method_gets_a_json_reply(random_server):
+    def request(method, path):
+        return exchange(random_server, f"{method} {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+
+    page = request("HEAD", "/")  # HEAD: GET's status and headers, no body
+    assert page.status == 200 and page.body == b"" and page.headers["content-type"].startswith("text/html")
+    assert int(page.headers["content-length"]) == len(urllib.request.urlopen(random_server).read())
+    info = request("HEAD", "/api/info")
+    assert info.status == 200 and info.body == b"" and info.headers["content-type"] == "application/json"
+    assert request("HEAD", "/api/position").status == 405 and request("HEAD", "/api/nothing").status == 404
+    for method in ("PUT", "DELETE", "PATCH", "OPTIONS"):
+        for path, allowed in (("/", "GET, HEAD"), ("/api/info", "GET, HEAD"), ("/api/position", "POST"),
+                              ("/api/model-move", "POST")):
+            reply = request(method, path)
+            assert method in error_of(reply, 405) and reply.headers["allow"] == allowed
+        assert "no page or endpoint" in error_of(request(method, "/api/nothing"), 404)
+    reply = request("POST", "/")
+    assert "takes GET, HEAD, not POST" in error_of(reply, 405) and reply.headers["allow"] == "GET, HEAD"
+    for method in ("FOO", "BREW", "get", "TRACE", "CONNECT"):
+        reply = request(method, "/api/position")
+        assert method in error_of(reply, 501) and reply.headers["allow"] == "POST"
+        assert request(method, "/").headers["allow"] == "GET, HEAD"
+
+
+def test_malformed_requests_get_a_json_reply(random_server):
+    assert "GARBAGE" in error_of(exchange(random_server, b"GARBAGE\r\n\r\n"), 400)
+    assert "request" in error_of(exchange(random_server, b"GET / HTTP/1.1 extra\r\n\r\n"), 400)
+    error_of(exchange(random_server, b"POST /api/position\r\n\r\n"), 400)  # HTTP/0.9 knew only GET
+    assert "version" in error_of(exchange(random_server, b"GET / HTTP/x.y\r\n\r\n"), 400)
+    error_of(exchange(random_server, b"GET / HTTP/2.0\r\n\r\n"), 505)
+    error_of(exchange(random_server, b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n"), 414)
+    error_of(exchange(random_server, b"GET / HTTP/1.1\r\nX: " + b"a" * 70000 + b"\r\n\r\n"), 431)
+    error_of(exchange(random_server, b"GET / HTTP/1.1\r\n" + b"X: 1\r\n" * 200 + b"\r\n"), 431)
+    # a request line without a version is answered with a status line too (as HTTP/1.0, not 0.9)
+    reply = exchange(random_server, b"GET /api/info\r\n\r\n")
+    assert reply.status == 200 and reply.json() == {"player": "random", "has_value": False}
+
+
+def test_clients_that_hang_up_early_leave_no_traceback(random_server, capfd):
+    capfd.readouterr()
+    request = b'POST /api/model-move HTTP/1.1\r\nContent-Length: 14\r\n\r\n{"moves": "4"}'
+    for _ in range(10):
+        for cut in (20, 60, len(request)):  # mid request line, mid headers, the whole request
+            with connect(random_server) as sock:
+                sock.sendall(request[:cut])
+            sock = connect(random_server)
+            sock.sendall(request[:cut])
+            hang_up(sock)
+        sock = connect(random_server)  # mid reply: read its first bytes, then hang up
+        sock.sendall(b"GET / HTTP/1.1\r\n\r\n")
+        sock.recv(10)
+        hang_up(sock)
+    assert_answers_a_move(random_server)
+    wait_for_handlers()
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Exception" not in err, err
+
+
+def test_a_handler_bug_is_a_500_and_one_line_in_the_log(random_server, capfd, monkeypatch):
+    def broken(body):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(serve.GameService, "parse", staticmethod(broken))
+    capfd.readouterr()
+    assert "KeyError" in error_of(post_raw(random_server, b"{}", path="/api/model-move"), 500)
+    wait_for_handlers()
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and err.count("\n") == 1 and "KeyError" in err, err
+
+
+def test_make_server_compiles_the_player_before_it_returns(monkeypatch):
+    evaluated = []
+    real_position = serve.GameService.position
+    monkeypatch.setattr(serve.GameService, "position", lambda self, moves: evaluated.append(moves) or real_position(self, moves))
+    server = serve.make_server(agents.load_agent("random"), port=0)
+    server.server_close()
+    assert evaluated == [[]]
+
+
+def fuzz_request(rng: random.Random):
+    """A random request, and whether the client hangs up without reading the reply."""
+    # weighted towards requests that reach the API, so that bodies and lengths get checked
+    method = rng.choice(["POST"] * 6 + ["GET", "HEAD", "PUT", "DELETE", "PATCH", "OPTIONS", "FOO", "get"])
+    path = rng.choice(["/api/position"] * 3 + ["/api/model-move"] * 2 + ["/", "/index.html", "/api/info",
+                                                                        "/api/nothing", "/api/position?x=1", "*"])
+    if rng.random() < 0.1:
+        path += bytes(rng.randrange(256) for _ in range(rng.randrange(1, 8))).decode("latin-1")
+    version = rng.choice([" HTTP/1.1"] * 6 + [" HTTP/1.0", "", " HTTP/2.0", " HTTP/x"])
+    kind = rng.choice(["moves"] * 4 + ["bytes", "nested", "not an object", "empty"])
+    if kind == "moves":
+        body = json.dumps({"moves": "".join(rng.choice("1234567") for _ in range(rng.randrange(12)))}).encode()
+    elif kind == "bytes":
+        body = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 200)))
+    elif kind == "nested":
+        body = rng.choice([b"[", b'{"":']) * rng.randrange(300, 1200) if rng.random() < 0.5 else b"[" * 100
+    else:
+        body = {"not an object": b"[1]", "empty": b""}[kind]
+    headers = []
+    if rng.random() < 0.5:
+        headers.append("Host: 127.0.0.1")
+    if rng.random() < 0.3:
+        headers.append("Content-Type: application/json")
+    if rng.random() < 0.1:
+        headers.append("X-Garbage: " + bytes(rng.randrange(32, 256) for _ in range(20)).decode("latin-1"))
+    length = rng.choice(["right"] * 6 + ["short", "none", "-1", "abc", "huge", "twice"])
+    short = len(body) + rng.randrange(1, 50)  # promises more than it sends: a 408 after the read timeout
+    headers += {"right": [f"Content-Length: {len(body)}"], "short": [f"Content-Length: {short}"], "none": [],
+                "-1": ["Content-Length: -1"], "abc": ["Content-Length: abc"], "huge": ["Content-Length: 99999999999"],
+                "twice": [f"Content-Length: {len(body)}", f"Content-Length: {len(body) + 1}"]}[length]
+    head = f"{method} {path}{version}\r\n" + "".join(h + "\r\n" for h in headers) + "\r\n"
+    request = head.encode("latin-1") + body
+    return request, rng.random() < 0.1
+
+
+def fuzz_one(url, request, hangs_up):
+    """Send one fuzz request; return a description of what was wrong with the reply, or None."""
+    with connect(url) as sock:
+        sock.sendall(request)
+        if hangs_up:
+            hang_up(sock)
+            return None
+        reply = read_reply(sock, head=request.startswith(b"HEAD "))
+    if reply is None:
+        return "no reply"
+    method, path = (request.split(b"\r\n")[0].split(b" ") + [b""])[:2]
+    if request.startswith(b"HEAD "):
+        return None if reply.body == b"" else "a body in a reply to HEAD"
+    if reply.status == 200 and method == b"GET" and path.decode("latin-1") in PAGE_PATHS:
+        return None if reply.body.startswith(b"<!") else "not the page"
+    payload = reply.json()
+    if reply.status == 200:
+        return None if POSITION_KEYS <= set(payload) or set(payload) == {"player", "has_value"} else f"200 {payload}"
+    return None if reply.status >= 400 and set(payload) == {"error"} else f"{reply.status} {payload}"
+
+
+def test_fuzz_of_requests_gets_json_replies(strict_server, capfd):
+    """200 random requests (fixed seed) over raw sockets, 16 at a time: every one whose client
+    waits for it gets a JSON reply (the page for GET /), those promising more body than they send
+    after the read timeout; then the server still answers, and it printed no traceback."""
+    rng = random.Random(0)
+    cases = [fuzz_request(rng) for _ in range(200)]
+    capfd.readouterr()
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        problems = list(pool.map(lambda case: fuzz_one(strict_server, *case), cases))
+    wrong = [(case[0][:120], problem) for case, problem in zip(cases, problems) if problem]
+    assert not wrong, wrong
+    assert_answers_a_move(strict_server)
+    wait_for_handlers()
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Exception" not in err, err
 
 
 def test_a_whole_game_by_clicking(random_server, browser, tmp_path):
