@@ -17,16 +17,17 @@ API (JSON in, JSON out; columns 1-based as in move strings):
 * ``GET /api/info`` -> ``player`` and ``has_value``.
 * ``GET /`` -> the page. ``HEAD`` answers as ``GET`` does, without the body.
 
-Every error is JSON ``{"error": ...}`` with its status, the page's failures included:
+Every error reply is JSON, ``{"error": ...}``, with one of these statuses:
 
 * 400: an illegal or malformed move string; a body that is not UTF-8, not JSON, nested too
   deeply for the parser, or not a JSON object; a ``Content-Length`` that is not one whole number
-  (negative, say) or that promises more bytes than the body has; a malformed request line.
+  (negative, say), or a body cut short by the client closing; a malformed request line.
 * 404: any other path. 405 (with ``Allow``): a method the path does not take (GET on a POST
   endpoint, POST on the page, PUT, DELETE, PATCH, OPTIONS). 501 (with ``Allow``): an unknown method.
 * 408: a body that stops arriving for ``read_timeout`` seconds. 411: a POST without a
   ``Content-Length`` (or with a ``Transfer-Encoding``). 413: a body over ``MAX_BODY`` bytes,
-  refused unread. 414, 431: a request line or headers over http.server's limits. 500: a bug.
+  refused unread. 414, 431: a request line or headers over http.server's limits. 505: an HTTP
+  version other than 1.x. 500: a bug (logged in one line).
 
 Each connection carries one request (HTTP/1.0) and closes after the reply. A client that sends
 nothing, or half a request, for ``read_timeout`` seconds is dropped; a client that goes away

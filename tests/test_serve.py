@@ -262,8 +262,8 @@ def test_bodies_that_are_not_move_requests_are_400(random_server):
     for not_an_object in (b"[1, 2]", b'"44"', b"null", b"7"):
         assert "JSON object" in error_of(post_raw(random_server, not_an_object), 400)
     assert "column 1-7" in error_of(post_raw(random_server, b'{"moves": "4\xd9\xa4"}'), 400)  # an Arabic 4
-    status, state = 200, json.loads(post_raw(random_server, b"").body)  # an empty body is the empty position
-    assert state["moves"] == "" and set(state) == POSITION_KEYS
+    empty = post_raw(random_server, b"")  # an empty body is the empty position, as before
+    assert empty.status == 200 and empty.json()["moves"] == "" and set(empty.json()) == POSITION_KEYS
 
 
 def test_every_method_gets_a_json_reply(random_server):
