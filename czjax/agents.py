@@ -19,6 +19,8 @@ from flax.traverse_util import flatten_dict
 
 from czjax import checkpoint, game, models
 from czjax.players import BUILTIN_PLAYERS, Player, mask_for_sampling
+from czjax.progress import Progress
+from czjax.rollout import Trajectory, play_games
 
 # The model shipped with the package (the player name "czjax"), and the default opponent of
 # `czjax play` and `czjax serve`: Gumbel MuZero with 64 simulations over it. The README's
@@ -26,6 +28,10 @@ from czjax.players import BUILTIN_PLAYERS, Player, mask_for_sampling
 SHIPPED_NAME = "czjax"
 SHIPPED_MODEL = Path(__file__).parent / "data" / "models" / "czjax.msgpack"
 DEFAULT_OPPONENT = f"gumbel:sims=64:{SHIPPED_NAME}"
+
+# A job of more network evaluations than this is announced before it starts (about 20 s on a 2-core CPU).
+LARGE_JOB_EVALUATIONS = 50_000
+
 
 class Agent(NamedTuple):
     name: str
@@ -42,6 +48,24 @@ class Agent(NamedTuple):
         if given is not None:
             return given
         return 1.0 if self.model_name is None and self.search is None else 0.0
+
+    @property
+    def evaluations_per_move(self) -> int:
+        """Network evaluations behind one move: a search's simulations and its root (a rollout
+        search's width x depth), 1 for a network or a built-in player."""
+        if self.search is None:
+            return 1
+        sims = getattr(self.search, "sims", None)
+        return sims + 1 if sims is not None else getattr(self.search, "width", 1) * getattr(self.search, "depth", 1)
+
+    def cost_note(self, moves: int, what: str) -> str | None:
+        """A line saying that a search's job is large (None when it is not): how many network
+        evaluations ``moves`` moves of it cost."""
+        total = self.evaluations_per_move * moves
+        if self.search is None or total < LARGE_JOB_EVALUATIONS:
+            return None
+        return (f"{self.name} evaluates its network {self.evaluations_per_move:,} times per move: about {total:,} evaluations "
+                f"for {what}; this takes a while on a CPU (progress follows)")
 
     @property
     def has_value(self) -> bool:
@@ -140,21 +164,23 @@ def _policy(player: Player, params, boards: jax.Array):
     return probs, value.astype(jnp.float32), greedy
 
 
-def policy(agent: Agent, boards, batch_size: int = 1024) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def policy(agent: Agent, boards, batch_size: int = 1024, progress: Progress | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(probs (N, 7), value (N,), greedy (N,))`` of ``agent`` on int8 ``boards (N, 6, 7)``.
 
     ``probs`` is the sampling distribution (softmax over legal columns, exactly 0 elsewhere);
     ``value`` is NaN for a player without a value head. Boards go through in fixed-size
-    batches (padded), so any number of boards compiles once per batch size.
+    batches (padded), so any number of boards compiles once per batch size; ``progress``
+    counts them.
     """
     empty = (np.zeros((0, game.COLS), np.float32), np.zeros((0,), np.float32), np.zeros((0,), np.int32))
-    return in_batches(lambda chunk, _: _policy(agent.player, agent.params, chunk), boards, batch_size, empty)
+    return in_batches(lambda chunk, _: _policy(agent.player, agent.params, chunk), boards, batch_size, empty, progress)
 
 
-def in_batches(fn, boards, batch_size: int, empty: tuple) -> tuple[np.ndarray, ...]:
+def in_batches(fn, boards, batch_size: int, empty: tuple, progress: Progress | None = None) -> tuple[np.ndarray, ...]:
     """``fn(chunk, index) -> arrays`` over int8 ``boards (N, 6, 7)`` in batches of one fixed
     size (the last padded with empty boards and its padding dropped), so any number of boards
-    compiles once per batch size; the results concatenated, ``empty`` for no boards."""
+    compiles once per batch size; the results concatenated, ``empty`` for no boards.
+    ``progress``: each batch is a step of it, counted in boards."""
     boards = np.asarray(boards, np.int8)
     n = boards.shape[0]
     size = min(batch_size, max(n, 1))
@@ -164,10 +190,37 @@ def in_batches(fn, boards, batch_size: int, empty: tuple) -> tuple[np.ndarray, .
         pad = size - chunk.shape[0]
         if pad:
             chunk = np.concatenate([chunk, np.zeros((pad,) + chunk.shape[1:], np.int8)])
-        outs.append(tuple(x[: size - pad] for x in jax.device_get(fn(jnp.asarray(chunk), index))))
+
+        def run(chunk=chunk, index=index, pad=pad):
+            return tuple(x[: size - pad] for x in jax.device_get(fn(jnp.asarray(chunk), index)))
+
+        outs.append(progress.step(run, size - pad) if progress is not None else run())
     if not outs:
         return empty
     return tuple(np.concatenate(parts) for parts in zip(*outs))
+
+
+# Games per compiled call of a long self-play job (openings, distillation), so that it reports progress.
+SELF_PLAY_SLICE = 512
+
+
+def self_play(agent: Agent, num_games: int, key, temperature: float, progress: Progress | None = None) -> Trajectory:
+    """Every ply of ``num_games`` games of ``agent`` against itself, each move sampled at
+    ``temperature``. Up to :data:`SELF_PLAY_SLICE` games are one call with ``key`` (the games
+    that key always gave); more are equal slices (slice ``i`` with ``fold_in(key, i)``, the extra
+    games of the last dropped), each a step of ``progress``, counted in games."""
+    slices = -(-num_games // SELF_PLAY_SLICE)
+    size = -(-num_games // slices)
+    size += size % 2  # half of the games with each side first
+    keys = [key] if slices == 1 else [jax.random.fold_in(key, i) for i in range(slices)]
+
+    def one_slice(k):
+        traj, _ = play_games(k, agent.player, agent.params, agent.player, agent.params, size, temperature, temperature)
+        return jax.device_get(traj)
+
+    parts = [progress.step(lambda k=k: one_slice(k), min(size, num_games - i * size)) if progress is not None else one_slice(k)
+             for i, k in enumerate(keys)]
+    return jax.tree.map(lambda *xs: np.concatenate(xs, axis=1)[:, :num_games], *parts)
 
 
 @functools.partial(jax.jit, static_argnames=("search", "network"))

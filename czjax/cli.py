@@ -391,25 +391,44 @@ def _print_report(args, report: dict, fmt) -> int:
     return 0
 
 
+# A game between trained players lasts about 22 plies, 11 moves per side (for the cost notes).
+AVERAGE_MOVES_PER_SIDE = 11
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _announced(agent, moves: int, what: str):
+    """``agent``, after saying on stderr when ``moves`` of its moves are a large job (a search)."""
+    note = agent.cost_note(moves, what)
+    if note:
+        _stderr(note)
+    return agent
+
+
 def cmd_eval_accuracy(args) -> int:
     from czjax import agents, evaluate
 
     positions = evaluate.load_positions(args.positions)
-    return _print_report(args, evaluate.accuracy(agents.load_agent(args.player), positions), evaluate.format_accuracy)
+    agent = _announced(agents.load_agent(args.player), len(positions["boards"]), "the positions")
+    return _print_report(args, evaluate.accuracy(agent, positions, log=_stderr), evaluate.format_accuracy)
 
 
 def cmd_eval_pons(args) -> int:
     from czjax import agents, evaluate
 
     sets = evaluate.load_pons(args.dir)
-    return _print_report(args, evaluate.pons(agents.load_agent(args.player), sets), evaluate.format_pons)
+    agent = _announced(agents.load_agent(args.player), sum(len(data["boards"]) for data in sets.values()), "Pons' positions")
+    return _print_report(args, evaluate.pons(agent, sets, log=_stderr), evaluate.format_pons)
 
 
 def cmd_eval_puzzles(args) -> int:
     from czjax import agents, puzzles
 
     data = puzzles.load(args.puzzles)
-    return _print_report(args, puzzles.score(agents.load_agent(args.player), data), puzzles.format_score)
+    agent = _announced(agents.load_agent(args.player), len(data["boards"]), "the puzzles")
+    return _print_report(args, puzzles.score(agent, data, log=_stderr), puzzles.format_score)
 
 
 def cmd_eval_make_puzzles(args) -> int:
@@ -428,6 +447,8 @@ def cmd_tournament(args) -> int:
     players = [agents.load_agent(spec) for spec in args.players]
     log = (lambda m: print(m, file=sys.stderr)) if args.json else print
     log(f"round robin between {len(players)} players, {args.games} games per pair")
+    for agent in players:  # a search's moves: about 11 per game, in every pair it plays
+        _announced(agent, args.games * AVERAGE_MOVES_PER_SIDE * (len(players) - 1), f"its {args.games * (len(players) - 1):,} games")
     report = tournament.tournament(players, args.games, anchor=args.anchor, seed=args.seed, log=log)
     return _print_report(args, report, tournament.format_tournament)
 
@@ -450,9 +471,8 @@ def cmd_analyze(args) -> int:
 def cmd_openings(args) -> int:
     from czjax import agents, interactive
 
-    report = interactive.openings(
-        agents.load_agent(args.player), args.games, args.depth, args.top, temperature=args.temperature, seed=args.seed
-    )
+    agent = _announced(agents.load_agent(args.player), args.games * 2 * AVERAGE_MOVES_PER_SIDE, f"{args.games:,} games against itself")
+    report = interactive.openings(agent, args.games, args.depth, args.top, temperature=args.temperature, seed=args.seed, log=_stderr)
     return _print_report(args, report, interactive.format_openings)
 
 
@@ -475,7 +495,8 @@ def cmd_export_torch(args) -> int:
 def cmd_distill(args) -> int:
     from czjax import agents, distill
 
-    teacher = agents.load_agent(args.teacher)
+    teacher = _announced(agents.load_agent(args.teacher), args.games * 4 * AVERAGE_MOVES_PER_SIDE,
+                         f"{args.games:,} games against itself and the labels of their positions")
     log = (lambda m: print(m, file=sys.stderr, flush=True)) if args.json else (lambda m: print(m, flush=True))
     report = distill.distill(teacher, args.model, args.out, args.games, args.epochs, args.batch_size, args.lr, args.value_weight,
                              args.temperature, args.seed, args.overwrite, log)
@@ -503,6 +524,7 @@ def cmd_serve(args) -> int:
     from czjax import agents, serve
 
     agent = agents.load_agent(args.player)
+    print(f"compiling {agent.name} (the page opens once it is ready) ...", flush=True)
     try:
         server = serve.make_server(agent, args.host, args.port, temperature=agent.temperature(args.temperature), seed=args.seed)
     except OSError as err:  # port taken, host unknown

@@ -15,6 +15,7 @@ that a strong searched player becomes a small fast network.
 from __future__ import annotations
 
 import functools
+import time
 from typing import Callable
 
 import jax
@@ -23,17 +24,17 @@ import numpy as np
 import optax
 
 from czjax import game, models
-from czjax.agents import Agent, in_batches, policy
+from czjax.agents import Agent, in_batches, policy, self_play
 from czjax.players import masked_log_probs, mask_for_sampling
-from czjax.rollout import play_games
+from czjax.progress import Progress, eta_text, time_left
 
 
-def teacher_positions(teacher: Agent, num_games: int, seed: int = 0, temperature: float = 1.0) -> np.ndarray:
+def teacher_positions(teacher: Agent, num_games: int, seed: int = 0, temperature: float = 1.0, log=None) -> np.ndarray:
     """int8 boards ``(N, 6, 7)`` of every position in ``num_games`` games of the teacher against
-    itself, each move sampled from its logits at ``temperature``."""
-    traj, _ = play_games(jax.random.key(seed), teacher.player, teacher.params, teacher.player, teacher.params, num_games,
-                         temperature, temperature)
-    return np.asarray(traj.boards())[np.asarray(traj.valid)]
+    itself, each move sampled from its logits at ``temperature`` (:func:`czjax.agents.self_play`);
+    ``log``: progress lines."""
+    traj = self_play(teacher, num_games, jax.random.key(seed), temperature, Progress(log, "teacher's games", num_games))
+    return np.asarray(game.unpack(traj.positions))[np.asarray(traj.valid)]
 
 
 @functools.partial(jax.jit, static_argnames="player")
@@ -49,12 +50,13 @@ def _label(player, params, boards, key):
     return target, value
 
 
-def label(teacher: Agent, boards, batch_size: int = 1024, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def label(teacher: Agent, boards, batch_size: int = 1024, seed: int = 0, log=None) -> tuple[np.ndarray, np.ndarray]:
     """``(targets (N, 7), values (N,))``: the teacher's policy target and value on ``boards``
-    (values NaN for a teacher without one), in padded batches of ``batch_size``."""
+    (values NaN for a teacher without one), in padded batches of ``batch_size``; ``log``:
+    progress lines."""
     empty = (np.zeros((0, game.COLS), np.float32), np.zeros((0,), np.float32))
     return in_batches(lambda chunk, i: _label(teacher.player, teacher.params, chunk, jax.random.key(seed * 100003 + i)),
-                      boards, batch_size, empty)
+                      boards, batch_size, empty, Progress(log, "positions labelled", len(boards)))
 
 
 def student_loss(model, params, boards, targets, values, value_weight):
@@ -107,12 +109,14 @@ def train_student(model_name: str, boards, targets, values, epochs: int = 10, ba
     data = (jnp.asarray(boards, jnp.int8), jnp.asarray(targets, jnp.float32), jnp.asarray(values, jnp.float32))
     epoch = make_epoch(model, optimizer, batch_size, value_weight)
     losses = []
+    start = time.perf_counter()
     for e in range(epochs):
         key, epoch_key = jax.random.split(key)
         params, opt_state, loss = epoch(params, opt_state, data, epoch_key)
         losses.append(float(loss))
         if log:
-            log(f"epoch {e + 1}/{epochs}: loss {losses[-1]:.4f}")
+            left = time_left(e + 1, epochs, time.perf_counter() - start)
+            log(f"epoch {e + 1}/{epochs}: loss {losses[-1]:.4f}" + (f" ({eta_text(left)})" if e + 1 < epochs else ""))
     return params, losses
 
 
@@ -133,9 +137,9 @@ def distill(teacher: Agent, model_name: str, out_dir, games: int = 2000, epochs:
     config = TrainConfig(model=model_name)  # one-line error for an unknown model
     loop.guard_fresh(out_dir, [checkpoint.FILENAME], overwrite)
     log(f"the teacher {teacher.name} plays {games:,} games against itself at temperature {temperature:g}")
-    boards = teacher_positions(teacher, games, seed, temperature)
+    boards = teacher_positions(teacher, games, seed, temperature, log)
     log(f"labelling {len(boards):,} positions")
-    targets, values = label(teacher, boards, seed=seed)
+    targets, values = label(teacher, boards, seed=seed, log=log)
     order = np.random.default_rng(seed).permutation(len(boards))
     held = order[: len(boards) // 10]
     train = order[len(boards) // 10 :]

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from czjax import game
+from czjax.progress import Progress
 from czjax.agents import Agent, policy
 
 PLY_BIN = 5
@@ -134,9 +135,10 @@ def accuracy_from_policy(scores, ply, probs, greedy) -> dict:
     return report
 
 
-def accuracy(agent: Agent, positions: dict) -> dict:
-    """Solver-labelled accuracy of ``agent`` on ``positions`` (from :func:`load_positions`)."""
-    probs, _, greedy = policy(agent, positions["boards"])
+def accuracy(agent: Agent, positions: dict, log=None) -> dict:
+    """Solver-labelled accuracy of ``agent`` on ``positions`` (from :func:`load_positions`);
+    ``log``: progress lines while a slow player (a search) works."""
+    probs, _, greedy = policy(agent, positions["boards"], progress=Progress(log, "positions", len(positions["boards"])))
     report = accuracy_from_policy(positions["scores"], positions["ply"], probs, greedy)
     return {"player": agent.name, **report}
 
@@ -245,18 +247,20 @@ def move_errors(scores: np.ndarray, probs: np.ndarray, greedy: np.ndarray) -> tu
     return (~keeps[np.arange(len(greedy)), greedy]).astype(np.float64), 1.0 - (np.asarray(probs, np.float64) * keeps).sum(1)
 
 
-def pons(agent: Agent, sets: dict) -> dict:
+def pons(agent: Agent, sets: dict, log=None) -> dict:
     """Per set: the move error rate (%) as AlphaZero.jl measures it, of the move the player
     plays (its most likely column or the search's move; the expectation over its draw for a
     player that samples, random and RandomPunisher), with the reference figures beside it; and,
     when the player has a value (a value head, or a search's root value), how often it reads the
-    outcome right: overall, per true outcome, and the sign alone on decided positions."""
+    outcome right: overall, per true outcome, and the sign alone on decided positions.
+    ``log``: progress lines while a slow player (a search) works."""
+    progress = Progress(log, "positions", sum(len(data["boards"]) for data in sets.values()))
     with_value = agent.has_value or agent.search is not None
     samples = agent.temperature() > 0
     report: dict = {"player": agent.name, "draw_band": DRAW_BAND, "move": "expected over its draw" if samples else "greedy",
                     "reference": PONS_REFERENCE, "sets": []}
     for name, data in sets.items():
-        probs, value, greedy = policy(agent, data["boards"])
+        probs, value, greedy = policy(agent, data["boards"], progress=progress)
         row: dict = {"set": name, "name": PONS_NAMES.get(name, name), "n": int(len(data["boards"]))}
         if "scores" in data:
             greedy_error, expected_error = move_errors(data["scores"], probs, greedy)

@@ -13,8 +13,8 @@ import jax
 import numpy as np
 
 from czjax import game
-from czjax.agents import Agent, policy, search_details
-from czjax.rollout import play_games
+from czjax.agents import Agent, policy, search_details, self_play
+from czjax.progress import Progress
 
 QUIT = ("q", "quit", "exit")
 
@@ -181,14 +181,15 @@ def format_analysis(report: dict) -> str:
     return "\n".join(lines)
 
 
-def openings(agent: Agent, games: int = 1000, depth: int = 4, top: int = 10, temperature: float = 1.0, seed: int = 0) -> dict:
+def openings(agent: Agent, games: int = 1000, depth: int = 4, top: int = 10, temperature: float = 1.0, seed: int = 0, log=None) -> dict:
     """The most frequent first ``depth`` moves when ``agent`` plays itself ``games`` times
-    (sampled at ``temperature``), as the PyTorch project's joseki script lists them."""
+    (sampled at ``temperature``), as the PyTorch project's joseki script lists them; ``log``:
+    progress lines while the games are played (:func:`czjax.agents.self_play`'s slices)."""
     if games < 2:
         raise ValueError(f"--games must be at least 2, got {games}")
     if not 1 <= depth <= game.NUM_CELLS:
         raise ValueError(f"--depth must be 1-42, got {depth}")
-    traj, _ = play_games(jax.random.key(seed), agent.player, agent.params, agent.player, agent.params, games, temperature, temperature)
+    traj = self_play(agent, games, jax.random.key(seed), temperature, Progress(log, "games", games))
     actions = np.asarray(traj.actions)[:depth].T  # (G, depth)
     valid = np.asarray(traj.valid)[:depth].T
     counts = collections.Counter("".join(str(int(c) + 1) for c, v in zip(row, ok) if v) for row, ok in zip(actions, valid))

@@ -46,6 +46,7 @@ import jax
 import numpy as np
 
 from czjax import agents, checkpoint, devices, plots, precision
+from czjax.progress import eta_text, heartbeat, time_left
 from czjax.train import HParams, TrainConfig, make_trainer
 
 CHECKPOINT = checkpoint.FILENAME
@@ -188,30 +189,6 @@ def run_chunk_once(chunk: Callable, state, hparams, num_batches: int, config: Tr
     return state, metrics, time.perf_counter() - start
 
 
-HEARTBEAT_S = 5.0  # the longest silence while a compile or a slow chunk runs
-
-
-@contextlib.contextmanager
-def heartbeat(log: Callable[[str], None], message: Callable[[], str], every_s: float | None = None):
-    """While the body runs, log ``message()`` every ``every_s`` seconds from a daemon thread,
-    so that a slow compile or compiled chunk still shows it is alive (the compiled program
-    itself never calls back to the host)."""
-    every_s = HEARTBEAT_S if every_s is None else every_s
-    stop = threading.Event()
-
-    def beat():
-        while not stop.wait(every_s):
-            log(message())
-
-    thread = threading.Thread(target=beat, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
-
-
 # Keys whose values depend on the machine's speed, not on the run.
 TIMING_KEYS = ("games_per_s", "elapsed_s", "chunk_s")
 INT_KEYS = ("batches", "games", "promotions", "positions")
@@ -246,14 +223,31 @@ def metric_row(metrics: dict, index=None) -> dict:
     return {key: (int(pick(v)) if key in INT_KEYS else float(pick(v))) for key, v in metrics.items()}
 
 
-def format_progress(row: dict, total_batches: int | None) -> str:
+def format_progress(row: dict, total_batches: int | None, left_s: float | None = None) -> str:
     batches = f"{row['batches']:,}" + (f"/{total_batches:,}" if total_batches else "")
     return (
         f"batch {batches} | {row['games']:,} games | {row['games_per_s']:,.0f} games/s | "
         f"win {row['win_rate']:.2f} | vs punisher {row['eval_win_rate']:.2f} | "
         f"entropy {row['entropy']:.2f} | length {row['game_length']:.1f} | promotions {row['promotions']}"
         + (f" | Pons error {row['pons_mean_error']:.1f}% | keeps {row['public_keeps']:.3f}" if "pons_mean_error" in row else "")
+        + (f" | {eta_text(left_s)}" if left_s is not None else "")
     )
+
+
+def run_time_left(rows: list[dict], first: int, total_batches: int | None, time_budget_s: float | None) -> float | None:
+    """Seconds until the run's target at this process's pace: wall time per batch since its
+    first chunk (``rows[first]``: compile time left out, the host's work counted), that chunk's
+    own time while it is the only one; the time budget's remainder if sooner."""
+    left = [time_budget_s - rows[-1]["elapsed_s"]] if time_budget_s is not None and rows else []
+    if total_batches is not None and len(rows) > first:
+        base, last = rows[first], rows[-1]
+        if last is base:
+            done, seconds = last["batches"] - (rows[first - 1]["batches"] if first else 0), last["chunk_s"]
+        else:
+            done, seconds = last["batches"] - base["batches"], last["elapsed_s"] - base["elapsed_s"]
+        left.append(time_left(done, done + total_batches - last["batches"], seconds))
+    left = [x for x in left if x is not None]
+    return max(0.0, min(left)) if left else None
 
 
 def describe_target(batches: int | None, time_budget_s: float | None) -> str:
@@ -376,6 +370,7 @@ def _train(config, hparams, out_dir, trainer, state, rows, elapsed_before, descr
             saved.append(True)
 
     start = time.perf_counter()
+    first_row = len(rows)  # this process's rows start here (a resumed run's earlier ones came before)
     last_print = last_plot = last_save = 0.0
     chunks = 0
     interrupted: str | bool = False
@@ -399,7 +394,7 @@ def _train(config, hparams, out_dir, trainer, state, rows, elapsed_before, descr
             chunks += 1
             now = time.perf_counter() - start
             if now - last_print >= 2.0 or chunks == 1:
-                log(format_progress(row, batches))
+                log(format_progress(row, batches, run_time_left(rows, first_row, batches, time_budget_s)))
                 last_print = now
             if chunks % checkpoint_every == 0 or now - last_save >= checkpoint_every_s:
                 save(state)

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from czjax import game
+from czjax.progress import Progress
 from czjax.agents import Agent, policy
 from czjax.evaluate import read_game_records
 from czjax.players import random_player, winning_columns
@@ -135,10 +136,11 @@ def load(path=None) -> dict:
     }
 
 
-def score(agent: Agent, puzzles: dict) -> dict:
+def score(agent: Agent, puzzles: dict, log=None) -> dict:
     """Success rates of ``agent`` per kind: ``{kind: {n, sampled, greedy}}`` plus
-    ``value_error_win`` (mean |1 - value| on win puzzles; None without a value head)."""
-    probs, value, greedy = policy(agent, puzzles["boards"])
+    ``value_error_win`` (mean |1 - value| on win puzzles; None without a value head); ``log``:
+    progress lines while a slow player (a search) works."""
+    probs, value, greedy = policy(agent, puzzles["boards"], progress=Progress(log, "puzzles", len(puzzles["boards"])))
     answers = puzzles["answers"]
     sampled = (probs.astype(np.float64) * answers).sum(1)
     greedy_ok = answers[np.arange(len(greedy)), greedy]

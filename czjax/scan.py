@@ -24,6 +24,7 @@ import numpy as np
 
 from czjax import checkpoint, devices
 from czjax.loop import METRICS, TIMING_KEYS, discarded_on_failure, guard_fresh, locked, metric_row, read_metrics, run_chunk_once, write_metrics
+from czjax.progress import eta_text, time_left
 from czjax.train import HParams, TrainConfig, hparam_names, make_trainer
 
 AXIS = "configuration"  # the vmapped axis: skips (lax.cond) hold for all configurations at once
@@ -138,6 +139,15 @@ def group_rows(group: list[dict], metrics: dict, games_per_s: float, elapsed_s: 
     return rows
 
 
+def scan_time_left(pace_from: tuple | None, batch: int, chunk: tuple, batches: int, later_batches: int) -> float | None:
+    """Seconds left in a scan from ``batch``: this group's remaining batches and every batch of
+    the groups after it (the same size, so the same pace), at the wall-clock pace since
+    ``pace_from = (batch, time)`` after the group's first chunk, or at that first chunk's own
+    pace (``chunk = (batches, seconds)``) while it is the only one."""
+    done, seconds = (batch - pace_from[0], time.perf_counter() - pace_from[1]) if pace_from else chunk
+    return time_left(done, done + batches - batch + later_batches, seconds)
+
+
 def run_group(config: TrainConfig, base_hparams: dict, group: list[dict], g: int, num_groups: int, out_dir: Path, batches: int,
               rows: list[dict], resume: bool, log, num_devices: int = 1, stop_at: float | None = None) -> list[dict]:
     """Run (or continue) one group of configurations as one vmapped program to ``batches``, the
@@ -161,7 +171,7 @@ def run_group(config: TrainConfig, base_hparams: dict, group: list[dict], g: int
         write_metrics(metrics_path, rows)
     start = time.perf_counter()
     spread = devices.largest_divisor(len(group), num_devices)  # configurations split evenly
-    first = True
+    first, pace_from = True, None  # pace_from: (batch, time) after the first chunk (which compiles)
     while (done := int(np.asarray(states.step)[0])) < batches:
         if stop_at is not None and time.monotonic() >= stop_at and not first:
             log(f"group {g + 1}/{num_groups}: stopping at batch {done:,} of {batches:,} (time limit); --resume continues it")
@@ -180,8 +190,10 @@ def run_group(config: TrainConfig, base_hparams: dict, group: list[dict], g: int
         log(
             f"group {g + 1}/{num_groups} ({len(group)} configurations) | batch {new_rows[0]['batches']:,}/{batches:,} | "
             f"{new_rows[0]['games_per_s']:,.0f} games/s in all | mean entropy {np.mean([r['entropy'] for r in new_rows]):.2f} | "
-            f"mean win vs punisher {np.mean([r['eval_win_rate'] for r in new_rows]):.2f}"
+            f"mean win vs punisher {np.mean([r['eval_win_rate'] for r in new_rows]):.2f} | "
+            + eta_text(scan_time_left(pace_from, done + num_batches, (num_batches, seconds), batches, (num_groups - g - 1) * batches))
         )
+        pace_from = pace_from or (done + num_batches, time.perf_counter())
     return rows
 
 

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from czjax.agents import Agent
+from czjax.progress import Progress
 from czjax.rollout import play_games
 
 ELO = 400.0 / math.log(10.0)  # Elo points per unit of log-odds
@@ -46,6 +47,7 @@ def round_robin(agents: list[Agent], games: int, seed: int = 0, log=None) -> np.
     for p, (i, j) in enumerate(pairs):
         groups.setdefault((agents[i].player, agents[j].player), []).append(p)
     results = np.zeros((len(agents), len(agents), 3), np.int64)
+    progress = Progress(log, "games", games * len(pairs))
     for (player_a, player_b), members in groups.items():
         params_a = _stack([agents[pairs[p][0]].params for p in members])
         params_b = _stack([agents[pairs[p][1]].params for p in members])
@@ -54,7 +56,10 @@ def round_robin(agents: list[Agent], games: int, seed: int = 0, log=None) -> np.
             _, res = play_games(key, player_a, pa, player_b, pb, games)
             return jnp.stack([(res.outcome > 0).sum(), (res.outcome == 0).sum(), (res.outcome < 0).sum()])
 
-        counts = np.asarray(jax.jit(jax.vmap(match))(keys[np.asarray(members)], params_a, params_b))
+        matches = jax.jit(jax.vmap(match))
+        counts = progress.step(lambda: np.asarray(matches(keys[np.asarray(members)], params_a, params_b)), games * len(members),
+                               f"{len(members)} match{'es' if len(members) > 1 else ''} of {games} games: "
+                               f"{agents[pairs[members[0]][0]].name} vs {agents[pairs[members[0]][1]].name}")
         for p, (win_a, draw, win_b) in zip(members, counts):
             i, j = pairs[p]
             results[i, j] = (win_a, draw, win_b)

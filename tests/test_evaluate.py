@@ -272,7 +272,7 @@ def test_pons_report_reads_outcomes_from_values_and_scores_moves(monkeypatch):
     sets = {"Test_X": {"boards": boards, "scores": scores, "value": np.array([3, -2, 0, 5, 0]), "moves": [""] * 5}}
     values = np.array([0.9, -0.9, 0.2, -0.5, 0.5])  # right, right, right (draw), wrong (a loss), wrong (a win)
     greedy = np.array([2, 3, 0, 0, 4])  # keeps, keeps (a lost position), keeps, error, error
-    monkeypatch.setattr(evaluate, "policy", lambda agent, b: (np.eye(7)[greedy], values, greedy))
+    monkeypatch.setattr(evaluate, "policy", lambda agent, b, **kwargs: (np.eye(7)[greedy], values, greedy))
     agent = agents.load_agent("mcts:sims=2:random")
     row = evaluate.pons(agent, sets)["sets"][0]
     assert row["outcome"] == pytest.approx(3 / 5) and row["move_error"] == pytest.approx(40.0)

@@ -14,7 +14,7 @@ import jax
 import numpy as np
 import pytest
 
-from czjax import checkpoint, cli, loop
+from czjax import checkpoint, cli, loop, progress
 from tests import agreement
 from tests.test_train import OLD_STORED_CONFIG
 from czjax.train import HParams, PromotionSettings, TrainConfig, make_trainer
@@ -77,7 +77,7 @@ def test_progress_while_a_chunk_or_a_compile_runs(tmp_path, monkeypatch):
     assert 5 <= len(beats) <= 15 and set(beats) == {"alive"}
     time.sleep(0.1)
     assert len(beats) <= 15  # the thread stops with the body
-    monkeypatch.setattr(loop, "HEARTBEAT_S", 0.01)
+    monkeypatch.setattr(progress, "HEARTBEAT_S", 0.01)
     fetch = jax.device_get
     monkeypatch.setattr(jax, "device_get", lambda x: (time.sleep(0.1), fetch(x))[1])  # every chunk takes 0.1 s more
     messages = []
@@ -186,9 +186,9 @@ def test_ctrl_c_then_the_printed_command_equals_an_uninterrupted_run(tmp_path, c
     assert cli_train(tmp_path / "straight", "--batches", "8") == 0
     progress = loop.format_progress
 
-    def ctrl_c_after_the_first_chunk(row, total):
+    def ctrl_c_after_the_first_chunk(row, *args):
         signal.raise_signal(signal.SIGINT)  # what Ctrl-C sends; Python raises KeyboardInterrupt from it
-        return progress(row, total)
+        return progress(row, *args)
 
     monkeypatch.setattr(loop, "format_progress", ctrl_c_after_the_first_chunk)
     # Python's own Ctrl-C handler, whatever this process inherited (a job started with `&` by a
