@@ -229,6 +229,16 @@ def _search_details(search, network: Player, params, boards: jax.Array):
     return out.visits, out.q
 
 
+def visit_shares(agent: Agent, boards) -> np.ndarray | None:
+    """A search's root visits on int8 ``boards (N, 6, 7)`` as shares of each position's visits
+    ``(N, 7)`` (what its move is chosen from, where its move probabilities are one-hot); None
+    for a player that does not search."""
+    if agent.search is None:
+        return None
+    visits = search_details(agent, boards)[0].astype(np.float64)
+    return visits / np.maximum(visits.sum(-1, keepdims=True), 1.0)
+
+
 def search_details(agent: Agent, boards) -> tuple[np.ndarray, np.ndarray]:
     """``(visits (N, 7), q (N, 7))`` of a search agent's root on int8 ``boards (N, 6, 7)``: its
     visits (rollouts for the rollout improver) and Q per column (NaN where not visited), with

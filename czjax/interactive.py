@@ -13,7 +13,7 @@ import jax
 import numpy as np
 
 from czjax import game
-from czjax.agents import Agent, policy, search_details, self_play
+from czjax.agents import Agent, policy, search_details, self_play, visit_shares
 from czjax.progress import Progress
 
 QUIT = ("q", "quit", "exit")
@@ -45,8 +45,10 @@ def masked_entropy(probs: np.ndarray) -> float:
     return float(-(p * np.log(p)).sum())
 
 
-def format_probs(probs: np.ndarray) -> str:
-    return "  ".join(f"{c + 1}:{p:4.2f}" if p > 0 else f"{c + 1}: -- " for c, p in enumerate(probs))
+def format_probs(probs: np.ndarray, legal=None) -> str:
+    """``1:0.12  2: -- ...``: ``--`` marks a full column (``legal`` False; by default, a zero)."""
+    legal = np.asarray(probs) > 0 if legal is None else legal
+    return "  ".join(f"{c + 1}:{p:4.2f}" if ok else f"{c + 1}: -- " for c, (p, ok) in enumerate(zip(probs, legal)))
 
 
 def choose_move(probs: np.ndarray, greedy: int, temperature: float, rng: np.random.Generator) -> int:
@@ -110,7 +112,9 @@ def play(
         else:
             col = choose_move(probs, greedy, temperature, rng)
             value_text = "" if np.isnan(value) else f"; its value for this position {value:+.2f}"
-            write(f"{agent.name} plays {col + 1} (probabilities {format_probs(probs)}{value_text})")
+            shares = visit_shares(agent, board[None])
+            spread = f"visit shares {format_probs(shares[0], board[0] == 0)}" if shares is not None else f"probabilities {format_probs(probs)}"
+            write(f"{agent.name} plays {col + 1} ({spread}{value_text})")
         moves.append(col)
         outcome = game_result(moves)
         if outcome is not None:

@@ -11,9 +11,11 @@ API (JSON in, JSON out; columns 1-based as in move strings):
 * ``POST /api/position {"moves": "4453"}`` -> the position after the moves: ``board`` (rows top
   first; 1 = first player, -1 = second, 0 empty), ``legal``, ``to_move``, ``result`` (null,
   ``"first"``, ``"second"`` or ``"draw"``), and the model's ``probs`` and ``value`` for the side
-  to move (``value`` null without a value head).
-* ``POST /api/model-move {"moves": ...}`` -> the model's move (``move``), with ``probs`` and
-  ``value`` of the position it moved from, and the position after it as above.
+  to move (``value`` null without a value head), and for a search its root's visit ``shares``
+  (null for a player that does not search; a search's ``probs`` are its move, one-hot).
+* ``POST /api/model-move {"moves": ...}`` -> the model's move (``move``), with ``move_probs``,
+  ``move_value`` and ``move_shares`` of the position it moved from, and the position after it
+  as above.
 * ``GET /api/info`` -> ``player`` and ``has_value``.
 * ``GET /`` -> the page. ``HEAD`` answers as ``GET`` does, without the body.
 
@@ -48,7 +50,7 @@ from importlib import resources
 import numpy as np
 
 from czjax import game
-from czjax.agents import Agent, policy
+from czjax.agents import Agent, policy, visit_shares
 from czjax.interactive import absolute_board, choose_move, game_result
 
 RESULTS = {None: None, 0: "draw", 1: "first", -1: "second"}
@@ -71,9 +73,12 @@ class GameService:
         self.lock = threading.Lock()
 
     def _evaluate(self, moves: list[int]):
+        board = game.apply_moves(moves)[None]
         with self.lock:
-            probs, value, greedy = (x[0] for x in policy(self.agent, game.apply_moves(moves)[None]))
-        return probs, (None if np.isnan(value) else float(value)), int(greedy)
+            probs, value, greedy = (x[0] for x in policy(self.agent, board))
+            shares = visit_shares(self.agent, board)
+        shares = None if shares is None else [float(x) for x in shares[0]]
+        return probs, (None if np.isnan(value) else float(value)), int(greedy), shares
 
     def position(self, moves: list[int]) -> dict:
         result = game_result(moves)
@@ -85,20 +90,21 @@ class GameService:
             "legal": [bool(x) for x in (game.apply_moves(moves)[0] == 0)] if result is None else [False] * game.COLS,
             "probs": None,
             "value": None,
+            "shares": None,
         }
         if result is None:
-            probs, value, _ = self._evaluate(moves)
-            state.update(probs=[float(p) for p in probs], value=value)
+            probs, value, _, shares = self._evaluate(moves)
+            state.update(probs=[float(p) for p in probs], value=value, shares=shares)
         return state
 
     def model_move(self, moves: list[int]) -> dict:
         if game_result(moves) is not None:
             raise ValueError("the game is over")
-        probs, value, greedy = self._evaluate(moves)
+        probs, value, greedy, shares = self._evaluate(moves)
         with self.lock:
             col = choose_move(probs, greedy, self.temperature, self.rng)
         after = self.position(moves + [col])
-        return dict(after, move=col + 1, move_probs=[float(p) for p in probs], move_value=value)
+        return dict(after, move=col + 1, move_probs=[float(p) for p in probs], move_value=value, move_shares=shares)
 
     @staticmethod
     def parse(body: dict) -> list[int]:

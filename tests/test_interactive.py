@@ -6,6 +6,7 @@ most likely column is its lowest legal one (all its probabilities tie), so its m
 
 import io
 import math
+import re
 
 import pytest
 
@@ -115,3 +116,18 @@ def test_the_shipped_model_is_the_default_opponent():
     shipped, chance = (evaluate.accuracy(agents.load_agent(name), positions) for name in ("czjax", "random"))
     assert shipped["sampled_optimal"] > chance["sampled_optimal"] + 0.1
     assert shipped["sampled_keeps_outcome_not_lost"] > chance["sampled_keeps_outcome_not_lost"] + 0.05
+
+
+def test_play_shows_a_search_s_visit_shares(monkeypatch, capsys, model_checkpoints):
+    """Not its one-hot move probabilities: how the 16 simulations spread over the columns."""
+    monkeypatch.setattr("sys.stdin", io.StringIO("q\n"))
+    spec = f"gumbel:sims=16:{model_checkpoints['cnn-mk4-value']}"
+    assert cli.main(["play", spec, "--first", "model", "--temperature", "0"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(f"{spec} plays "))
+    move = int(line.split(" plays ")[1][0])
+    assert "(visit shares " in line
+    listed = re.findall(r"(\d):\s*([\d.]+|--)", line.split("(visit shares ")[1])
+    assert len(listed) == 7 and "--" not in dict(listed).values()  # the empty board: every column legal
+    shares = {int(c): float(s) for c, s in listed}
+    assert abs(sum(shares.values()) - 1) < 7 * 0.005 and sum(s > 0 for s in shares.values()) >= 2  # printed to 2 decimals
+    assert shares[move] == max(shares.values())

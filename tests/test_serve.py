@@ -129,7 +129,7 @@ def test_built_in_players_sample_unless_a_temperature_is_given():
 
 # -- robustness: real requests over raw sockets to 127.0.0.1
 
-POSITION_KEYS = {"moves", "board", "legal", "to_move", "result", "probs", "value"}
+POSITION_KEYS = {"moves", "board", "legal", "to_move", "result", "probs", "value", "shares"}
 PAGE_PATHS = ("/", "/index.html")
 
 
@@ -467,3 +467,26 @@ def test_value_bar_for_a_model_with_a_value_head(model_checkpoints, browser):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_search_reports_its_visit_shares(model_checkpoints):
+    """A search's move probabilities are its move alone (one-hot); the API also gives how its
+    root visits spread: shares of the 16 simulations, the move among the most visited."""
+    server, url = start(f"gumbel:sims=16:{model_checkpoints['cnn-mk4-value']}")
+    try:
+        status, state = post(url, "/api/model-move", {"moves": ""})
+        assert status == 200
+        shares, probs = state["move_shares"], state["move_probs"]
+        assert sorted(probs) == [0.0] * 6 + [1.0] and probs.index(1.0) == state["move"] - 1
+        assert abs(sum(shares) - 1) < 1e-6 and sum(s > 0 for s in shares) >= 2
+        assert all(abs(s * 16 - round(s * 16)) < 1e-6 for s in shares)  # whole visits of the 16
+        assert shares[state["move"] - 1] == max(shares)
+        assert state["shares"] is not None and abs(sum(state["shares"]) - 1) < 1e-6  # the position after the move, too
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_player_that_does_not_search_has_no_shares(random_server):
+    status, state = post(random_server, "/api/model-move", {"moves": ""})
+    assert status == 200 and state["move_shares"] is None and state["shares"] is None
