@@ -363,6 +363,7 @@ def _train(config, hparams, out_dir, trainer, state, rows, elapsed_before, descr
     if writes:
         (out_dir / RUN).write_text(json.dumps({"config": config.to_dict(), "hparams": hparams.to_dict(), "run": description}, indent=1))
     ckpt_path, metrics_path, dash_path = out_dir / CHECKPOINT, out_dir / METRICS, out_dir / DASHBOARD
+    promotes = config.opponent == "self" or config.pool.league  # else no promotions panel: the count stays 0
 
     def save(state):
         if writes:
@@ -400,7 +401,7 @@ def _train(config, hparams, out_dir, trainer, state, rows, elapsed_before, descr
                 save(state)
                 last_save = now
             if writes and now - last_plot >= plot_every_s and rows:
-                plots.dashboard(rows, dash_path, title=title)
+                plots.dashboard(rows, dash_path, title=title, promotes=promotes)
                 last_plot = now
     except KeyboardInterrupt:
         interrupted = "interrupt"
@@ -414,7 +415,7 @@ def _train(config, hparams, out_dir, trainer, state, rows, elapsed_before, descr
     if interrupted:
         log(f"{interrupted}: saved the last completed chunk (batch {int(devices.local_view(state).step):,})")
     if writes and rows:
-        plots.dashboard(rows, dash_path, title=title)
+        plots.dashboard(rows, dash_path, title=title, promotes=promotes)
     return run_summary(out_dir, devices.local_view(state), rows, elapsed_before, interrupted)
 
 

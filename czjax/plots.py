@@ -65,10 +65,17 @@ def solver_panel(ax, rows: list[dict], x, xlabel: str, per_set: bool) -> None:
     ax.legend(fontsize=6, ncol=2)
 
 
-def dashboard(rows: list[dict], path, title: str = "") -> None:
-    """One figure of the panels that apply (2 rows), x axis = games played; with solver metrics,
-    their error rates against games and against training time."""
-    panels = [(panel, series) for panel, series in PANELS if applies(rows, series)]
+def dashboard_panels(rows: list[dict], promotes: bool = True) -> list[tuple[str, list]]:
+    """The panels of :data:`PANELS` that apply to ``rows``: those with a metric logged, and the
+    promotions only when the run has something to promote (``promotes``: self-play's frozen
+    opponent or a league; against a fixed opponent the count stays 0)."""
+    return [(panel, series) for panel, series in PANELS if applies(rows, series) and (promotes or panel != "checkpoint promotions")]
+
+
+def dashboard(rows: list[dict], path, title: str = "", promotes: bool = True) -> None:
+    """One figure of the panels that apply (2 rows; :func:`dashboard_panels`), x axis = games
+    played; with solver metrics, their error rates against games and against training time."""
+    panels = dashboard_panels(rows, promotes)
     solver = any("pons_mean_error" in r for r in rows)
     count = len(panels) + (2 if solver else 0)
     cols = max(1, -(-count // 2))

@@ -261,3 +261,15 @@ def test_resume_before_the_first_checkpoint_and_with_a_stored_time_budget(tmp_pa
     assert [r["batches"] for r in loop.read_metrics(tmp_path / "b" / loop.METRICS)] == [2]
     assert cli.main(["train", "--resume", "--out", str(tmp_path / "b"), "--seed", "0"]) == 2
     assert "drop --seed" in capsys.readouterr().err
+
+
+def test_the_dashboard_leaves_out_panels_that_do_not_apply():
+    """No value loss without a value head (the metric is NaN), no promotions against a fixed
+    opponent (the count stays 0): hand-made rows, as a REINFORCE run against RandomPunisher logs."""
+    from czjax import plots
+
+    rows = [{"games": 50 * i, "win_rate": 0.5, "eval_win_rate": 0.1, "entropy": 1.9, "returns_std": 0.9, "game_length": 20.0,
+             "policy_loss": 0.1, "value_loss": float("nan"), "advantage_std": float("nan"), "promotions": 0} for i in range(1, 4)]
+    fixed = [panel for panel, _ in plots.dashboard_panels(rows, promotes=False)]
+    assert fixed == ["win rate", "entropy", "returns std", "game length", "policy loss"]
+    assert [panel for panel, _ in plots.dashboard_panels(rows, promotes=True)][-1] == "checkpoint promotions"
