@@ -8,8 +8,30 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 scripts/setup-venv.sh
+next_steps() {  # what to try once a run ends, with its folder (--out, or czjax train's default)
+  local out="" preset=default seed=0 previous=""
+  for arg in "$@"; do
+    case "$previous" in --out) out=$arg ;; --preset) preset=$arg ;; --seed) seed=$arg ;; esac
+    previous=$arg
+  done
+  out=${out:-runs/$preset-seed$seed}  # czjax train's default folder
+  cat <<NEXT
+
+next, with the model in $out:
+  .venv/bin/czjax play $out            play it in the terminal
+  .venv/bin/czjax serve $out           play it in the browser
+  .venv/bin/czjax eval pons $out       its move error on Pons' sets
+  .venv/bin/czjax tournament random random-punisher $out
+  ./run.sh --preset ex3-rwb --out runs/ex3    another preset (.venv/bin/czjax train --help lists them)
+NEXT
+}
+status=0
 if [ $# -eq 0 ] && [ -f runs/default-seed0/run.json ]; then
   echo "runs/default-seed0 holds the default run: continuing it (./run.sh --overwrite starts it again)"
-  exec .venv/bin/czjax train --resume --out runs/default-seed0
+  .venv/bin/czjax train --resume --out runs/default-seed0 || status=$?
+else
+  .venv/bin/czjax train "$@" || status=$?
 fi
-exec .venv/bin/czjax train "$@"
+# after a run that trained (or was stopped and saved), not after a refused command
+case "$status" in 0 | 130 | 143) next_steps "$@" ;; esac
+exit "$status"

@@ -192,7 +192,9 @@ STEPS: dict[str, Step] = {
     "ex2-8seeds": blog_example(2),
     "ex4-8seeds": blog_example(4),
     "ex5-8seeds": blog_example(5),
-    "suite-gpu": command_step("the test suite on the GPU", lambda ctx: [("pytest", python("-m", "pytest", "-q", "-n", "8", "tests"))]),
+    # the versions it passed with become constraints/gpu-h100.txt (scripts/refresh-constraints.sh gpu FILE)
+    "suite-gpu": command_step("the test suite on the GPU", lambda ctx: [("versions", python("-m", "pip", "freeze", "--exclude-editable")),
+                                                                         ("pytest", python("-m", "pytest", "-q", "-n", "8", "tests"))]),
     "bench": command_step("benchmark tables", lambda ctx: [
         ("bench-train", czjax("bench", "train", "--model", "mlp", "cnn-mk4", "--games-per-batch", "50", "4096",
                               "--control-flow", "cond", "static", "--json")), ("bench-search", czjax("bench", "search", "--json")),

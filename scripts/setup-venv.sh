@@ -4,6 +4,9 @@
 #   scripts/setup-venv.sh            czjax and its runtime dependencies (jax for the CPU)
 #   scripts/setup-venv.sh test       ... plus the test extras (pytest, hypothesis, torch CPU, onnx, playwright)
 #   GPU=1 scripts/setup-venv.sh      ... plus jax with CUDA 12 (GPU=cuda13 for CUDA 13)
+# Versions: the known-good ones in constraints/cpu.txt (those the suite passed with; refreshed by
+# scripts/refresh-constraints.sh); CZJAX_CONSTRAINTS=none takes the newest pyproject.toml allows,
+# CZJAX_CONSTRAINTS=FILE another set. CZJAX_SETUP_DRY_RUN=1 prints the pip commands only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-}"
@@ -23,7 +26,20 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
   echo "setup: czjax needs Python 3.10 or newer; $python is $("$python" --version 2>&1)" >&2; exit 2
 fi
 
-hash=$(cat pyproject.toml | "$python" -c 'import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest()[:12])')
+constraints="${CZJAX_CONSTRAINTS:-constraints/cpu.txt}"
+if [ "$constraints" = none ]; then
+  pin=()
+elif [ -f "$constraints" ]; then
+  pin=(-c "$constraints")
+else
+  echo "setup: no constraints file $constraints (CZJAX_CONSTRAINTS=none installs the newest versions instead)" >&2; exit 2
+fi
+if [ -n "${CZJAX_SETUP_DRY_RUN:-}" ]; then
+  echo "pip install -e .${extras:+[$extras]} ${pin[*]}"
+  exit 0
+fi
+
+hash=$(cat pyproject.toml ${pin[1]:+"${pin[1]}"} | "$python" -c 'import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest()[:12])')
 stamp() { echo ".venv/.czjax-installed-${1:-base}${gpu:+-$gpu}-$hash"; }
 # Test extras include everything the runtime needs, so they satisfy a plain install too.
 if [ -f "$(stamp "$extras")" ] || { [ -z "$extras" ] && [ -f "$(stamp test)" ]; }; then
@@ -34,11 +50,11 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $("$python" --version 2>&1)"
   "$python" -m venv .venv || { echo "setup: '$python -m venv' failed: install your system's venv package (Debian/Ubuntu: apt-get install python3-venv)" >&2; exit 2; }
 fi
-echo "setup: installing czjax${extras:+ with its $extras extras}${gpu:+ and jax[$gpu]} into .venv (once; later calls skip this)"
+echo "setup: installing czjax${extras:+ with its $extras extras}${gpu:+ and jax[$gpu]} into .venv${pin[1]:+ at the versions in ${pin[1]}} (once; later calls skip this)"
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e ".${extras:+[$extras]}"
-if [ -n "$gpu" ]; then
-  .venv/bin/python -m pip install --quiet --upgrade "jax[$gpu]"
+.venv/bin/python -m pip install --quiet -e ".${extras:+[$extras]}" ${pin[@]+"${pin[@]}"}
+if [ -n "$gpu" ]; then  # the CPU set's jax version, with its CUDA plugin
+  .venv/bin/python -m pip install --quiet --upgrade "jax[$gpu]" ${pin[@]+"${pin[@]}"}
 fi
 rm -f .venv/.czjax-installed-*
 touch "$(stamp "$extras")"
