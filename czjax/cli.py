@@ -221,7 +221,7 @@ def train_settings(args):
 
 
 def cmd_train(args) -> int:
-    from czjax import loop
+    from czjax import loop, sinks
 
     if args.out is None:
         if args.resume:
@@ -241,13 +241,14 @@ def cmd_train(args) -> int:
           f"{', starting from the weights in ' + run['init_from'] if run.get('init_from') and not args.resume else ''}"
           f"; hyperparameters {hparams.to_dict()}; "
           f"outputs in {args.out}/", flush=True)
-    summary = loop.run(
-        config, hparams, args.out, seed=run["seed"], batches=run["batches"], time_budget_s=run["time_budget_s"],
-        resume=args.resume, overwrite=args.overwrite, checkpoint_every=args.checkpoint_every,
-        checkpoint_every_s=args.checkpoint_seconds, log=lambda m: print(m, flush=True), title=run.get("title", ""),
-        num_devices=args.devices,
-        init_from=run.get("init_from"),
-    )
+    with sinks.opened(args.tensorboard, args.wandb, run.get("title") or str(args.out),
+                      {"config": config.to_dict(), "hparams": hparams.to_dict(), **run}, Path(args.out)) as active:
+        summary = loop.run(
+            config, hparams, args.out, seed=run["seed"], batches=run["batches"], time_budget_s=run["time_budget_s"],
+            resume=args.resume, overwrite=args.overwrite, checkpoint_every=args.checkpoint_every,
+            checkpoint_every_s=args.checkpoint_seconds, log=lambda m: print(m, flush=True), title=run.get("title", ""),
+            num_devices=args.devices, init_from=run.get("init_from"), sinks=active,
+        )
     try:
         report_run(args, config, summary)
     except BrokenPipeError:  # the run's files are saved; only the report could not be printed
@@ -276,7 +277,7 @@ def report_run(args, config, summary) -> None:
 
 
 def cmd_scan(args) -> int:
-    from czjax import loop, presets, scan
+    from czjax import loop, presets, scan, sinks
 
     preset = presets.get_preset(args.preset)
     grid = scan.parse_grid(args.grid)
@@ -292,9 +293,10 @@ def cmd_scan(args) -> int:
           f"{config.model} against {config.opponent}, {config.games_per_batch} games per batch, {batches:,} batches each; "
           f"outputs in {out}/", flush=True)
     try:
-        with loop.sigterm_as_stop():
+        with loop.sigterm_as_stop(), sinks.opened(args.tensorboard, args.wandb, f"scan {out}",
+                                                  {"config": config.to_dict(), "grid": args.grid, "seeds": seeds}, out) as active:
             rows = scan.run_scan(config, dict(preset.hparams), settings, seeds, out, batches, chunk=args.chunk, resume=args.resume,
-                                 overwrite=args.overwrite, log=lambda m: print(m, flush=True), num_devices=args.devices)
+                                 overwrite=args.overwrite, log=lambda m: print(m, flush=True), num_devices=args.devices, sinks=active)
     except (KeyboardInterrupt, loop.Stopped) as stop:
         print(f"{'SIGTERM' if isinstance(stop, loop.Stopped) else 'interrupted'}: the scan is saved after its last completed chunk; "
               f"continue with the same command and --resume", file=sys.stderr)
@@ -302,6 +304,15 @@ def cmd_scan(args) -> int:
     print(scan.write_report(rows, out, list(grid), args.sort, f"czjax scan --preset {args.preset} " + " ".join(args.grid)))
     return 0
 
+
+
+def _add_sink_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tensorboard", default=None, metavar="DIR",
+                        help="also log every metrics.jsonl row to TensorBoard event files in DIR (a scan: a subfolder per "
+                             "configuration); needs pip install 'czjax[tensorboard]'")
+    parser.add_argument("--wandb", default=None, metavar="PROJECT",
+                        help="also log every metrics.jsonl row to a Weights & Biases run in PROJECT (a scan: one run, a series "
+                             "per configuration; WANDB_MODE=offline keeps it local); needs pip install 'czjax[wandb]'")
 
 
 def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
@@ -897,6 +908,7 @@ def _add_train_command(commands) -> None:
                            default=None, help=HPARAM_HELP.get(name, "(default: the preset's)"))
     train.add_argument("--no-baseline", action="store_true", help="plain REINFORCE even with a value head")
     train.add_argument("--out", default=None, help="output folder (default: runs/PRESET-seedSEED)")
+    _add_sink_flags(train)
     train.add_argument("--seed", type=_seed, default=None, help="(default: 0)")
     train.add_argument("--resume", action="store_true",
                        help="continue the run in --out with its stored settings and target (--batches or --time-budget change the target)")
@@ -940,6 +952,7 @@ def _add_scan_command(commands) -> None:
     scan.add_argument("--chunk", type=_positive_int, default=None, metavar="N",
                       help="run the configurations N at a time (same results, less memory)")
     scan.add_argument("--sort", default="eval_win_rate", help="summary order: eval_win_rate, win_rate, entropy or game_length")
+    _add_sink_flags(scan)
     scan.add_argument("--out", default=None, help="output folder (default: runs/scan-PRESET)")
     scan.add_argument("--resume", action="store_true", help="continue the scan in --out")
     scan.add_argument("--overwrite", action="store_true", help="start again in an --out that already holds a scan, deleting it")

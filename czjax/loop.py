@@ -47,6 +47,7 @@ import numpy as np
 
 from czjax import agents, checkpoint, devices, plots, precision
 from czjax.progress import eta_text, heartbeat, time_left
+from czjax.sinks import log_rows
 from czjax.train import HParams, TrainConfig, make_trainer
 
 CHECKPOINT = checkpoint.FILENAME
@@ -325,6 +326,7 @@ def run(
     title: str = "",
     init_from: str | None = None,
     num_devices: int | None = 1,
+    sinks=(),
 ) -> dict:
     """Train until ``batches`` batches in all or ``time_budget_s`` seconds of training in all
     (both counting what came before a resume), whichever comes first; returns a summary.
@@ -333,7 +335,8 @@ def run(
     its frozen opponent start from (with a fresh optimizer state). Ignored when resuming from a
     checkpoint: the run continues from its own weights, and keeps naming the source.
     ``num_devices``: each batch's games split across that many local devices (None: all of
-    them); the run is the same computation on any number (:mod:`czjax.devices`)."""
+    them); the run is the same computation on any number (:mod:`czjax.devices`). ``sinks``:
+    :mod:`czjax.sinks` that get every row as metrics.jsonl does."""
     if batches is None and time_budget_s is None:
         raise ValueError("give a number of batches or a time budget")
     out_dir = Path(out_dir)
@@ -341,11 +344,11 @@ def run(
     lock = locked(out_dir) if devices.is_main_process() else contextlib.nullcontext()
     with lock, sigterm_as_stop():
         return _run(config, hparams, out_dir, seed, batches, time_budget_s, resume, overwrite, checkpoint_every, checkpoint_every_s,
-                    plot_every_s, quiet_when_broken(log), title, init_from, num_devices)
+                    plot_every_s, quiet_when_broken(log), title, init_from, num_devices, sinks)
 
 
 def _run(config, hparams, out_dir, seed, batches, time_budget_s, resume, overwrite, checkpoint_every, checkpoint_every_s, plot_every_s,
-         log, title, init_from, num_devices) -> dict:
+         log, title, init_from, num_devices, sinks=()) -> dict:
     num_devices = devices.available(num_devices)
     resumed = resume and (out_dir / CHECKPOINT).exists()
     trainer, state, rows, elapsed_before, init_from = open_run(config, out_dir, seed, resume, overwrite, init_from, log, num_devices)
@@ -355,11 +358,11 @@ def _run(config, hparams, out_dir, seed, batches, time_budget_s, resume, overwri
     saved = []
     with discarded_on_failure(out_dir, RUN_FILES, lambda: writes and not resumed and not saved):
         return _train(config, hparams, out_dir, trainer, state, rows, elapsed_before, description, batches, time_budget_s,
-                      checkpoint_every, checkpoint_every_s, plot_every_s, log, title, num_devices, writes, saved)
+                      checkpoint_every, checkpoint_every_s, plot_every_s, log, title, num_devices, writes, saved, sinks)
 
 
 def _train(config, hparams, out_dir, trainer, state, rows, elapsed_before, description, batches, time_budget_s, checkpoint_every,
-           checkpoint_every_s, plot_every_s, log, title, num_devices, writes, saved) -> dict:
+           checkpoint_every_s, plot_every_s, log, title, num_devices, writes, saved, sinks) -> dict:
     if writes:
         (out_dir / RUN).write_text(json.dumps({"config": config.to_dict(), "hparams": hparams.to_dict(), "run": description}, indent=1))
     ckpt_path, metrics_path, dash_path = out_dir / CHECKPOINT, out_dir / METRICS, out_dir / DASHBOARD
@@ -392,6 +395,7 @@ def _train(config, hparams, out_dir, trainer, state, rows, elapsed_before, descr
             if writes:
                 with metrics_path.open("a") as f:
                     f.write(json.dumps(row) + "\n")
+                log_rows(sinks, [row])
             chunks += 1
             now = time.perf_counter() - start
             if now - last_print >= 2.0 or chunks == 1:

@@ -25,6 +25,7 @@ import numpy as np
 from czjax import checkpoint, devices
 from czjax.loop import METRICS, TIMING_KEYS, discarded_on_failure, guard_fresh, locked, metric_row, read_metrics, run_chunk_once, write_metrics
 from czjax.progress import eta_text, time_left
+from czjax.sinks import log_rows
 from czjax.train import HParams, TrainConfig, hparam_names, make_trainer
 
 AXIS = "configuration"  # the vmapped axis: skips (lax.cond) hold for all configurations at once
@@ -149,7 +150,7 @@ def scan_time_left(pace_from: tuple | None, batch: int, chunk: tuple, batches: i
 
 
 def run_group(config: TrainConfig, base_hparams: dict, group: list[dict], g: int, num_groups: int, out_dir: Path, batches: int,
-              rows: list[dict], resume: bool, log, num_devices: int = 1, stop_at: float | None = None) -> list[dict]:
+              rows: list[dict], resume: bool, log, num_devices: int = 1, stop_at: float | None = None, sinks=()) -> list[dict]:
     """Run (or continue) one group of configurations as one vmapped program to ``batches``, the
     configurations spread over up to ``num_devices`` devices; returns every row, this group's
     appended. Checkpoints after every chunk; starts no chunk past ``stop_at`` (a
@@ -186,6 +187,7 @@ def run_group(config: TrainConfig, base_hparams: dict, group: list[dict], g: int
         rows = rows + new_rows
         with metrics_path.open("a") as f:
             f.writelines(json.dumps(r) + "\n" for r in new_rows)
+        log_rows(sinks, new_rows)
         checkpoint.save(ckpt, states, config.to_dict(), base_hparams, {"scan_group": g, "configs": ids})
         log(
             f"group {g + 1}/{num_groups} ({len(group)} configurations) | batch {new_rows[0]['batches']:,}/{batches:,} | "
@@ -210,6 +212,7 @@ def run_scan(
     log: Callable[[str], None] = print,
     num_devices: int | None = 1,
     stop_at: float | None = None,
+    sinks=(),
 ) -> list[dict]:
     """Run every configuration for ``batches`` batches; returns the metric rows (one per
     configuration per logging interval), also written to ``out_dir/metrics.jsonl``. A group's
@@ -219,10 +222,12 @@ def run_scan(
     num_devices = devices.available(num_devices)
     out_dir = Path(out_dir)
     with locked(out_dir, "scan"):  # creates the folder (and removes it again if the scan is refused)
-        return _run_scan(config, base_hparams, settings, seeds, out_dir, batches, chunk, resume, overwrite, log, num_devices, stop_at)
+        return _run_scan(config, base_hparams, settings, seeds, out_dir, batches, chunk, resume, overwrite, log, num_devices, stop_at,
+                         sinks)
 
 
-def _run_scan(config, base_hparams, settings, seeds, out_dir, batches, chunk, resume, overwrite, log, num_devices, stop_at) -> list[dict]:
+def _run_scan(config, base_hparams, settings, seeds, out_dir, batches, chunk, resume, overwrite, log, num_devices, stop_at,
+              sinks=()) -> list[dict]:
     configs = configurations(settings, seeds)
     size = len(configs) if chunk is None else max(1, min(chunk, len(configs)))
     groups = [configs[i : i + size] for i in range(0, len(configs), size)]
@@ -232,7 +237,8 @@ def _run_scan(config, base_hparams, settings, seeds, out_dir, batches, chunk, re
     unsaved = lambda: not resume and not any(out_dir.glob("checkpoint-group*.msgpack"))  # noqa: E731
     with discarded_on_failure(out_dir, [METRICS, "scan.json"], unsaved):
         for g, group in enumerate(groups):
-            rows = run_group(config, base_hparams, group, g, len(groups), out_dir, batches, rows, resume, log, num_devices, stop_at)
+            rows = run_group(config, base_hparams, group, g, len(groups), out_dir, batches, rows, resume, log, num_devices, stop_at,
+                             sinks)
     return rows
 
 

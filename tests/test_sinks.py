@@ -1,0 +1,114 @@
+"""TensorBoard and Weights & Biases get the rows metrics.jsonl gets: read back from their own
+files with readers written here (the TFRecord framing of TensorBoard's event files, the
+LevelDB-log framing of W&B's offline ``.wandb`` file), never through the writers, and no
+network (W&B offline)."""
+
+import json
+import struct
+import sys
+from pathlib import Path
+
+import pytest
+
+from czjax import cli
+
+TINY = ["--preset", "default", "--games-per-batch", "4", "--batches-per-chunk", "1", "--eval-games", "2", "--batches", "3"]
+
+
+def tfrecords(path: Path):
+    """The records of a TFRecord file: u64 length, u32 crc, data, u32 crc."""
+    data, pos = path.read_bytes(), 0
+    while pos < len(data):
+        (length,) = struct.unpack("<Q", data[pos : pos + 8])
+        yield data[pos + 12 : pos + 12 + length]
+        pos += 12 + length + 4
+
+
+def tensorboard_scalars(folder: Path) -> dict[tuple[str, int], float]:
+    from tensorboardX.proto.event_pb2 import Event
+
+    found = {}
+    for path in folder.glob("events.out.tfevents.*"):
+        for record in tfrecords(path):
+            event = Event.FromString(record)
+            for value in event.summary.value:
+                found[(value.tag, event.step)] = value.simple_value
+    return found
+
+
+def logged_metrics(row: dict) -> dict:
+    return {k: v for k, v in row.items() if k not in ("batches", "config", "setting", "seed") and isinstance(v, (int, float))}
+
+
+def read_rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def assert_same(rows: list[dict], scalars: dict):
+    expected = {(k, r["batches"]): float(v) for r in rows for k, v in logged_metrics(r).items()}
+    assert set(scalars) == set(expected)
+    for key, value in expected.items():
+        assert scalars[key] == pytest.approx(value, rel=1e-6, abs=1e-6, nan_ok=True)  # float32 in the event file
+
+
+def test_tensorboard_gets_the_rows_of_a_run_and_of_each_scan_configuration(tmp_path):
+    assert cli.main(["train", *TINY, "--out", str(tmp_path / "run"), "--tensorboard", str(tmp_path / "tb")]) == 0
+    assert_same(read_rows(tmp_path / "run" / "metrics.jsonl"), tensorboard_scalars(tmp_path / "tb"))
+
+    assert cli.main(["scan", *TINY, "--grid", "learning_rate=0.001,0.01", "--out", str(tmp_path / "scan"),
+                     "--tensorboard", str(tmp_path / "tb-scan")]) == 0
+    rows = read_rows(tmp_path / "scan" / "metrics.jsonl")
+    configs = sorted({r["config"] for r in rows})
+    assert sorted(p.name for p in (tmp_path / "tb-scan").iterdir()) == [f"config-{c:03d}" for c in configs]
+    for c in configs:
+        assert_same([r for r in rows if r["config"] == c], tensorboard_scalars(tmp_path / "tb-scan" / f"config-{c:03d}"))
+
+
+def wandb_records(path: Path):
+    """The records of a W&B ``.wandb`` file: a 7-byte header, then LevelDB log blocks of 32 KiB,
+    each record a 7-byte header (crc, u16 length, type: 1 whole, 2 first, 3 middle, 4 last)."""
+    data, pos, pending = path.read_bytes(), 7, b""
+    while pos + 7 <= len(data):
+        left = 32768 - pos % 32768
+        if left < 7:  # a block's tail too short for a header is padding
+            pos += left
+            continue
+        length, kind = struct.unpack("<HB", data[pos + 4 : pos + 7])
+        chunk = data[pos + 7 : pos + 7 + length]
+        pos += 7 + length
+        if kind == 1:
+            yield chunk
+        elif kind in (2, 3):
+            pending = (pending if kind == 3 else b"") + chunk
+        elif kind == 4:
+            yield pending + chunk
+
+
+def test_wandb_offline_gets_the_rows(tmp_path, monkeypatch):
+    from wandb.proto import wandb_internal_pb2
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    out = tmp_path / "run"
+    assert cli.main(["train", *TINY, "--out", str(out), "--wandb", "czjax-test"]) == 0
+    [path] = out.glob("wandb/offline-run-*/run-*.wandb")
+    history = []
+    for data in wandb_records(path):
+        record = wandb_internal_pb2.Record.FromString(data)
+        if record.WhichOneof("record_type") == "history":
+            items = {item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in record.history.item}
+            history.append({k: v for k, v in items.items() if not k.startswith("_")})
+    rows = read_rows(out / "metrics.jsonl")
+    assert len(history) == len(rows)
+    for logged, row in zip(history, rows):
+        assert logged["batches"] == row["batches"]
+        for key, value in logged_metrics(row).items():
+            assert logged[key] == pytest.approx(value, nan_ok=True)
+
+
+def test_a_missing_package_is_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "tensorboardX", None)  # as if it were not installed
+    assert cli.main(["train", *TINY, "--out", str(tmp_path / "run"), "--tensorboard", str(tmp_path / "tb")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["czjax: error: --tensorboard needs the tensorboardX package: pip install 'czjax[tensorboard]'"]
+    assert not (tmp_path / "run" / "run.json").exists()
