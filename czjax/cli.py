@@ -289,6 +289,8 @@ def cmd_scan(args) -> int:
     out = Path(args.out or f"runs/scan-{args.preset}")
     loop.check_out_dir(out)
     loop.check_unlocked(out, "scan")
+    if args.resume and not (out / "scan.json").exists():
+        raise ValueError(f"nothing to resume in {out}: it holds no scan.json")
     print(f"scan of {len(settings)} settings x {len(seeds)} seeds = {len(settings) * len(seeds)} configurations of "
           f"{config.model} against {config.opponent}, {config.games_per_batch} games per batch, {batches:,} batches each; "
           f"outputs in {out}/", flush=True)
@@ -443,8 +445,9 @@ def cmd_eval_puzzles(args) -> int:
 
 
 def cmd_eval_make_puzzles(args) -> int:
-    from czjax import puzzles
+    from czjax import loop, puzzles
 
+    loop.check_out_file(Path(args.out))  # before generating
     print(f"generating {args.per_kind:,} puzzles of each kind from seed {args.seed}", file=sys.stderr)
     records = puzzles.generate(args.seed, args.per_kind, log=lambda m: print(m, file=sys.stderr))
     puzzles.write(args.out, records)

@@ -135,6 +135,7 @@ def distill(teacher: Agent, model_name: str, out_dir, games: int = 2000, epochs:
 
     out_dir = Path(out_dir)
     config = TrainConfig(model=model_name)  # one-line error for an unknown model
+    loop.check_out_dir(out_dir)  # before the teacher plays: a bad --out costs nothing
     loop.guard_fresh(out_dir, [checkpoint.FILENAME], overwrite)
     log(f"the teacher {teacher.name} plays {games:,} games against itself at temperature {temperature:g}")
     boards = teacher_positions(teacher, games, seed, temperature, log)

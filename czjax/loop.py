@@ -95,15 +95,23 @@ def locked(out_dir: Path, what: str = "run"):
                 out_dir.rmdir()
 
 
-def check_out_dir(out_dir: Path) -> None:
+def check_out_dir(out_dir: Path, flag: str = "--out") -> None:
     """A one-line ValueError when ``out_dir`` cannot hold a run: it, or the nearest existing
-    folder above it, is a file or is not writable by this process."""
+    folder above it, is a file or is not writable by this process (checked before any work)."""
     out_dir = Path(out_dir)
     existing = next(p for p in (out_dir, *out_dir.parents) if p.exists())  # "." or "/" at worst
     if not existing.is_dir():
-        raise ValueError(f"--out {out_dir}: {existing} is a file, not a folder: choose another --out")
+        raise ValueError(f"{flag} {out_dir}: {existing} is a file, not a folder: choose another {flag}")
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise ValueError(f"--out {out_dir}: {existing} is not writable here (read-only or another user's): choose another --out")
+        raise ValueError(f"{flag} {out_dir}: {existing} is not writable here (read-only or another user's): choose another {flag}")
+
+
+def check_out_file(path: Path, flag: str = "--out") -> None:
+    """The same for a file to be written: not a folder, and its folder can be made and written."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{flag} {path} is a folder: name the file to write")
+    check_out_dir(path.parent, flag)
 
 
 @contextlib.contextmanager

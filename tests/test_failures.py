@@ -121,3 +121,20 @@ def test_a_port_that_does_not_exist(capsys):
         cli.main(["serve", "random", "--port", "70000"])
     [line] = error_lines(capsys)
     assert "expected a port from 0 to 65535" in line
+
+
+def test_outputs_are_checked_before_the_work(tmp_path, capsys):
+    """A bad output path costs nothing: refused before the teacher plays or the puzzles are made."""
+    afile = tmp_path / "notes.txt"
+    afile.write_text("mine")
+    assert cli.main(["distill", "random", "--out", str(afile), "--games", "4"]) == 2
+    out = capsys.readouterr()
+    assert "plays" not in out.out + out.err and f"--out {afile}: {afile} is a file, not a folder" in out.err
+    assert cli.main(["eval", "make-puzzles", "--out", str(afile / "puzzles.jsonl"), "--per-kind", "2"]) == 2
+    out = capsys.readouterr()
+    assert "generating" not in out.err and "is a file, not a folder" in out.err
+    assert cli.main(["eval", "make-puzzles", "--out", str(tmp_path), "--per-kind", "2"]) == 2
+    assert "is a folder: name the file to write" in capsys.readouterr().err
+    assert cli.main([*SCAN, "--resume", "--out", str(tmp_path / "never")]) == 2
+    out = capsys.readouterr()
+    assert "scan of" not in out.out and "nothing to resume" in out.err and not (tmp_path / "never").exists()
