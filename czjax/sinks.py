@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
+import time
 from pathlib import Path
+from typing import Protocol
 
 # Row entries that are not metrics of the run (a scan's bookkeeping), or are the step itself.
 NOT_LOGGED = ("batches", "config", "setting", "seed")
@@ -30,12 +33,25 @@ def scalars(row: dict) -> dict[str, float]:
     return {k: float(v) for k, v in row.items() if k not in NOT_LOGGED and isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
+class MetricSink(Protocol):
+    """Where rows go besides metrics.jsonl. The step of a row is its ``batches``; ``series``: a
+    scan's configuration (``config-003``), None for a run."""
+
+    def log(self, row: dict, series: str | None = None) -> None: ...
+
+    def close(self) -> None: ...
+
+
 def series_name(config: int | None) -> str | None:
     return None if config is None else f"config-{int(config):03d}"
 
 
 class TensorBoardSink:
-    """Event files under ``logdir`` (a subfolder per scan configuration), one scalar per metric."""
+    """Event files under ``logdir`` (a subfolder per scan configuration), one scalar per metric.
+
+    A resumed run logs again the rows after its checkpoint: each writer starts with a purge at its
+    first row's step, so TensorBoard hides what an earlier session logged from that step on
+    (instead of drawing both)."""
 
     def __init__(self, logdir):
         self.writer_class = _require("tensorboardX", "--tensorboard", "tensorboard").SummaryWriter
@@ -44,7 +60,11 @@ class TensorBoardSink:
 
     def log(self, row: dict, series: str | None = None) -> None:
         if series not in self.writers:
-            self.writers[series] = self.writer_class(str(self.logdir / series if series else self.logdir))
+            # tensorboardX names a file by the second and the host, and truncates it: the suffix keeps
+            # two sessions in one folder within a second (a quick resume) from overwriting each other.
+            self.writers[series] = self.writer_class(str(self.logdir / series if series else self.logdir),
+                                                     purge_step=int(row["batches"]),
+                                                     filename_suffix=f".{os.getpid()}.{time.time_ns()}")
         writer = self.writers[series]
         for key, value in scalars(row).items():
             writer.add_scalar(key, value, int(row["batches"]))

@@ -65,6 +65,20 @@ def test_tensorboard_gets_the_rows_of_each_scan_configuration(tmp_path):
         assert_same([r for r in rows if r["config"] == c], tensorboard_scalars(tmp_path / "tb-scan" / f"config-{c:03d}"))
 
 
+def test_tensorboard_shows_a_resumed_run_once(tmp_path):
+    """A run resumed from its checkpoint at batch 1 logs batch 2 again (and is stopped again):
+    batch 3 of the first session must be gone, batch 2 the second session's."""
+    from czjax.sinks import TensorBoardSink
+
+    first, second = TensorBoardSink(tmp_path), TensorBoardSink(tmp_path)
+    for batches in (1, 2, 3):
+        first.log({"batches": batches, "win_rate": batches / 10})
+    first.close()
+    second.log({"batches": 2, "win_rate": 0.5})
+    second.close()
+    assert tensorboard_scalars(tmp_path) == pytest.approx({("win_rate", 1): 0.1, ("win_rate", 2): 0.5})
+
+
 def wandb_records(path: Path):
     """The records of a W&B ``.wandb`` file: a 7-byte header, then LevelDB log blocks of 32 KiB,
     each record a 7-byte header (crc, u16 length, type: 1 whole, 2 first, 3 middle, 4 last)."""
