@@ -2,9 +2,10 @@
 (every metric, a hash of the final parameters) and the program of a rollout, recorded with the
 code as it was before anything moved (tests/data/unchanged.json), come out the same.
 
-The record holds for the platform and jax version it was taken on (the CPU and the pinned jax
-of constraints/cpu.txt, as on CI); elsewhere (a GPU, another jax) floating point may differ, and
-the test checks what must hold everywhere: the same seed gives the same run twice.
+The record holds for the platform it was taken on (the backend, the pinned jax of
+constraints/cpu.txt and the processor, as on CI); elsewhere (a GPU, another jax or processor)
+floating point may differ, and the test checks what must hold everywhere: the same seed gives
+the same run twice.
 
 Record again (only when a change is meant to change results, and say so in the commit):
     python tests/test_unchanged.py --record
@@ -62,8 +63,16 @@ def rollout_program() -> str:
     return re.sub(r"@[\w.$-]+", lambda m: names.setdefault(m.group(0), f"@f{len(names)}"), text)
 
 
+def cpu_model() -> str:
+    """The processor's name: XLA's CPU code, so the last bits of a float, may differ on another."""
+    try:
+        return next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return "unknown"
+
+
 def platform() -> dict:
-    return {"backend": jax.default_backend(), "jax": jax.__version__}
+    return {"backend": jax.default_backend(), "jax": jax.__version__, "cpu": cpu_model()}
 
 
 def fingerprint(folder: Path) -> dict:
