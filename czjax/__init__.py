@@ -7,7 +7,7 @@ The names a notebook uses, from the layer each lives in::
     boards = czjax.new_boards(8)                                   # the rules
     traj, results = czjax.play_games(key, czjax.random_punisher, None, czjax.random_player, None, 8)
     preset = czjax.get_preset("ex3-rwb")                           # settings
-    summary = czjax.train(preset.config, czjax.HParams.create(**preset.hparams), "runs/ex3", batches=100)
+    summary = czjax.run_training(preset.config, czjax.HParams.create(**preset.hparams), "runs/ex3", batches=100)
     agent = czjax.load_agent("gumbel:sims=64:runs/ex3")            # players, searches
     czjax.accuracy(agent, czjax.load_positions())                  # evaluation
 
@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import importlib
 
-# public name -> (module, attribute)
+# public name -> (module, attribute); no name is also a module's (``from czjax import train``
+# must keep giving the module)
 PUBLIC = {
     # the rules
     "new_boards": ("czjax.game", "new_boards"), "step": ("czjax.game", "step"), "legal_mask": ("czjax.game", "legal_mask"),
@@ -34,11 +35,11 @@ PUBLIC = {
     "make_search": ("czjax.search", "make_search"), "search_player": ("czjax.search", "search_player"),
     # training
     "TrainConfig": ("czjax.train", "TrainConfig"), "HParams": ("czjax.train", "HParams"), "make_trainer": ("czjax.train", "make_trainer"),
-    "get_preset": ("czjax.presets", "get_preset"), "PRESETS": ("czjax.presets", "PRESETS"), "train": ("czjax.loop", "run"),
+    "get_preset": ("czjax.presets", "get_preset"), "PRESETS": ("czjax.presets", "PRESETS"), "run_training": ("czjax.loop", "run"),
     "run_scan": ("czjax.scan", "run_scan"),
     # evaluation
     "load_positions": ("czjax.evaluate", "load_positions"), "accuracy": ("czjax.evaluate", "accuracy"),
-    "load_pons": ("czjax.evaluate", "load_pons"), "pons": ("czjax.evaluate", "pons"), "tournament": ("czjax.tournament", "tournament"),
+    "load_pons": ("czjax.evaluate", "load_pons"), "pons": ("czjax.evaluate", "pons"), "play_tournament": ("czjax.tournament", "tournament"),
 }
 
 __all__ = sorted(PUBLIC)

@@ -19,6 +19,19 @@ def test_every_public_name_resolves():
         czjax.nothing_here  # noqa: B018
 
 
+def test_no_public_name_hides_a_module():
+    """``from czjax import tournament`` gives the module whatever was used before (a public name
+    equal to a module's would replace it once resolved)."""
+    import pkgutil
+
+    modules = {m.name for m in pkgutil.iter_modules(czjax.__path__)}
+    assert not modules & set(czjax.__all__)
+    czjax.play_tournament  # noqa: B018
+    from czjax import tournament
+
+    assert tournament.__name__ == "czjax.tournament"
+
+
 def test_a_notebook_s_first_lines():
     board = czjax.apply_moves([3, 3, 4])  # columns 4, 4, 5 (0-based), then the side to move's view
     assert (board != 0).sum() == 3
