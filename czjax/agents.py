@@ -182,6 +182,7 @@ def in_batches(fn, boards, batch_size: int, empty: tuple, progress: Progress | N
     compiles once per batch size; the results concatenated, ``empty`` for no boards.
     ``progress``: each batch is a step of it, counted in boards."""
     boards = np.asarray(boards, np.int8)
+    progress = progress or Progress()
     n = boards.shape[0]
     size = min(batch_size, max(n, 1))
     outs = []
@@ -194,7 +195,7 @@ def in_batches(fn, boards, batch_size: int, empty: tuple, progress: Progress | N
         def run(chunk=chunk, index=index, pad=pad):
             return tuple(x[: size - pad] for x in jax.device_get(fn(jnp.asarray(chunk), index)))
 
-        outs.append(progress.step(run, size - pad) if progress is not None else run())
+        outs.append(progress.step(run, size - pad))
     if not outs:
         return empty
     return tuple(np.concatenate(parts) for parts in zip(*outs))
@@ -218,8 +219,8 @@ def self_play(agent: Agent, num_games: int, key, temperature: float, progress: P
         traj, _ = play_games(k, agent.player, agent.params, agent.player, agent.params, size, temperature, temperature)
         return jax.device_get(traj)
 
-    parts = [progress.step(lambda k=k: one_slice(k), min(size, num_games - i * size)) if progress is not None else one_slice(k)
-             for i, k in enumerate(keys)]
+    progress = progress or Progress()
+    parts = [progress.step(lambda k=k: one_slice(k), min(size, num_games - i * size)) for i, k in enumerate(keys)]
     return jax.tree.map(lambda *xs: np.concatenate(xs, axis=1)[:, :num_games], *parts)
 
 

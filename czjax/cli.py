@@ -289,8 +289,8 @@ def cmd_scan(args) -> int:
     out = Path(args.out or f"runs/scan-{args.preset}")
     loop.check_out_dir(out)
     loop.check_unlocked(out, "scan")
-    if args.resume and not (out / "scan.json").exists():
-        raise ValueError(f"nothing to resume in {out}: it holds no scan.json")
+    if args.resume:
+        scan.check_resumable(out)  # before the header
     print(f"scan of {len(settings)} settings x {len(seeds)} seeds = {len(settings) * len(seeds)} configurations of "
           f"{config.model} against {config.opponent}, {config.games_per_batch} games per batch, {batches:,} batches each; "
           f"outputs in {out}/", flush=True)

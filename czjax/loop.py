@@ -46,7 +46,7 @@ import jax
 import numpy as np
 
 from czjax import agents, checkpoint, devices, plots, precision
-from czjax.progress import eta_text, heartbeat, time_left
+from czjax.progress import eta_text, heartbeat, time_left_after_compile
 from czjax.sinks import log_rows
 from czjax.train import HParams, TrainConfig, make_trainer
 
@@ -250,11 +250,9 @@ def run_time_left(rows: list[dict], first: int, total_batches: int | None, time_
     left = [time_budget_s - rows[-1]["elapsed_s"]] if time_budget_s is not None and rows else []
     if total_batches is not None and len(rows) > first:
         base, last = rows[first], rows[-1]
-        if last is base:
-            done, seconds = last["batches"] - (rows[first - 1]["batches"] if first else 0), last["chunk_s"]
-        else:
-            done, seconds = last["batches"] - base["batches"], last["elapsed_s"] - base["elapsed_s"]
-        left.append(time_left(done, done + total_batches - last["batches"], seconds))
+        first_chunk = (base["batches"] - (rows[first - 1]["batches"] if first else 0), base["chunk_s"])
+        since_first = (last["batches"] - base["batches"], last["elapsed_s"] - base["elapsed_s"])
+        left.append(time_left_after_compile(first_chunk, since_first, total_batches - last["batches"]))
     left = [x for x in left if x is not None]
     return max(0.0, min(left)) if left else None
 

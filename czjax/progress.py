@@ -34,22 +34,29 @@ def time_left(done: float, total: float, elapsed_s: float) -> float | None:
     return elapsed_s / done * (total - done)
 
 
+def time_left_after_compile(first_chunk: tuple[float, float], since_first: tuple[float, float] | None, remaining: float) -> float | None:
+    """Seconds for ``remaining`` units at the wall-clock pace since the first chunk
+    (``since_first = (units, seconds)``: its compile left out, the host's work counted), or at
+    that first chunk's own pace (``first_chunk = (units, seconds)``) while it is the only one."""
+    done, seconds = since_first if since_first is not None and since_first[0] > 0 else first_chunk
+    return time_left(done, done + remaining, seconds)
+
+
 def eta_text(seconds: float | None) -> str:
     return "" if seconds is None else f"about {duration(seconds)} left"
 
 
 @contextlib.contextmanager
-def heartbeat(log: Callable[[str], None], message: Callable[[], str], every_s: float | None = None):
-    """While the body runs, log ``message()`` every ``every_s`` seconds from a daemon thread,
-    so that a slow compile or compiled call still shows it is alive."""
-    every_s = HEARTBEAT_S if every_s is None else every_s
+def every(period_s: float, tick: Callable[[], None]):
+    """While the body runs, call ``tick()`` every ``period_s`` seconds from a daemon thread (the
+    compiled programs never call back to the host, so the host keeps time beside them)."""
     stop = threading.Event()
 
-    def beat():
-        while not stop.wait(every_s):
-            log(message())
+    def ticker():
+        while not stop.wait(period_s):
+            tick()
 
-    thread = threading.Thread(target=beat, daemon=True)
+    thread = threading.Thread(target=ticker, daemon=True)
     thread.start()
     try:
         yield
@@ -58,15 +65,23 @@ def heartbeat(log: Callable[[str], None], message: Callable[[], str], every_s: f
         thread.join()
 
 
+def heartbeat(log: Callable[[str], None], message: Callable[[], str], every_s: float | None = None):
+    """While the body runs, log ``message()`` every ``every_s`` seconds, so that a slow compile
+    or compiled call still shows it is alive."""
+    return every(HEARTBEAT_S if every_s is None else every_s, lambda: log(message()))
+
+
 class Progress:
     """``what: done/total unit (elapsed, about T left)`` lines over ``total`` units of work.
 
-    :meth:`step` runs one step (a compiled call) and counts its units. A line is logged every
+    :meth:`step` runs one step (a compiled call) and counts its units; with no ``log``
+    (``Progress()``) it only runs it. A line is logged every
     ``every_s`` seconds, during a step too (its estimate counting down), and after the last step
     if the whole took that long (a quick job prints nothing). The estimate is the pace of the
     steps so far, leaving out the first when there are more (it compiles)."""
 
-    def __init__(self, log: Callable[[str], None] | None, what: str, total: int, unit: str = "", every_s: float | None = None):
+    def __init__(self, log: Callable[[str], None] | None = None, what: str = "", total: int = 0, unit: str = "",
+                 every_s: float | None = None):
         self.log, self.what, self.total, self.unit = log, what, total, unit
         self.every_s = HEARTBEAT_S if every_s is None else every_s
         self.done = 0
@@ -90,20 +105,13 @@ class Progress:
         the step in the lines logged while it runs."""
         if self.log is None:
             return fn()
-        stop = threading.Event()
 
-        def beat():
-            while not stop.wait(min(1.0, max(0.05, self.every_s))):
-                if time.perf_counter() - self.last_line >= self.every_s:
-                    self._emit(time.perf_counter(), label)
+        def tick():  # a line when the last is every_s old, checked often so that lines keep their pace
+            if time.perf_counter() - self.last_line >= self.every_s:
+                self._emit(time.perf_counter(), label)
 
-        thread = threading.Thread(target=beat, daemon=True)
-        thread.start()
-        try:
+        with every(min(1.0, max(0.05, self.every_s)), tick):
             out = fn()
-        finally:
-            stop.set()
-            thread.join()
         self._count(units)
         return out
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from czjax import checkpoint, devices
 from czjax.loop import METRICS, TIMING_KEYS, discarded_on_failure, guard_fresh, locked, metric_row, read_metrics, run_chunk_once, write_metrics
-from czjax.progress import eta_text, time_left
+from czjax.progress import eta_text, time_left_after_compile
 from czjax.sinks import log_rows
 from czjax.train import HParams, TrainConfig, hparam_names, make_trainer
 
@@ -83,14 +83,19 @@ def group_checkpoint(out_dir: Path, group: int) -> Path:
     return out_dir / f"checkpoint-group{group}.msgpack"
 
 
+def check_resumable(out_dir: Path) -> None:
+    """A one-line ValueError when ``out_dir`` holds no scan to resume."""
+    if not (Path(out_dir) / "scan.json").exists():
+        raise ValueError(f"nothing to resume in {out_dir}: it holds no scan.json")
+
+
 def open_scan(out_dir: Path, description: dict, resume: bool, overwrite: bool) -> list[dict]:
     """The rows already logged in ``out_dir`` when resuming a scan with the same description
     (settings, seeds and config), else none, refusing a folder that holds a scan unless
     ``overwrite``; writes ``scan.json``."""
     if resume:
-        previous = json.loads((out_dir / "scan.json").read_text()) if (out_dir / "scan.json").exists() else None
-        if previous is None:
-            raise ValueError(f"nothing to resume in {out_dir}")
+        check_resumable(out_dir)
+        previous = json.loads((out_dir / "scan.json").read_text())
         previous["config"] = TrainConfig.from_dict(previous["config"]).to_dict()  # an older scan.json's settings
         differ = differences(previous, description, skip=("batches", "chunk"))
         if differ:
@@ -145,8 +150,8 @@ def scan_time_left(pace_from: tuple | None, batch: int, chunk: tuple, batches: i
     the groups after it (the same size, so the same pace), at the wall-clock pace since
     ``pace_from = (batch, time)`` after the group's first chunk, or at that first chunk's own
     pace (``chunk = (batches, seconds)``) while it is the only one."""
-    done, seconds = (batch - pace_from[0], time.perf_counter() - pace_from[1]) if pace_from else chunk
-    return time_left(done, done + batches - batch + later_batches, seconds)
+    since_first = (batch - pace_from[0], time.perf_counter() - pace_from[1]) if pace_from else None
+    return time_left_after_compile(chunk, since_first, batches - batch + later_batches)
 
 
 def run_group(config: TrainConfig, base_hparams: dict, group: list[dict], g: int, num_groups: int, out_dir: Path, batches: int,
