@@ -34,12 +34,12 @@ PUBLIC = {
     # searches
     "make_search": ("czjax.search", "make_search"), "search_player": ("czjax.search", "search_player"),
     # training
-    "TrainConfig": ("czjax.train", "TrainConfig"), "HParams": ("czjax.train", "HParams"), "make_trainer": ("czjax.train", "make_trainer"),
-    "get_preset": ("czjax.presets", "get_preset"), "PRESETS": ("czjax.presets", "PRESETS"), "run_training": ("czjax.loop", "run"),
-    "run_scan": ("czjax.scan", "run_scan"),
+    "TrainConfig": ("czjax.learn.train", "TrainConfig"), "HParams": ("czjax.learn.train", "HParams"), "make_trainer": ("czjax.learn.train", "make_trainer"),
+    "get_preset": ("czjax.run.presets", "get_preset"), "PRESETS": ("czjax.run.presets", "PRESETS"), "run_training": ("czjax.run.loop", "run"),
+    "run_scan": ("czjax.run.scan", "run_scan"),
     # evaluation
-    "load_positions": ("czjax.evaluate", "load_positions"), "accuracy": ("czjax.evaluate", "accuracy"),
-    "load_pons": ("czjax.evaluate", "load_pons"), "pons": ("czjax.evaluate", "pons"), "play_tournament": ("czjax.tournament", "tournament"),
+    "load_positions": ("czjax.evaluate.solver", "load_positions"), "accuracy": ("czjax.evaluate.solver", "accuracy"),
+    "load_pons": ("czjax.evaluate.solver", "load_pons"), "pons": ("czjax.evaluate.solver", "pons"), "play_tournament": ("czjax.evaluate.tournament", "tournament"),
 }
 
 __all__ = sorted(PUBLIC)

@@ -17,9 +17,11 @@ import numpy as np
 from flax import serialization
 from flax.traverse_util import flatten_dict
 
-from czjax import checkpoint, game, models
+from czjax import game, models, search
+from czjax.models import torch_layout
+from czjax.util import checkpoint
 from czjax.players import BUILTIN_PLAYERS, Player, mask_for_sampling
-from czjax.progress import Progress
+from czjax.util.progress import Progress
 from czjax.rollout import Trajectory, play_games
 
 # The model shipped with the package (the player name "czjax"), and the default opponent of
@@ -100,14 +102,12 @@ TORCH_SUFFIXES = (".pth", ".pt")
 
 def load_weights(spec, model_name: str):
     """The ``model_name`` parameters in ``spec``, to start a run from: a PyTorch project file
-    (``.pth`` / ``.pt``, converted by :mod:`czjax.torch_io`) or a czjax checkpoint (a run folder
+    (``.pth`` / ``.pt``, converted by :mod:`czjax.models.torch_layout`) or a czjax checkpoint (a run folder
     or a checkpoint file; its learner's parameters only). A file of another model, or one that
     is neither, is a one-line ``ValueError``."""
     path = Path(spec)
     if path.suffix in TORCH_SUFFIXES:
-        from czjax import torch_io  # imports PyTorch only to read the file
-
-        return torch_io.read_params(path, model_name)[1]
+        return torch_layout.read_params(path, model_name)[1]
     found, params, _ = load_params(checkpoint.resolve(path))
     if found != model_name:
         raise ValueError(f"{spec} holds weights of model {found!r}, not {model_name!r}")
@@ -118,8 +118,6 @@ def load_agent(spec: str) -> Agent:
     """A built-in player by name, the learner of a checkpoint file or run folder, or a search
     over either: ``NAME[:OPTIONS]:BASE`` with NAME one of :data:`czjax.search.SEARCHES`
     (``mcts:sims=64:runs/ex3``, ``gumbel:runs/ex3``, ``rollout:width=4,depth=4:random``)."""
-    from czjax import search
-
     parsed = search.parse_spec(spec)
     if parsed is not None:
         settings, base_spec = parsed
@@ -139,8 +137,6 @@ def load_agent(spec: str) -> Agent:
 def unknown_player(spec: str) -> str:
     """What is wrong with a player spec that names nothing: a run folder with no checkpoint yet,
     an unknown search, or a path that does not exist."""
-    from czjax import search
-
     builtins = ", ".join((*BUILTIN_PLAYERS, SHIPPED_NAME))
     path = Path(spec)
     if path.is_dir():

@@ -23,7 +23,7 @@ from jax import lax
 
 from czjax import compaction, game
 from czjax.compaction import all_configurations
-from czjax.devices import split as split_games
+from czjax.util.devices import split as split_games
 from czjax.players import Player, sample_masked_uniform
 
 PLIES = game.NUM_CELLS  # 42: the longest possible game
@@ -148,7 +148,7 @@ def play_games(
     :func:`all_configurations`). ``chunks``: how :func:`evaluate_active` splits each player's
     boards (1: every board; default: :func:`default_chunks`); it changes the speed only, never
     the games. ``devices``: the games are split across that many devices
-    (:mod:`czjax.devices`); the games are the same on any number. ``record_targets``: keep
+    (:mod:`czjax.util.devices`); the games are the same on any number. ``record_targets``: keep
     every mover's policy target and value (:attr:`Trajectory.policy_targets`, ``values``).
     ``sample_plies``: the players sample at their temperatures on the game's first
     ``sample_plies`` plies only, and play their most likely move after (AlphaZero's schedule);

@@ -23,7 +23,6 @@ the scale they were run at, and ``status`` counts only full-scale results as don
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gzip
 import json
 import os
@@ -35,7 +34,6 @@ import time
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "docs" / "results"
@@ -68,7 +66,8 @@ def blog_example(number: int, seeds: int = 8) -> Step:
     def run(ctx: Context) -> dict:
         from reproduce_blog import BLOG, figure, format_table, milestone_rows
 
-        from czjax import presets, scan
+        from czjax.run import presets
+        from czjax.run import scan
 
         preset = presets.get_preset(preset_name)
         batches = max(1, round(preset.batches * ctx.scale))
@@ -103,9 +102,12 @@ SMALL_STRENGTH = {"model": "resnet:blocks=1,channels=8", "games_per_batch": 8, "
 
 
 def strength_run(ctx: Context) -> dict:
-    from czjax import checkpoint, loop, plots, presets
+    from czjax.util import checkpoint
+    from czjax.run import loop
+    from czjax.run import plots
+    from czjax.run import presets
     from czjax.agents import load_params
-    from czjax.train import HParams
+    from czjax.learn.train import HParams
 
     preset = presets.get_preset("gumbel-az-gpu")
     config = preset.config if ctx.scale == 1 else preset.config.override(SMALL_STRENGTH)
@@ -133,7 +135,7 @@ def strength_run(ctx: Context) -> dict:
 
 
 def _elapsed(out: Path) -> float:
-    from czjax import loop
+    from czjax.run import loop
 
     rows = loop.read_metrics(out / "metrics.jsonl")
     return rows[-1]["elapsed_s"] if rows else 0.0

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from czjax import loop, presets
-from czjax.train import HParams
+from czjax.run import loop
+from czjax.run import presets
+from czjax.learn.train import HParams
 
 
 def run_preset(name: str, doc: str, verdict: Callable[[list[dict]], str] | None = None, argv=None) -> dict:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from czjax import presets, scan
+from czjax.run import presets
+from czjax.run import scan
 
 ALGORITHMS = {"reinforce": "REINFORCE with baseline", "a2c": "A2C", "ppo": "PPO"}
 PANELS = [("eval_win_rate", "win rate vs RandomPunisher (evaluation)"), ("win_rate", "win rate in training"),

@@ -2,7 +2,7 @@
 
 Each example is its preset (``ex1-collapse``, ``ex2-entropy``, ``ex3-rwb``, ``ex4-a2c``,
 ``ex5-ppo``) for the preset's number of batches (example 3: 32,000 batches of 50 = the blog's
-1.6M games), its seeds vmapped as one compiled scan (:func:`czjax.scan.run_scan`). Then, at
+1.6M games), its seeds vmapped as one compiled scan (:func:`czjax.run.scan.run_scan`). Then, at
 the milestones the blog reports, czjax's seed band (mean +- 2 standard errors over seeds)
 beside the blog's figure; a figure per example with the band and the blog's points; and
 ``summary.json`` with every milestone row.
@@ -22,14 +22,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 import time
 from pathlib import Path
 from typing import NamedTuple
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from curves import agrees, min_until, per_seed, seed_band, trailing_mean, value_at  # noqa: E402
+from curves import agrees, min_until, per_seed, seed_band, trailing_mean, value_at
 
 EXAMPLES = {1: "ex1-collapse", 2: "ex2-entropy", 3: "ex3-rwb", 4: "ex4-a2c", 5: "ex5-ppo"}
 
@@ -152,7 +150,7 @@ def figure(name: str, description: str, rows: list[dict], table: list[dict], pat
     ``smoothing``-row trailing means), and the blog's points (a marker, or a bar for a range)."""
     import numpy as np
 
-    from czjax.plots import plt, save_figure
+    from czjax.run.plots import plt, save_figure
 
     fig, axes = plt.subplots(2, 3, figsize=(15, 7.5), constrained_layout=True)
     for ax, (key, title) in zip(axes.flat, PANELS):
@@ -215,7 +213,8 @@ def parse_args(argv=None):
 
 
 def main(argv=None) -> dict:
-    from czjax import presets, scan
+    from czjax.run import presets
+    from czjax.run import scan
 
     args = parse_args(argv)
     out = Path(args.out)

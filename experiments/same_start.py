@@ -7,7 +7,7 @@ sides train from that file with the preset's settings (example 3 by default: Mk4
 a frozen copy promoted every 100 batches when the learner's last 1,000 games score over 52%):
 
 - czjax: ``loop.run(..., init_from=<the .pth>)`` with the seed's own random stream;
-- PyTorch: ``czjax.torch_peer.self_play`` (the project's ``self_play_loop`` and
+- PyTorch: ``czjax.bench.torch_peer.self_play`` (the project's ``self_play_loop`` and
   ``update_policy``, PyTorch's sampling), with ``torch.manual_seed(seed)``.
 
 Both log every 20 batches: entropy, win rate against the frozen copy, value loss, game length
@@ -26,15 +26,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from curves import per_seed, seed_band, trailing_mean, value_at  # noqa: E402
+from curves import per_seed, seed_band, trailing_mean, value_at
 
 SIDES = ("czjax", "torch")
 LABELS = {"czjax": "czjax (JAX)", "torch": "PyTorch project loop"}
@@ -51,7 +49,7 @@ SUMMARY_KEYS = ("preset", "config", "hparams", "seeds", "batches", "games", "run
 
 
 def parse_args(argv=None):
-    from czjax import presets
+    from czjax.run import presets
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--games", type=int, default=12000, help="games per side per seed (default: %(default)s)")
@@ -90,11 +88,11 @@ def run_config(args, preset):
 
 def initial_weights(config, seed: int, path: Path) -> dict:
     """Write the weights czjax's run with ``seed`` starts from as a PyTorch ``.pth``; returns the state dict."""
-    from czjax import torch_io
-    from czjax.train import make_trainer
+    from czjax.models import torch_layout
+    from czjax.learn.train import make_trainer
 
-    state_dict = torch_io.to_state_dict(config.model, make_trainer(config).init(seed).params)
-    torch_io.write_pth(path, state_dict)
+    state_dict = torch_layout.to_state_dict(config.model, make_trainer(config).init(seed).params)
+    torch_layout.write_pth(path, state_dict)
     return state_dict
 
 
@@ -103,7 +101,8 @@ def start_check(model_name: str, pth: Path, torch_model) -> float:
     boards at the start: both sides must begin as the same network."""
     import torch
 
-    from czjax import agents, models, precision
+    from czjax import agents, models
+    from czjax.util import precision
 
     params = agents.load_weights(str(pth), model_name)
     boards = np.random.default_rng(0).integers(-1, 2, size=(64, 6, 7)).astype(np.int8)
@@ -123,7 +122,8 @@ def punisher_evaluator(model_name: str, games: int, seed: int):
     evaluates its own learner (a stream of keys of its own)."""
     import jax
 
-    from czjax import models, players, rollout, torch_io
+    from czjax import models, players, rollout
+    from czjax.models import torch_layout
 
     learner = models.model_player(models.get_model(model_name))
     key = [jax.random.key(1_000_003 + seed)]
@@ -134,7 +134,7 @@ def punisher_evaluator(model_name: str, games: int, seed: int):
         return (results.outcome == 1).mean(), (results.outcome == 0).mean()
 
     def evaluate(torch_model) -> dict:
-        params = torch_io.from_state_dict(model_name, {k: v.detach().numpy() for k, v in torch_model.state_dict().items()})
+        params = torch_layout.from_state_dict(model_name, {k: v.detach().numpy() for k, v in torch_model.state_dict().items()})
         key[0], k = jax.random.split(key[0])
         win, draw = play(params, k)
         return {"eval_win_rate": float(win), "eval_draw_rate": float(draw)}
@@ -146,12 +146,13 @@ def run_torch(config, hparams: dict, seed: int, pth: Path, folder: Path, batches
     """The PyTorch project's self-play loop from ``pth``; rows in ``folder/metrics.jsonl``."""
     import torch
 
-    from czjax import torch_io, torch_peer
+    from czjax.models import torch_layout
+    from czjax.bench import torch_peer
 
     folder.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
-    state_dict = {k: torch.from_numpy(v) for k, v in torch_io.read_pth(pth).items()}
+    state_dict = {k: torch.from_numpy(v) for k, v in torch_layout.read_pth(pth).items()}
     model, opponent = torch_peer.build_model(config.model), torch_peer.build_model(config.model)
     model.load_state_dict(state_dict)
     opponent.load_state_dict(state_dict)
@@ -183,7 +184,7 @@ def run_torch(config, hparams: dict, seed: int, pth: Path, folder: Path, batches
     finally:
         batch_file.close()
     wall = time.perf_counter() - start
-    torch_io.write_pth(folder / "final.pth", {k: v.detach().numpy() for k, v in model.state_dict().items()})
+    torch_layout.write_pth(folder / "final.pth", {k: v.detach().numpy() for k, v in model.state_dict().items()})
     done = {"wall_s": wall, "games_per_s": batches * config.games_per_batch / wall, "promotions": rows[-1]["promotions"],
             "batches": batches, "start_max_abs_diff": check, "threads": threads, "torch": torch.__version__}
     (folder / "done.json").write_text(json.dumps(done, indent=1))
@@ -192,8 +193,8 @@ def run_torch(config, hparams: dict, seed: int, pth: Path, folder: Path, batches
 
 def run_czjax(config, hparams: dict, seed: int, pth: Path, folder: Path, batches: int, resume: bool, log) -> dict:
     """czjax's loop from ``pth`` with ``seed``'s random stream; a czjax run folder."""
-    from czjax import loop
-    from czjax.train import HParams
+    from czjax.run import loop
+    from czjax.learn.train import HParams
 
     start = time.perf_counter()
     summary = loop.run(config, HParams.create(**hparams), folder, seed=seed, batches=batches, resume=resume, overwrite=not resume,
@@ -210,7 +211,7 @@ def run_czjax(config, hparams: dict, seed: int, pth: Path, folder: Path, batches
 
 def read_rows(out: Path, seeds: list[int]) -> dict[str, list[dict]]:
     """``{side: rows of every seed}`` (each row with its ``seed``)."""
-    from czjax.loop import read_metrics
+    from czjax.run.loop import read_metrics
 
     rows = {side: [] for side in SIDES}
     for seed in seeds:
@@ -246,7 +247,7 @@ def milestone_table(rows: dict[str, list[dict]], ends: list[int]) -> list[dict]:
 
 
 def figure(rows: dict[str, list[dict]], path: Path, title: str, smoothing: int) -> None:
-    from czjax.plots import plt, save_figure
+    from czjax.run.plots import plt, save_figure
 
     fig, axes = plt.subplots(2, 3, figsize=(15, 7.5), constrained_layout=True)
     colors = {"czjax": "tab:blue", "torch": "tab:orange"}

@@ -7,7 +7,8 @@ REINFORCE self-play with SimpleMLP, all 15 runs as one compiled program.
 import argparse
 import sys
 
-from czjax import presets, scan
+from czjax.run import presets
+from czjax.run import scan
 
 
 def main(argv=None) -> int:

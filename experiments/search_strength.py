@@ -22,7 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from czjax import agents, evaluate, puzzles, tournament
+from czjax import agents
+from czjax.evaluate import solver
+from czjax.evaluate import puzzles
+from czjax.evaluate import tournament
 
 SEARCHES = ["", "rollout:width=4,depth=4", "mcts:sims=64", "gumbel:sims=16", "gumbel:sims=64", "entropy-mcts:sims=64"]
 
@@ -55,11 +58,11 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=None, help="write the report as JSON here (default: MODEL/search_strength.json)")
     args = parser.parse_args(argv)
     players = [agents.load_agent(spec(s, args.model)) for s in args.players]
-    positions, puzzle_set = evaluate.load_positions(), sample_puzzles(puzzles.load(), args.puzzles, args.seed)
+    positions, puzzle_set = solver.load_positions(), sample_puzzles(puzzles.load(), args.puzzles, args.seed)
     rows = []
     for agent in players:
         start = time.perf_counter()
-        acc = evaluate.accuracy(agent, positions)
+        acc = solver.accuracy(agent, positions)
         puz = puzzles.score(agent, puzzle_set)
         rows.append({"player": agent.name, "optimal": acc["greedy_optimal"], "keeps": acc["greedy_keeps_outcome"],
                      **{f"puzzle_{k}": puz[k]["greedy"] for k in puzzles.KINDS if puz[k]["n"]}, "eval_s": time.perf_counter() - start})

@@ -34,7 +34,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from czjax import checkpoint, evaluate, models, presets, scan
+from czjax import models
+from czjax.util import checkpoint
+from czjax.evaluate import solver
+from czjax.run import presets
+from czjax.run import scan
 from czjax.players import masked_log_probs
 
 TARGETS = {"soft": "alphazero", "hard": "alpha"}
@@ -57,7 +61,7 @@ def solver_scores(model_name: str, params, positions: dict) -> dict:
     logits, values = models.apply_model(models.get_model(model_name), params, jnp.asarray(positions["boards"]))
     legal = positions["boards"][:, 0, :] == 0
     log_p = np.asarray(masked_log_probs(jnp.asarray(legal), logits), np.float64)
-    optimal, keeps, value = evaluate.good_columns(positions["scores"])
+    optimal, keeps, value = solver.good_columns(positions["scores"])
     target = optimal / optimal.sum(1, keepdims=True)
     greedy = np.where(legal, log_p, -np.inf).argmax(1)
     rows = np.arange(len(greedy))
@@ -90,7 +94,7 @@ def main(argv=None) -> int:
     out = Path(args.out)
     preset = presets.get_preset("alphazero" if args.recipe == "puct" else "gumbel-az")
     searched = f"mcts:sims={args.sims},noise=0.25" if args.recipe == "puct" else f"gumbel:sims={args.sims},considered=4,rescale=0,move=action"
-    positions = evaluate.load_positions()
+    positions = solver.load_positions()
     report: dict = {"settings": vars(args), "seeds": list(range(args.seeds))}
     for name, algorithm in TARGETS.items():
         config = preset.config.override({"algorithm": algorithm, "model": args.model, "games_per_batch": args.games_per_batch,

@@ -19,7 +19,9 @@ import time
 import jax
 import numpy as np
 
-from czjax import agents, players, puzzles, rollout, solver_metrics
+from czjax import agents, players, rollout
+from czjax.evaluate import puzzles
+from czjax.learn import solver_metrics
 
 PONS = ("L1R1", "L2R1", "L3R1", "L1R2", "L2R2", "L1R3")
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from czjax import checkpoint
-from czjax.train import HParams, TrainConfig, make_trainer
+from czjax.util import checkpoint
+from czjax.learn.train import HParams, TrainConfig, make_trainer
 
 
 @pytest.fixture(scope="session")

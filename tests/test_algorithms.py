@@ -1,4 +1,4 @@
-"""The update table (czjax.algorithms): PPO's epochs and KL stop, mirror augmentation, the sparse gradient."""
+"""The update table (czjax.learn.algorithms): PPO's epochs and KL stop, mirror augmentation, the sparse gradient."""
 
 import dataclasses
 
@@ -7,8 +7,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from czjax import game, losses, models, players, precision, rollout
-from czjax.train import HParams, ReplaySettings, TrainConfig, make_trainer
+from czjax import game, models, players, rollout
+from czjax.learn import losses
+from czjax.util import precision
+from czjax.learn.train import HParams, ReplaySettings, TrainConfig, make_trainer
 from tests import agreement
 from tests.reference import replay
 
@@ -124,8 +126,8 @@ def test_mirror_doubles_the_training_positions():
 
 
 def test_sparse_gradient_equals_the_dense_gradient():
-    from czjax.losses import LossInputs, policy_gradient_sums
-    from czjax.algorithms import sparse_value_and_grad
+    from czjax.learn.losses import LossInputs, policy_gradient_sums
+    from czjax.learn.algorithms import sparse_value_and_grad
 
     model = models.get_model("mlp3")
     params = models.init_params(model, jax.random.key(0))
@@ -158,8 +160,8 @@ def test_ppo_with_bootstrap_takes_a2cs_targets(ppo_games):
     """``ppo.bootstrap`` (the PyTorch project's example 5): the value target is A2C's one-step TD
     target ``y`` (checked against NumPy in test_losses) and the advantage ``y - V``; without it,
     the Monte-Carlo return ``G`` and ``G - V``."""
-    from czjax import algorithms
-    from czjax.train import make_setup
+    from czjax.learn import algorithms
+    from czjax.learn.train import make_setup
 
     config, state, traj, results = ppo_games
     hp = HParams.create(learning_rate=1e-3, entropy_bonus=0.05, value_weight=1.5, discount=GAMMA)
@@ -172,7 +174,7 @@ def test_ppo_with_bootstrap_takes_a2cs_targets(ppo_games):
         np.testing.assert_array_equal(np.asarray(got.returns), np.asarray(want))
         np.testing.assert_allclose(np.asarray(got.advantages), np.asarray(want - values), rtol=1e-6, atol=1e-6)
     assert not np.array_equal(np.asarray(want), np.asarray(batch.returns))  # the two targets differ
-    from czjax import presets
+    from czjax.run import presets
 
     assert presets.get_preset("ex5-ppo").config.ppo.bootstrap  # example 5 runs as the PyTorch project's
 
@@ -184,8 +186,8 @@ def test_ppo_with_bootstrap_takes_a2cs_targets(ppo_games):
 def test_value_mix_takes_the_recorded_values_into_the_returns(ppo_games):
     """--value-mix m: the value target is (1 - m) G + m V with V the mover's recorded value
     (here mlp3's own value head, which the rollout records like a search's root value)."""
-    from czjax import algorithms
-    from czjax.train import make_setup
+    from czjax.learn import algorithms
+    from czjax.learn.train import make_setup
 
     config, state, _, _ = ppo_games
     setup = make_setup(config, None)
@@ -254,7 +256,7 @@ def test_search_based_training_steps():
     state = trainer.init(0)
     new, metrics = trainer.run_chunk(state, HParams.create(learning_rate=1e-3, value_weight=1.5, discount=1.0, value_mix=0.5), 2)
     assert np.isfinite(float(metrics["loss"])) and float(metrics["positions"]) > 0 and float(metrics["target_entropy"]) > 0
-    # --solver-eval network: the network's move scored on Pons' sets and the public positions (czjax.solver_metrics)
+    # --solver-eval network: the network's move scored on Pons' sets and the public positions (czjax.learn.solver_metrics)
     pons = [float(metrics[f"pons_{s}_error"]) for s in ("L1R1", "L2R1", "L3R1", "L1R2", "L2R2", "L1R3")]
     assert all(0 < e < 100 for e in pons) and float(metrics["pons_mean_error"]) == pytest.approx(np.mean(pons), rel=1e-5)
     assert 0 < float(metrics["public_optimal"]) <= float(metrics["public_keeps"]) < 1
@@ -271,7 +273,7 @@ def test_search_based_training_steps():
     assert rows.legal[np.arange(filled), rows.actions[:filled]].all()
     with pytest.raises(ValueError, match="replay buffer serves search-based training"):
         TrainConfig(replay=ReplaySettings(capacity=10))
-    from czjax import algorithms
+    from czjax.learn import algorithms
 
     batch = losses.LossInputs(legal=jnp.ones((3, 7), bool), actions=jnp.asarray([4, 0, 6]), returns=jnp.zeros(3), valid=jnp.ones(3, bool))
     hard = algorithms.played_move_targets(None, None, None, batch, None, None).policy_targets
@@ -287,10 +289,10 @@ def both_sides_games():
                          replay=ReplaySettings(capacity=256, batch=16, steps=2))
     trainer = make_trainer(config)
     state = trainer.init(0)
-    setup = __import__("czjax.train", fromlist=["make_setup"]).make_setup(config, None)
+    setup = __import__("czjax.learn.train", fromlist=["make_setup"]).make_setup(config, None)
     hp = HParams.create(learning_rate=1e-3, value_weight=1.0, discount=1.0)
     with precision.parity():
-        traj, results, _ = jax.jit(lambda s, k: __import__("czjax.train", fromlist=["play_batch"]).play_batch(setup, s, hp, k))(state, jax.random.key(2))
+        traj, results, _ = jax.jit(lambda s, k: __import__("czjax.learn.train", fromlist=["play_batch"]).play_batch(setup, s, hp, k))(state, jax.random.key(2))
     return config, setup, state, hp, jax.device_get(traj), jax.device_get(results)
 
 
@@ -298,7 +300,7 @@ def test_both_sides_trains_on_every_position_with_its_movers_outcome(both_sides_
     """The training batch holds every ply that happened, each with its mover's board, the
     search's target recorded there, and the game's result for the mover (a NumPy walk over the
     plies), once as played and once mirrored."""
-    from czjax import algorithms
+    from czjax.learn import algorithms
 
     config, setup, state, hp, traj, results = both_sides_games
     boards, batch = jax.device_get(algorithms.learner_batch(setup.ctx, traj, results.outcome, 1.0))
@@ -320,8 +322,9 @@ def test_both_sides_trains_on_every_position_with_its_movers_outcome(both_sides_
 def test_replay_steps_are_successive_steps_on_fresh_draws(both_sides_games):
     """replay.steps = 2: the update equals two of the algorithm's steps, each on its own draw
     (split keys) from the buffer that holds the batch."""
-    from czjax import algorithms, replay
-    from czjax.train import replay_update
+    from czjax.learn import algorithms
+    from czjax.learn import replay
+    from czjax.learn.train import replay_update
 
     config, setup, state, hp, traj, results = both_sides_games
     key = jax.random.key(5)

@@ -27,9 +27,9 @@ def test_no_public_name_hides_a_module():
     modules = {m.name for m in pkgutil.iter_modules(czjax.__path__)}
     assert not modules & set(czjax.__all__)
     czjax.play_tournament  # noqa: B018
-    from czjax import tournament
+    from czjax.evaluate import tournament
 
-    assert tournament.__name__ == "czjax.tournament"
+    assert tournament.__name__ == "czjax.evaluate.tournament"
 
 
 def test_a_notebook_s_first_lines():

@@ -3,14 +3,11 @@ at its time limit and resumed equal to one run straight through, results copied 
 
 import gzip
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "experiments"))
 
-import campaign  # noqa: E402
+import campaign
 
 DETERMINISTIC = ("batches", "games", "seed", "entropy", "win_rate", "eval_win_rate", "game_length", "policy_loss")
 

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from czjax import cli, loop
+from czjax import cli
+from czjax.run import loop
 
 
 @pytest.mark.parametrize("command", [[], ["train"], ["scan"], ["bench"], ["bench", "rollout"], ["bench", "train"], ["bench", "scan"], ["bench", "search"],
@@ -114,8 +115,8 @@ def test_cli_train_rejects_bad_numbers_and_checkpoints(tmp_path, capsys):
 
 
 def test_precision_setting():
-    from czjax import precision
-    from czjax.train import TrainConfig
+    from czjax.util import precision
+    from czjax.learn.train import TrainConfig
 
     parser = cli.build_parser()
     config = cli.train_settings(parser.parse_args(["train", "--precision", "highest"]))[0]

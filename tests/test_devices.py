@@ -10,7 +10,7 @@ from pathlib import Path
 import jax
 import pytest
 
-from czjax import devices
+from czjax.util import devices
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -19,8 +19,10 @@ REPO = Path(__file__).resolve().parents[1]
 SCRIPT = r"""
 import json, sys
 import jax
-from czjax import cli, loop, scan
-from czjax.train import HParams, PromotionSettings, TrainConfig
+from czjax import cli
+from czjax.run import loop
+from czjax.run import scan
+from czjax.learn.train import HParams, PromotionSettings, TrainConfig
 
 out = sys.argv[1]
 assert jax.local_device_count() == 4, jax.devices()
@@ -99,7 +101,7 @@ def test_a_run_over_two_hosts_is_the_run_on_one(tmp_path):
     process 0 alone writes the run's files."""
     import socket
 
-    from czjax import loop
+    from czjax.run import loop
 
     with socket.socket() as s:
         s.bind(("localhost", 0))

@@ -6,7 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from czjax import agents, distill, game, search
+from czjax import agents, game, search
+from czjax.run import distill
 from czjax.players import random_player
 
 

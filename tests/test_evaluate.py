@@ -11,7 +11,11 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from czjax import agents, checkpoint, evaluate, puzzles, tournament
+from czjax import agents
+from czjax.util import checkpoint
+from czjax.evaluate import solver
+from czjax.evaluate import puzzles
+from czjax.evaluate import tournament
 from tests.reference import COLS, replay
 
 # the reference figures published with the evaluation data (exact expectations over the players' randomness, 3 decimals)
@@ -23,13 +27,13 @@ REFERENCE = {
 
 @pytest.fixture(scope="module")
 def records():
-    with evaluate.default_positions_path().open() as f:
+    with solver.default_positions_path().open() as f:
         return [json.loads(line) for line in f]
 
 
 @pytest.fixture(scope="module")
 def positions():
-    return evaluate.load_positions()
+    return solver.load_positions()
 
 
 def reference_choices(player: str, record: dict) -> list[int]:
@@ -40,7 +44,7 @@ def reference_choices(player: str, record: dict) -> list[int]:
 
 
 def test_derived_columns_equal_the_files_labels(records, positions):
-    optimal, keeps, value = evaluate.good_columns(positions["scores"])
+    optimal, keeps, value = solver.good_columns(positions["scores"])
     for i, r in enumerate(records):
         assert list(np.flatnonzero(optimal[i]) + 1) == r["optimal_cols"]
         assert list(np.flatnonzero(keeps[i]) + 1) == r["outcome_preserving_cols"]
@@ -50,7 +54,7 @@ def test_derived_columns_equal_the_files_labels(records, positions):
 
 @pytest.mark.parametrize("player", ["random", "random-punisher"])
 def test_builtin_players_reproduce_the_reference_figures(player, records, positions):
-    report = evaluate.accuracy(agents.load_agent(player), positions)
+    report = solver.accuracy(agents.load_agent(player), positions)
     assert report["n"] == 1000
     for key, expected in REFERENCE[player].items():
         assert abs(report[key] - expected) <= 0.001, (key, report[key])
@@ -71,8 +75,8 @@ def test_builtin_players_reproduce_the_reference_figures(player, records, positi
 
 
 def test_accuracy_of_a_model_is_a_proper_expectation(model_checkpoints, positions):
-    report = evaluate.accuracy(agents.load_agent(str(model_checkpoints["cnn-mk4-value"])), positions)
-    for key in evaluate.ACCURACY_KEYS:
+    report = solver.accuracy(agents.load_agent(str(model_checkpoints["cnn-mk4-value"])), positions)
+    for key in solver.ACCURACY_KEYS:
         assert 0.0 <= report[key] <= 1.0
     # keeping the outcome is weaker than being optimal
     assert report["sampled_keeps_outcome"] >= report["sampled_optimal"]
@@ -95,7 +99,7 @@ def test_malformed_positions_files_name_the_line(tmp_path, line, message):
     good = '{"moves": "4", "scores": [0,0,0,0,0,0,0]}'
     path.write_text(good + "\n" + line + "\n")
     with pytest.raises(ValueError, match=message) as exc:
-        evaluate.load_positions(path)
+        solver.load_positions(path)
     assert f"{path}:2" in str(exc.value)
 
 
@@ -251,16 +255,16 @@ def test_pons_sets_are_shipped_and_read(tmp_path):
     """The six shipped sets with every column's score, 1,000 legal positions each, in
     AlphaZero.jl's order; each position's best column score is the score of the plain Pons file
     (also shipped, read by --dir) for the same line; a malformed line names itself."""
-    sets = evaluate.load_pons()
-    plain = evaluate.load_pons(evaluate.default_pons_dir())
-    assert list(sets) == list(evaluate.PONS_REFERENCE_ORDER) and sorted(plain) == sorted(evaluate.PONS_SETS)
+    sets = solver.load_pons()
+    plain = solver.load_pons(solver.default_pons_dir())
+    assert list(sets) == list(solver.PONS_REFERENCE_ORDER) and sorted(plain) == sorted(solver.PONS_SETS)
     for name, data in sets.items():
         assert len(data["moves"]) == 1000 and data["moves"] == plain[name]["moves"], name
         np.testing.assert_array_equal(np.nanmax(data["scores"], axis=1), plain[name]["value"])
         np.testing.assert_array_equal(np.isnan(data["scores"]), data["boards"][:, 0, :] != 0)  # null exactly on full columns
     (tmp_path / "Test_L1_R1").write_text("44 0\n4x 1\n")
     with pytest.raises(ValueError, match="Test_L1_R1:2"):
-        evaluate.load_pons(tmp_path)
+        solver.load_pons(tmp_path)
 
 
 def test_pons_report_reads_outcomes_from_values_and_scores_moves(monkeypatch):
@@ -272,14 +276,14 @@ def test_pons_report_reads_outcomes_from_values_and_scores_moves(monkeypatch):
     sets = {"Test_X": {"boards": boards, "scores": scores, "value": np.array([3, -2, 0, 5, 0]), "moves": [""] * 5}}
     values = np.array([0.9, -0.9, 0.2, -0.5, 0.5])  # right, right, right (draw), wrong (a loss), wrong (a win)
     greedy = np.array([2, 3, 0, 0, 4])  # keeps, keeps (a lost position), keeps, error, error
-    monkeypatch.setattr(evaluate, "policy", lambda agent, b, **kwargs: (np.eye(7)[greedy], values, greedy))
+    monkeypatch.setattr(solver, "policy", lambda agent, b, **kwargs: (np.eye(7)[greedy], values, greedy))
     agent = agents.load_agent("mcts:sims=2:random")
-    row = evaluate.pons(agent, sets)["sets"][0]
+    row = solver.pons(agent, sets)["sets"][0]
     assert row["outcome"] == pytest.approx(3 / 5) and row["move_error"] == pytest.approx(40.0)
     assert (row["win"], row["n_win"], row["loss"], row["draw"], row["n_draw"]) == (0.5, 2, 1.0, 0.5, 2)
     assert row["sign_on_decided"] == pytest.approx(2 / 3)  # 0.9, -0.9 right; -0.5 on a win wrong
-    assert "Test_X" in evaluate.format_pons(evaluate.pons(agent, sets))
-    no_value = evaluate.pons(agents.load_agent("random"), sets)["sets"][0]  # a player without a value: moves only
+    assert "Test_X" in solver.format_pons(solver.pons(agent, sets))
+    no_value = solver.pons(agents.load_agent("random"), sets)["sets"][0]  # a player without a value: moves only
     assert "outcome" not in no_value and no_value["move_error"] == pytest.approx(40.0)
 
 
@@ -289,7 +293,7 @@ def test_random_punisher_pons_error_against_the_reference_game():
     error where its score does not keep the outcome."""
     from tests.reference import RefGame
 
-    data = evaluate.load_pons()["Test_L3_R1"]
+    data = solver.load_pons()["Test_L3_R1"]
     errors = []
     for moves, scores in zip(data["moves"], data["scores"]):
         g = RefGame()
@@ -302,25 +306,26 @@ def test_random_punisher_pons_error_against_the_reference_game():
         best = max(scores[c] for c in legal)
         keeps = [c for c in legal if best < 0 or np.sign(scores[c]) == np.sign(best)]
         errors.append(sum(c not in keeps for c in choice) / len(choice))
-    report = evaluate.pons(agents.load_agent("random-punisher"), {"Test_L3_R1": data})
+    report = solver.pons(agents.load_agent("random-punisher"), {"Test_L3_R1": data})
     assert report["sets"][0]["move_error"] == pytest.approx(100 * np.mean(errors), abs=1e-6)
 
 
 def test_solver_metrics_on_the_device_equal_the_host_reports():
-    """czjax.solver_metrics (one compiled call, as training logs it) against eval pons (greedy
+    """czjax.learn.solver_metrics (one compiled call, as training logs it) against eval pons (greedy
     move) and eval accuracy, for an untrained mlp3."""
     import jax
 
-    from czjax import models, solver_metrics
+    from czjax import models
+    from czjax.learn import solver_metrics
 
     model = models.get_model("mlp3")
     agent = agents.Agent("mlp3", models.model_player(model), models.init_params(model, jax.random.key(1)), "mlp3")
     bench = solver_metrics.load()
     device = jax.jit(lambda p: solver_metrics.metrics(agent.player, p, bench))(agent.params)
-    pons = evaluate.pons(agent, evaluate.load_pons())
+    pons = solver.pons(agent, solver.load_pons())
     for row in pons["sets"]:
         assert float(device[solver_metrics.short_name(row["set"]) + "_error"]) == pytest.approx(row["move_error"], abs=1e-3)
     assert float(device["pons_mean_error"]) == pytest.approx(pons["mean_move_error"], abs=1e-3)
-    accuracy = evaluate.accuracy(agent, evaluate.load_positions())
+    accuracy = solver.accuracy(agent, solver.load_positions())
     assert float(device["public_optimal"]) == pytest.approx(accuracy["greedy_optimal"], abs=1e-6)
     assert float(device["public_keeps"]) == pytest.approx(accuracy["greedy_keeps_outcome"], abs=1e-6)

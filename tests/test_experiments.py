@@ -4,16 +4,14 @@ against hand-computed examples."""
 import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
-sys.path.insert(0, str(EXPERIMENTS))
 
-import curves  # noqa: E402
+import curves
 
 
 def load_script(name: str):

@@ -13,7 +13,9 @@ import pathlib
 import jax
 import pytest
 
-from czjax import cli, loop, scan
+from czjax import cli
+from czjax.run import loop
+from czjax.run import scan
 
 TRAIN = ["train", "--preset", "default", "--games-per-batch", "4", "--batches-per-chunk", "1", "--eval-games", "2", "--batches", "2"]
 SCAN = ["scan", "--preset", "default", "--games-per-batch", "4", "--batches-per-chunk", "1", "--eval-games", "2", "--batches", "2",

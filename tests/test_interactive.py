@@ -10,7 +10,8 @@ import re
 
 import pytest
 
-from czjax import agents, cli, interactive
+from czjax import agents, cli
+from czjax.evaluate import interactive
 
 # X (the human) fills column 1 with the model, then stacks column 4 while the model, its column
 # 1 full, plays column 2: X completes four in column 4 on move 13.
@@ -105,15 +106,15 @@ def test_the_shipped_model_is_the_default_opponent():
     """`czjax play` and `czjax serve` with no PLAYER play Gumbel MuZero over the model shipped in
     the package ("czjax"), a Mk4 with a value head that plays better than chance on the shipped
     solver-labelled positions (its sampled moves beat uniformly random ones by a margin)."""
-    from czjax import evaluate
+    from czjax.evaluate import solver
 
     parser = cli.build_parser()
     for command in ("play", "serve"):
         assert parser.parse_args([command]).player == agents.DEFAULT_OPPONENT
     default = agents.load_agent(agents.DEFAULT_OPPONENT)
     assert type(default.search).__name__ == "Gumbel" and default.search.sims == 64 and default.model_name == "cnn-mk4-value"
-    positions = evaluate.load_positions()
-    shipped, chance = (evaluate.accuracy(agents.load_agent(name), positions) for name in ("czjax", "random"))
+    positions = solver.load_positions()
+    shipped, chance = (solver.accuracy(agents.load_agent(name), positions) for name in ("czjax", "random"))
     assert shipped["sampled_optimal"] > chance["sampled_optimal"] + 0.1
     assert shipped["sampled_keeps_outcome_not_lost"] > chance["sampled_keeps_outcome_not_lost"] + 0.05
 

@@ -14,10 +14,13 @@ import jax
 import numpy as np
 import pytest
 
-from czjax import checkpoint, cli, loop, progress
+from czjax import cli
+from czjax.util import checkpoint
+from czjax.run import loop
+from czjax.util import progress
 from tests import agreement
 from tests.test_train import OLD_STORED_CONFIG
-from czjax.train import HParams, PromotionSettings, TrainConfig, make_trainer
+from czjax.learn.train import HParams, PromotionSettings, TrainConfig, make_trainer
 
 # One small config shared by every test here (and by test_train.py), so the chunk compiles once.
 CONFIG = TrainConfig(
@@ -266,7 +269,7 @@ def test_resume_before_the_first_checkpoint_and_with_a_stored_time_budget(tmp_pa
 def test_the_dashboard_leaves_out_panels_that_do_not_apply():
     """No value loss without a value head (the metric is NaN), no promotions against a fixed
     opponent (the count stays 0): hand-made rows, as a REINFORCE run against RandomPunisher logs."""
-    from czjax import plots
+    from czjax.run import plots
 
     rows = [{"games": 50 * i, "win_rate": 0.5, "eval_win_rate": 0.1, "entropy": 1.9, "returns_std": 0.9, "game_length": 20.0,
              "policy_loss": 0.1, "value_loss": float("nan"), "advantage_std": float("nan"), "promotions": 0} for i in range(1, 4)]

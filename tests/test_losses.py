@@ -5,8 +5,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from czjax import losses, players, rollout
-from czjax.losses import LossInputs, discounted_returns, policy_gradient_loss
+from czjax import players, rollout
+from czjax.learn import losses
+from czjax.learn.losses import LossInputs, discounted_returns, policy_gradient_loss
 
 GAMMA = 0.9
 

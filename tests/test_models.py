@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 from flax.traverse_util import flatten_dict
 
-from czjax import loop, models, players, precision, rollout
+from czjax import models, players, rollout
+from czjax.run import loop
+from czjax.util import precision
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,9 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from czjax import cli, models, onnx_export, precision
+from czjax import cli, models
+from czjax.interop import onnx_export
+from czjax.util import precision
 from tests.test_torch import random_boards
 
 BOARDS = random_boards(48, seed=3)

@@ -4,9 +4,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from czjax import loop
-from czjax.pool import PoolState, league_ready, opponent_weights, update_pool, update_win_rate
-from czjax.train import HParams, PoolSettings, TrainConfig
+from czjax.run import loop
+from czjax.learn.pool import PoolState, league_ready, opponent_weights, update_pool, update_win_rate
+from czjax.learn.train import HParams, PoolSettings, TrainConfig
 
 
 def test_opponent_weights_and_win_rate_ema():

@@ -1,9 +1,10 @@
-"""czjax.profiling: phases read from named scopes, time read from a real profiler trace."""
+"""czjax.bench.profiling: phases read from named scopes, time read from a real profiler trace."""
 
 import jax
 import jax.numpy as jnp
 
-from czjax import bench, profiling
+from czjax.bench import harness
+from czjax.bench import profiling
 
 
 def test_phase_of_an_op_name():
@@ -26,7 +27,7 @@ def test_op_names_read_from_the_compiled_program():
 
 
 def test_a_profiled_training_chunk_splits_into_its_phases(tmp_path):
-    row = bench.bench_train("mlp", 8, runs=1, steps=1, profile=tmp_path)
+    row = harness.bench_train("mlp", 8, runs=1, steps=1, profile=tmp_path)
     assert next(tmp_path.rglob("perfetto_trace.json.gz")).stat().st_size > 0
     phases = row["phases"]
     if jax.default_backend() == "cpu":  # every executed thunk names its instruction

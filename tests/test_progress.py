@@ -8,7 +8,10 @@ import jax
 import numpy as np
 import pytest
 
-from czjax import agents, cli, loop, progress, scan
+from czjax import agents, cli
+from czjax.run import loop
+from czjax.util import progress
+from czjax.run import scan
 from czjax.rollout import play_games
 
 

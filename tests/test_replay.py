@@ -1,4 +1,4 @@
-"""czjax.replay against a plain-Python circular buffer."""
+"""czjax.learn.replay against a plain-Python circular buffer."""
 
 import collections
 
@@ -6,8 +6,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from czjax import replay
-from czjax.losses import LossInputs
+from czjax.learn import replay
+from czjax.learn.losses import LossInputs
 
 
 def batch_of(rng, n, p_valid):

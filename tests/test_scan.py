@@ -5,9 +5,11 @@ import json
 import numpy as np
 import pytest
 
-from czjax import cli, loop, scan
+from czjax import cli
+from czjax.run import loop
+from czjax.run import scan
 from tests.test_train import OLD_STORED_CONFIG
-from czjax.train import HParams, PromotionSettings, TrainConfig
+from czjax.learn.train import HParams, PromotionSettings, TrainConfig
 
 CONFIG = TrainConfig(model="mlp", games_per_batch=8, opponent="self", promotion=PromotionSettings(every_games=16, window_games=16), eval_games=4, batches_per_chunk=2)
 BASE = dict(learning_rate=1e-3, entropy_bonus=0.05, value_weight=0.0, discount=0.9)
@@ -125,7 +127,7 @@ def test_scan_arguments_are_checked_before_anything_is_written(tmp_path, capsys)
     assert not out.exists()
     scan.check_sort("learning_rate", ["learning_rate"])  # a grid name sorts too
     out.mkdir()
-    from czjax.train import TrainConfig
+    from czjax.learn.train import TrainConfig
 
     first = {"config": TrainConfig().to_dict(), "seeds": [0, 1], "batches": 4, "chunk": 2}
     scan.open_scan(out, first, resume=False, overwrite=False)

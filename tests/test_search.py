@@ -227,7 +227,7 @@ def test_search_specs_and_their_errors(model_checkpoints):
 def test_analyze_shows_a_searchs_visits_and_q():
     """``analyze`` shows a search's visits and Q per column: 32 visits at the root, Q 1 on the
     winning column of the last position (a win in one)."""
-    from czjax import interactive
+    from czjax.evaluate import interactive
 
     report = interactive.analyze(agents.load_agent("mcts:sims=32:random"), "1122334")
     before_win = report["plies"][-1]  # X to move before 4 wins: the position after 112233

@@ -28,7 +28,8 @@ try:
 except ImportError:  # the API tests need no browser; the browser tests skip, saying why
     expect = sync_playwright = None
 
-from czjax import agents, serve
+from czjax import agents
+from czjax.evaluate import serve
 
 CHROMIUM = os.environ.get("CZJAX_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from czjax import checkpoint
+from czjax.util import checkpoint
 
 TRAIN = [sys.executable, "-m", "czjax.cli", "train", "--preset", "default", "--games-per-batch", "4", "--batches-per-chunk", "1",
          "--eval-games", "2", "--batches", "1000000"]

@@ -12,8 +12,12 @@ import numpy as np
 import pytest
 import torch  # the test extra installs it: pip install -e ".[test]"
 
-from czjax import agents, checkpoint, cli, game, loop, models, precision, rollout, torch_io
-from czjax.train import HParams, PromotionSettings, TrainConfig, make_trainer
+from czjax import agents, cli, game, models, rollout
+from czjax.util import checkpoint
+from czjax.run import loop
+from czjax.util import precision
+from czjax.models import torch_layout
+from czjax.learn.train import HParams, PromotionSettings, TrainConfig, make_trainer
 from tests.reference import random_game
 from tests.torch_reference import TORCH_MODELS, a2c_loss, ppo_update, rwb_loss
 
@@ -48,9 +52,9 @@ def random_boards(n=64, seed=0):
 def test_imported_weights_give_pytorchs_outputs(name):
     model = random_torch_model(name)
     state_dict = {k: v.numpy() for k, v in model.state_dict().items()}
-    assert torch_io.detect_model(state_dict) == name
+    assert torch_layout.detect_model(state_dict) == name
     assert sum(v.size for v in state_dict.values()) == models.count_params(models.init_params(models.get_model(name), jax.random.key(0)))
-    params = torch_io.from_state_dict(name, state_dict)
+    params = torch_layout.from_state_dict(name, state_dict)
     boards = random_boards()
     logits, values = models.apply_model(models.get_model(name), params, jnp.asarray(boards))
     with torch.no_grad():
@@ -60,7 +64,7 @@ def test_imported_weights_give_pytorchs_outputs(name):
         assert values is None
     else:
         np.testing.assert_allclose(np.asarray(values), t_values.numpy(), atol=1e-5)
-    back = torch_io.to_state_dict(name, params)  # and back, exactly, in PyTorch's key order
+    back = torch_layout.to_state_dict(name, params)  # and back, exactly, in PyTorch's key order
     assert list(back) == list(state_dict) and all(np.array_equal(back[k], state_dict[k]) for k in back)
 
 
@@ -94,7 +98,7 @@ def test_misshapen_tensor_is_named():
     state_dict = {k: v.numpy() for k, v in TORCH_MODELS["mlp"]().state_dict().items()}
     state_dict["layers.3.weight"] = np.zeros((64, 100), np.float32)
     with pytest.raises(ValueError, match=r"layers.3.weight has shape \(64, 100\)"):
-        torch_io.from_state_dict("mlp", state_dict)
+        torch_layout.from_state_dict("mlp", state_dict)
 
 
 def learner_batch(traj, outcome, gamma):
@@ -121,7 +125,7 @@ def torch_update(name, params, algorithm, batch, lr, beta, value_weight, gamma, 
     ``(model, loss before the first step, PPO's (kls, steps) or None)``."""
     xs, acts, returns, rewards, done = batch
     model = TORCH_MODELS[name]()
-    model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in torch_io.to_state_dict(name, params).items()})
+    model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in torch_layout.to_state_dict(name, params).items()})
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     legal = xs[:, 0, :] == 0
     if algorithm == "ppo":
@@ -171,7 +175,7 @@ def test_one_update_matches_pytorch(algorithm, name, lr, value_weight, ppo_steps
     trainer = make_trainer(config)
     # every parameter off its default: at mlp3's initialisation (LayerNorm offsets 0) the empty
     # board's activations are exactly 0, and LayerNorm scales a step's 1e-7 change up to O(1)
-    params = torch_io.from_state_dict(name, {k: v.numpy() for k, v in random_torch_model(name).state_dict().items()})
+    params = torch_layout.from_state_dict(name, {k: v.numpy() for k, v in random_torch_model(name).state_dict().items()})
     opt_state = trainer.init(3).opt_state  # Adam's moments start at 0 whatever the parameters
     hp = HParams.create(learning_rate=lr, entropy_bonus=beta, value_weight=value_weight, discount=gamma)
     traj, results = rollout.play_games(jax.random.key(5), trainer.learner, params, trainer.learner, params, n)
@@ -192,8 +196,8 @@ def test_one_update_matches_pytorch(algorithm, name, lr, value_weight, ppo_steps
         assert metrics["ppo_kl"] == pytest.approx(ppo[0][steps - 1], rel=1e-3)  # the KL of the last epoch run
     assert float(metrics["positions"]) == len(batch[1])
     assert float(metrics["loss"] * metrics["positions"]) == pytest.approx(loss, rel=1e-4, abs=1e-4)  # before the first step
-    new = torch_io.to_state_dict(name, new_params)
-    old = torch_io.to_state_dict(name, params)
+    new = torch_layout.to_state_dict(name, new_params)
+    old = torch_layout.to_state_dict(name, params)
     moved = max(np.abs(new[k] - old[k]).max() for k in old)
     assert moved > 0.5 * lr * steps  # the steps really moved the weights
     # Adam's first step is lr * g / (|g| + eps), about lr * sign(g) for every entry: where a
@@ -212,10 +216,10 @@ def test_one_update_matches_pytorch(algorithm, name, lr, value_weight, ppo_steps
 
 @pytest.mark.parametrize("name", list(TORCH_MODELS))
 def test_benchmark_peer_is_the_pytorch_model(name):
-    """czjax.torch_peer (the PyTorch iteration timed by `czjax bench train`) has the PyTorch
+    """czjax.bench.torch_peer (the PyTorch iteration timed by `czjax bench train`) has the PyTorch
     project's keys and shapes, computes the same outputs as the test definitions, and plays
     legal, complete games."""
-    from czjax import torch_peer
+    from czjax.bench import torch_peer
 
     peer, reference = torch_peer.build_model(name), random_torch_model(name)
     peer.load_state_dict(reference.state_dict())  # strict: same keys and shapes
@@ -240,7 +244,7 @@ def test_default_init_draws_each_layer_as_pytorch_does(name):
     torch.manual_seed(0)
     reference = TORCH_MODELS[name]()  # PyTorch's default initialisation
     want = reference.state_dict()
-    got = torch_io.to_state_dict(name, models.init_params(models.get_model(name), jax.random.key(0)))
+    got = torch_layout.to_state_dict(name, models.init_params(models.get_model(name), jax.random.key(0)))
     assert list(got) == list(want)  # every parameter is covered
     for key, w in want.items():
         w, g = w.numpy().astype(np.float64), got[key].astype(np.float64)
@@ -272,7 +276,7 @@ def test_a_run_starts_from_a_pth_and_resumes_without_it(tmp_path, capsys):
     out = tmp_path / "run"
     flags = ["--preset", "ex2-entropy", "--games-per-batch", "8", "--eval-every", "2", "--eval-games", "4", "--out", str(out)]
     assert cli.main(["train", *flags, "--init-from", str(pth), "--time-budget", "0"]) == 0  # no batch: the step-0 state
-    expected = torch_io.from_state_dict("mlp", {k: v.numpy() for k, v in model.state_dict().items()})
+    expected = torch_layout.from_state_dict("mlp", {k: v.numpy() for k, v in model.state_dict().items()})
     trainer = make_trainer(TrainConfig(model="mlp", games_per_batch=8, opponent="self", batches_per_chunk=2, eval_games=4,
                                        promotion=PromotionSettings(every_games=20000)))
     state, meta = checkpoint.load(out / loop.CHECKPOINT, trainer.init(0), "mlp")

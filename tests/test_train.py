@@ -7,8 +7,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from czjax import loop, rollout, train
-from czjax.train import HParams, PoolSettings, PromotionSettings, TrainConfig, make_trainer
+from czjax import rollout
+from czjax.run import loop
+from czjax.learn import train
+from czjax.learn.train import HParams, PoolSettings, PromotionSettings, TrainConfig, make_trainer
 
 # One small config shared by every test here, so the chunk compiles once.
 CONFIG = TrainConfig(

@@ -1,6 +1,6 @@
 """Hyperparameter scans as one compiled program: the training chunk vmapped over configurations.
 
-A scan is a list of settings (each a dict of :class:`~czjax.train.HParams` values, e.g. a grid
+A scan is a list of settings (each a dict of :class:`~czjax.learn.train.HParams` values, e.g. a grid
 over the entropy bonus) times a list of seeds. Each configuration has its own parameters,
 optimizer state, opponent and PRNG stream: a leading axis on the :class:`TrainState` and on
 ``HParams``. Model, batch size and opponent kind are shared (they are compiled in).
@@ -22,11 +22,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from czjax import checkpoint, devices
-from czjax.loop import METRICS, TIMING_KEYS, discarded_on_failure, guard_fresh, locked, metric_row, read_metrics, run_chunk_once, write_metrics
-from czjax.progress import eta_text, time_left_after_compile
-from czjax.sinks import log_rows
-from czjax.train import HParams, TrainConfig, hparam_names, make_trainer
+from czjax.util import checkpoint
+from czjax.util import devices
+from czjax.run.loop import METRICS, TIMING_KEYS, discarded_on_failure, guard_fresh, locked, metric_row, read_metrics, run_chunk_once, write_metrics
+from czjax.util.progress import eta_text, time_left_after_compile
+from czjax.run.sinks import log_rows
+from czjax.learn.train import HParams, TrainConfig, hparam_names, make_trainer
 
 AXIS = "configuration"  # the vmapped axis: skips (lax.cond) hold for all configurations at once
 SCANNABLE = hparam_names()  # every traced hyperparameter
@@ -278,7 +279,7 @@ def summary_table(rows: list[dict], sort_by: str = "eval_win_rate", tail: float 
 def scan_figure(rows: list[dict], path, title: str = "") -> None:
     """One figure, a panel per metric: a thin line per configuration, and per setting the mean
     over seeds with a band from the lowest to the highest seed."""
-    from czjax.plots import PANELS, plt, save_figure
+    from czjax.run.plots import PANELS, plt, save_figure
 
     fig, axes = plt.subplots(2, 4, figsize=(17, 7.5), constrained_layout=True)
     settings = sorted({r["setting"] for r in rows})

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from czjax import players, rollout
+from czjax.agents import load_agent
 
 
 @chex.dataclass(frozen=True)
@@ -39,8 +40,6 @@ def load_member(spec: str):
     """``(player, params)`` of a pool member: a built-in player's name or a checkpoint file."""
     if spec in players.BUILTIN_PLAYERS:
         return players.BUILTIN_PLAYERS[spec], None
-    from czjax.agents import load_agent
-
     agent = load_agent(spec)
     return agent.player, agent.params
 

@@ -4,7 +4,7 @@
 
 - ``init(seed, params=None) -> TrainState``
 - ``train_step(state, hparams, key) -> (state, metrics)``: one batch of games against the
-  opponent, the update (:mod:`czjax.algorithms`), and promotion or the pool's bookkeeping, as
+  opponent, the update (:mod:`czjax.learn.algorithms`), and promotion or the pool's bookkeeping, as
   one compiled function.
 - ``run_chunk(state, hparams, num_batches) -> (state, metrics)``: ``num_batches`` iterations
   under ``lax.scan`` and then evaluation games against RandomPunisher, all on the device; the
@@ -28,9 +28,13 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from czjax import algorithms, compaction, devices, models, players, precision, replay, rollout, solver_metrics
-from czjax.search import search_player
-from czjax.pool import init_pool, load_member, play_against_pool, update_pool
+from czjax import compaction, models, players, rollout, search
+from czjax.learn import algorithms
+from czjax.util import devices
+from czjax.util import precision
+from czjax.learn import replay
+from czjax.learn import solver_metrics
+from czjax.learn.pool import init_pool, load_member, play_against_pool, update_pool
 
 # self: a frozen copy of the learner, promoted when it is beaten; current: the learner itself
 # (AlphaZero's self-play: both sides play with the current parameters)
@@ -122,7 +126,7 @@ class PoolSettings:
     """opponent="pool": a fixed list of players (built-in names or checkpoint files), chosen on
     device per batch with weights ``clip(1 - EMA win rate, 0.05, 1)``; ``league=True`` adds a
     frozen copy of the learner whenever its EMA win rate against every member exceeds the
-    threshold (:mod:`czjax.pool`)."""
+    threshold (:mod:`czjax.learn.pool`)."""
 
     members: tuple = ()
     ema: float = 0.1  # EMA step per batch played against a member
@@ -138,7 +142,7 @@ class PoolSettings:
 
 @dataclasses.dataclass(frozen=True)
 class ReplaySettings:
-    """Search-based training from an on-device replay buffer (:mod:`czjax.replay`): each batch's
+    """Search-based training from an on-device replay buffer (:mod:`czjax.learn.replay`): each batch's
     positions are added to a circular buffer of ``capacity`` rows and the step trains on
     ``batch`` rows drawn from it uniformly. ``capacity`` 0 trains on each batch as it comes."""
 
@@ -180,13 +184,13 @@ class TrainConfig:
     mirror: bool = False  # add every position flipped left-right to the batch
     eval_games: int = 100  # against RandomPunisher after every chunk
     batches_per_chunk: int = 20  # iterations per compiled chunk: the logging and evaluation interval
-    precision: str = "default"  # float32 matrix products of the compiled chunk (czjax.precision.PRECISIONS)
+    precision: str = "default"  # float32 matrix products of the compiled chunk (czjax.util.precision.PRECISIONS)
     unroll: int = 1  # pairs of plies per step of the rollout's compiled loop (rollout.play_games); the games are the same
     sample_plies: int | None = None  # moves are sampled on the game's first plies only, then the most likely (None: always)
     openings: int = 0  # games start from a position drawn uniformly from all positions 0..openings plies deep (rollout.opening_positions)
     both_sides: bool = False  # opponent "current": train on both players' positions (both play with the learner's parameters)
     control_flow: str = "auto"  # one of CONTROL_FLOWS: skip finished work with lax.cond, or compute it masked (the same results)
-    solver_eval: str = "off"  # after each chunk, on Pons' sets and the public solver positions: off, network, search (czjax.solver_metrics)
+    solver_eval: str = "off"  # after each chunk, on Pons' sets and the public solver positions: off, network, search (czjax.learn.solver_metrics)
     conv: str = "auto"  # how Mk4's 3x3 convolutions are computed: auto (measured per backend), im2col, xla (czjax.models)
     norm: str = "auto"  # how Mk4's GroupNorm layers are computed: auto (measured per backend), flax, grouped (czjax.models)
     compaction: str = "auto"  # skip finished games and invalid positions: auto (measured per backend), on, loss, off (czjax.compaction)
@@ -253,8 +257,6 @@ class TrainConfig:
         """The search (czjax.search) named by ``search`` (``NAME`` or ``NAME:OPTIONS``), or None."""
         if not self.search:
             return None
-        from czjax import search
-
         name, _, options = self.search.partition(":")
         return search.make_search(name, options)
 
@@ -320,7 +322,7 @@ class TrainState:
     window_games: chex.Array
     promotions: chex.Array  # checkpoint promotions (self-play) or league additions (pool)
     pool: Any = None  # PoolState with opponent="pool"
-    replay: Any = None  # czjax.replay.ReplayBuffer with a replay capacity
+    replay: Any = None  # czjax.learn.replay.ReplayBuffer with a replay capacity
 
 
 class Trainer(NamedTuple):
@@ -348,7 +350,7 @@ class Setup(NamedTuple):
     devices: int  # a batch's games split across this many devices
     rollout_chunks: int | None  # how a batch's rollout splits a player's boards: None the FLOP rule, 1 every board (czjax.compaction)
     eval_chunks: int | None  # the same for the evaluation games
-    solver_bench: Any  # czjax.solver_metrics.SolverBenchmark when config.solver_eval is on, else None
+    solver_bench: Any  # czjax.learn.solver_metrics.SolverBenchmark when config.solver_eval is on, else None
 
 
 def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1) -> Setup:
@@ -378,7 +380,7 @@ def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1)
     members = [load_member(spec) for spec in config.pool.members]
     slots = config.pool.league_slots if config.pool.league else 0
     searcher = config.searcher()
-    actor = learner if searcher is None else search_player(searcher, learner)
+    actor = learner if searcher is None else search.search_player(searcher, learner)
     bench = solver_metrics.load() if config.solver_eval != "off" else None
     return Setup(config, model, learner, actor, ctx, algorithms.get_algorithm(config.algorithm), members, slots, axis_name, num_devices,
                  rollout_chunks(config.games_per_batch), rollout_chunks(config.eval_games), bench)
@@ -466,7 +468,7 @@ def record_batch(setup: Setup, state: TrainState, params, opt_state, results, ch
 
 def train_step(setup: Setup, state: TrainState, hp: HParams, key) -> tuple[TrainState, dict]:
     """One batch of games and the learner's update, as one compiled function."""
-    # the named scopes are the phases that `czjax bench train --profile` reports (czjax.profiling)
+    # the named scopes are the phases that `czjax bench train --profile` reports (czjax.bench.profiling)
     with jax.named_scope("selfplay"):
         traj, results, chosen = play_batch(setup, state, hp, key)
     with jax.named_scope("update"):
@@ -541,8 +543,8 @@ def run_chunk(setup: Setup, state: TrainState, hp: HParams, num_batches: int) ->
 def make_trainer(config: TrainConfig, axis_name: str | None = None, num_devices: int = 1) -> Trainer:
     """The compiled functions for ``config`` (cached: the same config gives the same jitted
     functions, so runs and tests with one config compile once). ``axis_name`` names the
-    vmapped configuration axis when the functions run inside a scan (:mod:`czjax.scan`);
-    ``num_devices`` splits each batch's games across that many devices (:mod:`czjax.devices`)."""
+    vmapped configuration axis when the functions run inside a scan (:mod:`czjax.run.scan`);
+    ``num_devices`` splits each batch's games across that many devices (:mod:`czjax.util.devices`)."""
     setup = make_setup(config, axis_name, num_devices)
 
     def update(params, opt_state, traj, outcome, hp):

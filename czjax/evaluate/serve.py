@@ -51,7 +51,7 @@ import numpy as np
 
 from czjax import game
 from czjax.agents import Agent, policy, visit_shares
-from czjax.interactive import absolute_board, choose_move, game_result
+from czjax.evaluate.interactive import absolute_board, choose_move, game_result
 
 RESULTS = {None: None, 0: "draw", 1: "first", -1: "second"}
 

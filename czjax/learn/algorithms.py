@@ -9,7 +9,7 @@ An update turns a batch of games into new parameters, inside the compiled traini
 3. the algorithm's ``step``: one AdamW step, or PPO's epochs.
 
 A new algorithm is a new :class:`Algorithm` in :data:`ALGORITHMS`; its loss terms go into
-:mod:`czjax.losses`. Gradients are taken only on the positions that happened
+:mod:`czjax.learn.losses`. Gradients are taken only on the positions that happened
 (:func:`sparse_value_and_grad`).
 """
 
@@ -23,8 +23,9 @@ import jax.numpy as jnp
 import optax
 from jax import lax
 
-from czjax import compaction, devices, game, models, rollout
-from czjax.losses import LossInputs, a2c_targets, discounted_returns, imitation_sums, metrics_from_sums, mirror, policy_gradient_sums, ppo_sums
+from czjax import compaction, game, models, rollout
+from czjax.util import devices
+from czjax.learn.losses import LossInputs, a2c_targets, discounted_returns, imitation_sums, metrics_from_sums, mirror, policy_gradient_sums, ppo_sums
 from czjax.players import masked_log_probs
 
 

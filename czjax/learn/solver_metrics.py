@@ -2,7 +2,7 @@
 as one compiled call, for training runs to log as they go.
 
 :func:`load` reads the benchmark once on the host: Pascal Pons' six sets with every column's
-exact score (6,000 positions) and the 1,000 public positions (:mod:`czjax.evaluate`), as
+exact score (6,000 positions) and the 1,000 public positions (:mod:`czjax.evaluate.solver`), as
 device arrays. :func:`metrics` plays the player's move on all of them in one batch and returns
 flat scalars: ``pons_<set>_error`` (% of moves that do not keep the game-theoretic outcome,
 AlphaZero.jl's measure; sets named ``L1R1``...), ``pons_mean_error``, ``public_optimal`` and
@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from czjax import evaluate
+from czjax.evaluate import solver
 from czjax.players import Player, mask_for_sampling
 
 
@@ -39,11 +39,11 @@ def short_name(pons_set: str) -> str:
 @functools.lru_cache(maxsize=1)
 def load() -> SolverBenchmark:
     """The shipped benchmark (cached): Pons' sets in AlphaZero.jl's order, then the public file."""
-    parts = [(short_name(name), data["boards"], data["scores"]) for name, data in evaluate.load_pons_moves().items()]
-    public = evaluate.load_positions()
+    parts = [(short_name(name), data["boards"], data["scores"]) for name, data in solver.load_pons_moves().items()]
+    public = solver.load_positions()
     parts.append(("public", public["boards"], public["scores"]))
     boards = np.concatenate([b for _, b, _ in parts])
-    optimal, keeps, _ = evaluate.good_columns(np.concatenate([s for _, _, s in parts]))
+    optimal, keeps, _ = solver.good_columns(np.concatenate([s for _, _, s in parts]))
     group = np.concatenate([np.full(len(b), i, np.int32) for i, (_, b, _) in enumerate(parts)])
     # NumPy arrays (host memory): cached across traces, they enter each compiled program as
     # constants; a device array made inside one trace would leak its tracer into the next

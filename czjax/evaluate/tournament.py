@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from czjax.agents import Agent
-from czjax.progress import Progress
+from czjax.util.progress import Progress
 from czjax.rollout import play_games
 
 ELO = 400.0 / math.log(10.0)  # Elo points per unit of log-odds

@@ -29,7 +29,7 @@ class Timed(NamedTuple):
     compile_s: float
     times: list[float]
     output: object  # the last timed call's
-    phases: list[tuple[str, float]] | None  # czjax.profiling.phase_times of one more call, when profiled
+    phases: list[tuple[str, float]] | None  # czjax.bench.profiling.phase_times of one more call, when profiled
 
 
 def _compile(fn: Callable, make_args: Callable[[int], tuple]):
@@ -52,7 +52,7 @@ def _timed_call(compiled, args) -> tuple[float, object]:
 def time_compiled(fn: Callable, make_args: Callable[[int], tuple], runs: int, profile: str | Path | None = None) -> Timed:
     """Compile ``fn`` for ``make_args(0)``, then time ``runs`` calls. With ``profile`` (a
     folder), one more call runs under the profiler, its trace written there and its time
-    split into phases (czjax.profiling)."""
+    split into phases (czjax.bench.profiling)."""
     compiled, compile_s = _compile(fn, make_args)
     times, out = [], None
     for i in range(runs):
@@ -60,7 +60,7 @@ def time_compiled(fn: Callable, make_args: Callable[[int], tuple], runs: int, pr
         times.append(seconds)
     phases = None
     if profile is not None:
-        from czjax import profiling
+        from czjax.bench import profiling
 
         with profiling.trace(profile):
             jax.block_until_ready(compiled(*make_args(runs + 1)))
@@ -184,8 +184,9 @@ def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5, num
     ``profile``: a folder for a profiler trace of one more chunk, split into phases
     (``row["phases"]``: seconds per iteration per phase). ``row["peak_bytes"]``: the device's
     peak memory in use, where the backend reports it (GPUs do, the CPU does not)."""
-    from czjax import devices, precision
-    from czjax.train import HParams, TrainConfig, make_trainer
+    from czjax.util import devices
+    from czjax.util import precision
+    from czjax.learn.train import HParams, TrainConfig, make_trainer
 
     config = TrainConfig(model=model, games_per_batch=games_per_batch, opponent="self", eval_games=2, batches_per_chunk=steps,
                          **settings)
@@ -224,13 +225,13 @@ def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5, num
 
 
 def add_torch_peer(row: dict, runs: int, steps: int) -> bool:
-    """Time czjax.torch_peer's PyTorch iteration for the same setting, in this process;
+    """Time czjax.bench.torch_peer's PyTorch iteration for the same setting, in this process;
     False when PyTorch is not installed."""
     try:
         import torch  # noqa: F401
     except ImportError:
         return False
-    from czjax import torch_peer
+    from czjax.bench import torch_peer
 
     peer = torch_peer.bench_train(row["model"], row["games_per_batch"], runs, steps)
     row["torch_games_per_s"] = peer["games_per_s"]
@@ -257,8 +258,8 @@ def format_train_row(row: dict) -> str:
 def bench_scan(k: int, games_per_batch: int, steps: int, runs: int, model: str = "mlp") -> dict:
     """K configurations (entropy bonus spread over [0, 0.1], one seed each) for ``steps``
     batches: one vmapped compiled chunk, against the same K chunks run one after another."""
-    from czjax import scan
-    from czjax.train import HParams, TrainConfig, make_trainer
+    from czjax.run import scan
+    from czjax.learn.train import HParams, TrainConfig, make_trainer
 
     config = TrainConfig(model=model, games_per_batch=games_per_batch, opponent="self", eval_games=2, batches_per_chunk=steps)
     base = dict(learning_rate=1e-3, entropy_bonus=0.05, value_weight=0.0, discount=0.9)

@@ -56,10 +56,10 @@ def _batch(text: str) -> int:
 def _bench(args, what: str, header: str, settings, measure, fmt) -> int:
     """Run ``measure`` for each setting, printing a table row as each finishes (to stderr with
     ``--json``, whose JSON document goes to stdout)."""
-    from czjax import bench
+    from czjax.bench import harness
 
-    log = bench.stderr if args.json else print
-    log(f"czjax bench {what} on {bench.machine_description()}; median of {args.runs} timed runs, compile time separate")
+    log = harness.stderr if args.json else print
+    log(f"czjax bench {what} on {harness.machine_description()}; median of {args.runs} timed runs, compile time separate")
     log(header)
     rows = []
     for setting in settings:
@@ -67,25 +67,26 @@ def _bench(args, what: str, header: str, settings, measure, fmt) -> int:
             rows.append(row)
             log(fmt(row))
     if args.json:
-        print(json.dumps({"machine": bench.machine_description(), "rows": rows}, indent=1))
+        print(json.dumps({"machine": harness.machine_description(), "rows": rows}, indent=1))
     return 0
 
 
 def cmd_bench_rollout(args) -> int:
-    from czjax import bench, profiling
+    from czjax.bench import harness
+    from czjax.bench import profiling
 
     def measure(setting, log):
         player, batch = setting
         profile = Path(args.profile) / f"{player}-{batch}" if args.profile else None
-        row = bench.bench_rollout_czjax(player, batch, args.runs, profile)
+        row = harness.bench_rollout_czjax(player, batch, args.runs, profile)
         if profile is not None:
             log(f"profile of one batch in {profile} (ui.perfetto.dev opens perfetto_trace.json.gz):")
             log(profiling.format_phases(list(row["phases"].items())))
         rows = [row]
         if player == "random-punisher":
-            row["vs_pytorch"] = row["games_per_s"] / bench.PYTORCH_PUNISHER_GAMES_PER_S
+            row["vs_pytorch"] = row["games_per_s"] / harness.PYTORCH_PUNISHER_GAMES_PER_S
         if player == "random" and not args.no_peer:
-            peer = bench.bench_rollout_pgx(batch, args.runs)
+            peer = harness.bench_rollout_pgx(batch, args.runs)
             if peer is None:
                 log("  (pgx not installed: `pip install czjax[bench]` to measure it side by side)")
                 args.no_peer = True
@@ -99,15 +100,16 @@ def cmd_bench_rollout(args) -> int:
         if "czjax_speedup" in row:
             extra = f"   czjax/pgx = {row['czjax_speedup']:.1f}x"
         elif "vs_pytorch" in row:
-            extra = f"   {row['vs_pytorch']:,.0f}x the PyTorch project's {bench.PYTORCH_PUNISHER_GAMES_PER_S:.0f} games/s"
-        return bench.format_rollout_row(row) + extra
+            extra = f"   {row['vs_pytorch']:,.0f}x the PyTorch project's {harness.PYTORCH_PUNISHER_GAMES_PER_S:.0f} games/s"
+        return harness.format_rollout_row(row) + extra
 
     settings = [(player, batch) for player in args.player for batch in args.batch]
-    return _bench(args, "rollout", bench.ROLLOUT_HEADER, settings, measure, fmt)
+    return _bench(args, "rollout", harness.ROLLOUT_HEADER, settings, measure, fmt)
 
 
 def cmd_bench_train(args) -> int:
-    from czjax import bench, profiling
+    from czjax.bench import harness
+    from czjax.bench import profiling
 
     settings = [(model, games, n, flow) for model in args.model for games in args.games_per_batch for n in args.devices
                 for flow in args.control_flow]
@@ -117,31 +119,31 @@ def cmd_bench_train(args) -> int:
         profile = Path(args.profile) / f"{model}-{games}-{n}dev-{flow}" if args.profile else None
         settings = {name: getattr(args, name) for name in ("precision", "compaction", "conv", "norm", "unroll")}
         settings["control_flow"] = flow
-        row = bench.bench_train(model, games, args.runs, args.steps, n, profile, **settings)
+        row = harness.bench_train(model, games, args.runs, args.steps, n, profile, **settings)
         if profile is not None:
             log(f"profile of one chunk in {profile} (ui.perfetto.dev opens perfetto_trace.json.gz); per iteration:")
             log(profiling.format_phases(list(row["phases"].items())))
-        if not args.no_peer and not bench.add_torch_peer(row, args.runs, args.peer_steps or args.steps):
+        if not args.no_peer and not harness.add_torch_peer(row, args.runs, args.peer_steps or args.steps):
             log("  (PyTorch not installed: `pip install torch==2.13.0` to time the PyTorch iteration side by side)")
             args.no_peer = True
         return [row]
 
-    return _bench(args, f"train ({args.steps} iterations per run)", bench.TRAIN_HEADER, settings, measure, bench.format_train_row)
+    return _bench(args, f"train ({args.steps} iterations per run)", harness.TRAIN_HEADER, settings, measure, harness.format_train_row)
 
 
 def cmd_bench_scan(args) -> int:
-    from czjax import bench
+    from czjax.bench import harness
 
-    return _bench(args, "scan (vmapped and sequential interleaved)", bench.SCAN_HEADER, args.k,
-                  lambda k, log: [bench.bench_scan(k, args.games_per_batch, args.steps, args.runs, args.model)], bench.format_scan_row)
+    return _bench(args, "scan (vmapped and sequential interleaved)", harness.SCAN_HEADER, args.k,
+                  lambda k, log: [harness.bench_scan(k, args.games_per_batch, args.steps, args.runs, args.model)], harness.format_scan_row)
 
 
 def cmd_bench_search(args) -> int:
-    from czjax import bench
+    from czjax.bench import harness
 
     settings = [(algo, batch, sims) for algo in args.algo for batch in args.batch for sims in args.sims]
-    return _bench(args, "search (czjax's tree; mctx over czjax's rules and over pgx, same network)", bench.SEARCH_HEADER, settings,
-                  lambda s, log: bench.bench_search(*s, args.runs, peers=not args.no_peer), bench.format_search_row)
+    return _bench(args, "search (czjax's tree; mctx over czjax's rules and over pgx, same network)", harness.SEARCH_HEADER, settings,
+                  lambda s, log: harness.bench_search(*s, args.runs, peers=not args.no_peer), harness.format_search_row)
 
 
 def _non_negative_float(text: str) -> float:
@@ -167,7 +169,7 @@ SETTING_FLAGS = {
 
 
 def _hparam_flags() -> tuple[str, ...]:
-    from czjax.train import hparam_names
+    from czjax.learn.train import hparam_names
 
     return hparam_names()
 
@@ -190,8 +192,9 @@ def _setting_overrides(args) -> dict:
 def train_settings(args):
     """(config, hparams, run) from the preset and the flags, or from the run folder on --resume;
     ``run`` holds seed, batches, time_budget_s and title."""
-    from czjax import loop, presets
-    from czjax.train import HParams, TrainConfig
+    from czjax.run import loop
+    from czjax.run import presets
+    from czjax.learn.train import HParams, TrainConfig
 
     flags = (*SETTING_FLAGS, *_hparam_flags(), "no_baseline", "seed", "preset", "init_from")
     given = [f for f in flags if getattr(args, f) is not None and getattr(args, f) is not False]  # 0 and 0.0 are given values
@@ -221,14 +224,15 @@ def train_settings(args):
 
 
 def cmd_train(args) -> int:
-    from czjax import loop, sinks
+    from czjax.run import loop
+    from czjax.run import sinks
 
     if args.out is None:
         if args.resume:
             raise ValueError("--resume needs --out: the folder of the run to continue")
         args.out = f"runs/{args.preset or 'default'}-seed{args.seed or 0}"
     if args.coordinator:
-        from czjax import devices
+        from czjax.util import devices
 
         devices.initialize_hosts(args.coordinator, args.num_processes, args.process_id)
     config, hparams, run = train_settings(args)
@@ -277,7 +281,10 @@ def report_run(args, config, summary) -> None:
 
 
 def cmd_scan(args) -> int:
-    from czjax import loop, presets, scan, sinks
+    from czjax.run import loop
+    from czjax.run import presets
+    from czjax.run import scan
+    from czjax.run import sinks
 
     preset = presets.get_preset(args.preset)
     grid = scan.parse_grid(args.grid)
@@ -319,11 +326,11 @@ def _add_sink_flags(parser: argparse.ArgumentParser) -> None:
 
 def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     """The static settings (SETTING_FLAGS) that override a preset, for train and scan."""
-    from czjax.algorithms import ALGORITHMS
+    from czjax.learn.algorithms import ALGORITHMS
     from czjax.models import CONV_METHODS, INITS, MODELS, NORM_METHODS
     from czjax.compaction import COMPACTION_MODES
-    from czjax.precision import PRECISIONS
-    from czjax.train import OPPONENTS, PPO_KL_STOPS
+    from czjax.util.precision import PRECISIONS
+    from czjax.learn.train import OPPONENTS, PPO_KL_STOPS
 
     parser.add_argument("--model", default=None, help=f"the network: {', '.join(MODELS)}, or resnet[:blocks=B,channels=C] (default 5 x 64) (default: the preset's)")
     parser.add_argument("--games-per-batch", type=_batch, default=None, help="games per batch (one update each)")
@@ -421,23 +428,26 @@ def _announced(agent, moves: int, what: str):
 
 
 def cmd_eval_accuracy(args) -> int:
-    from czjax import agents, evaluate
+    from czjax import agents
+    from czjax.evaluate import solver
 
-    positions = evaluate.load_positions(args.positions)
+    positions = solver.load_positions(args.positions)
     agent = _announced(agents.load_agent(args.player), len(positions["boards"]), "the positions")
-    return _print_report(args, evaluate.accuracy(agent, positions, log=_stderr), evaluate.format_accuracy)
+    return _print_report(args, solver.accuracy(agent, positions, log=_stderr), solver.format_accuracy)
 
 
 def cmd_eval_pons(args) -> int:
-    from czjax import agents, evaluate
+    from czjax import agents
+    from czjax.evaluate import solver
 
-    sets = evaluate.load_pons(args.dir)
+    sets = solver.load_pons(args.dir)
     agent = _announced(agents.load_agent(args.player), sum(len(data["boards"]) for data in sets.values()), "Pons' positions")
-    return _print_report(args, evaluate.pons(agent, sets, log=_stderr), evaluate.format_pons)
+    return _print_report(args, solver.pons(agent, sets, log=_stderr), solver.format_pons)
 
 
 def cmd_eval_puzzles(args) -> int:
-    from czjax import agents, puzzles
+    from czjax import agents
+    from czjax.evaluate import puzzles
 
     data = puzzles.load(args.puzzles)
     agent = _announced(agents.load_agent(args.player), len(data["boards"]), "the puzzles")
@@ -445,7 +455,8 @@ def cmd_eval_puzzles(args) -> int:
 
 
 def cmd_eval_make_puzzles(args) -> int:
-    from czjax import loop, puzzles
+    from czjax.run import loop
+    from czjax.evaluate import puzzles
 
     loop.check_out_file(Path(args.out))  # before generating
     print(f"generating {args.per_kind:,} puzzles of each kind from seed {args.seed}", file=sys.stderr)
@@ -456,7 +467,8 @@ def cmd_eval_make_puzzles(args) -> int:
 
 
 def cmd_tournament(args) -> int:
-    from czjax import agents, tournament
+    from czjax import agents
+    from czjax.evaluate import tournament
 
     players = [agents.load_agent(spec) for spec in args.players]
     log = (lambda m: print(m, file=sys.stderr)) if args.json else print
@@ -468,7 +480,8 @@ def cmd_tournament(args) -> int:
 
 
 def cmd_play(args) -> int:
-    from czjax import agents, interactive
+    from czjax import agents
+    from czjax.evaluate import interactive
 
     agent = agents.load_agent(args.player)
     interactive.play(agent, first=args.first, temperature=agent.temperature(args.temperature), seed=args.seed)
@@ -476,14 +489,16 @@ def cmd_play(args) -> int:
 
 
 def cmd_analyze(args) -> int:
-    from czjax import agents, interactive
+    from czjax import agents
+    from czjax.evaluate import interactive
 
     report = interactive.analyze(agents.load_agent(args.player), args.moves, temperature=args.temperature, seed=args.seed)
     return _print_report(args, report, interactive.format_analysis)
 
 
 def cmd_openings(args) -> int:
-    from czjax import agents, interactive
+    from czjax import agents
+    from czjax.evaluate import interactive
 
     agent = _announced(agents.load_agent(args.player), args.games * 2 * AVERAGE_MOVES_PER_SIDE, f"{args.games:,} games against itself")
     report = interactive.openings(agent, args.games, args.depth, args.top, temperature=args.temperature, seed=args.seed, log=_stderr)
@@ -491,23 +506,27 @@ def cmd_openings(args) -> int:
 
 
 def cmd_import_torch(args) -> int:
-    from czjax import torch_io
+    from czjax.interop import torch_io
+    from czjax.models import torch_layout
 
     model = torch_io.import_torch(args.file, args.out, args.model)
-    print(f"imported {torch_io.TORCH_CLASSES[model]} from {args.file} as {model}: {args.out}")
+    print(f"imported {torch_layout.TORCH_CLASSES[model]} from {args.file} as {model}: {args.out}")
     return 0
 
 
 def cmd_export_torch(args) -> int:
-    from czjax import checkpoint, torch_io
+    from czjax.util import checkpoint
+    from czjax.interop import torch_io
+    from czjax.models import torch_layout
 
     model = torch_io.export_torch(checkpoint.resolve(args.checkpoint), args.out)
-    print(f"exported {model} as a {torch_io.TORCH_CLASSES[model]} state dict: {args.out}")
+    print(f"exported {model} as a {torch_layout.TORCH_CLASSES[model]} state dict: {args.out}")
     return 0
 
 
 def cmd_distill(args) -> int:
-    from czjax import agents, distill
+    from czjax import agents
+    from czjax.run import distill
 
     teacher = _announced(agents.load_agent(args.teacher), args.games * 4 * AVERAGE_MOVES_PER_SIDE,
                          f"{args.games:,} games against itself and the labels of their positions")
@@ -518,7 +537,8 @@ def cmd_distill(args) -> int:
 
 
 def cmd_export_onnx(args) -> int:
-    from czjax import checkpoint, onnx_export
+    from czjax.util import checkpoint
+    from czjax.interop import onnx_export
 
     ckpt = checkpoint.resolve(args.checkpoint)
     model = onnx_export.export(ckpt, args.out, batched=args.batch)
@@ -535,7 +555,8 @@ def cmd_export_onnx(args) -> int:
 
 
 def cmd_serve(args) -> int:
-    from czjax import agents, serve
+    from czjax import agents
+    from czjax.evaluate import serve
 
     agent = agents.load_agent(args.player)
     print(f"compiling {agent.name} (the page opens once it is ready) ...", flush=True)
@@ -788,7 +809,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_bench_commands(commands) -> None:
     from czjax.compaction import COMPACTION_MODES
     from czjax.models import CONV_METHODS, NORM_METHODS
-    from czjax.precision import PRECISIONS
+    from czjax.util.precision import PRECISIONS
 
     bench = commands.add_parser("bench", help="measure throughput: `czjax bench rollout`, `czjax bench train`, `czjax bench scan`, `czjax bench search`")
     bench_commands = bench.add_subparsers(dest="bench_command", metavar="WHAT", required=True)
@@ -820,7 +841,7 @@ def _add_bench_commands(commands) -> None:
             "Times the compiled training iteration (a batch of self-play games against a frozen copy and one AdamW "
             "step) per model and batch size: median of several runs of a few iterations each, compile time separate. "
             "positions/s counts the learner's real positions (the ones it trains on). When PyTorch is installed, the "
-            "PyTorch project's iteration (czjax.torch_peer: a Python loop over plies, one forward per model per ply) "
+            "PyTorch project's iteration (czjax.bench.torch_peer: a Python loop over plies, one forward per model per ply) "
             "is timed in the same process for the same setting, and the ratio printed."
         ),
     )
@@ -828,7 +849,7 @@ def _add_bench_commands(commands) -> None:
     train_bench.add_argument("--games-per-batch", type=_batch, nargs="+", default=[50, 4096], help="(default: %(default)s)")
     train_bench.add_argument("--runs", type=_positive_int, default=3, help="timed runs per setting (default: %(default)s)")
     train_bench.add_argument("--steps", type=_positive_int, default=5, help="iterations per timed run (default: %(default)s)")
-    train_bench.add_argument("--no-peer", action="store_true", help="skip the PyTorch iteration (czjax.torch_peer) timed beside czjax")
+    train_bench.add_argument("--no-peer", action="store_true", help="skip the PyTorch iteration (czjax.bench.torch_peer) timed beside czjax")
     train_bench.add_argument("--peer-steps", type=_positive_int, default=None, help="PyTorch iterations per timed run (default: --steps)")
     train_bench.add_argument("--devices", type=_positive_int, nargs="+", default=[1], metavar="N",
                              help="split each batch's games over N devices; several values are measured side by side (default: 1)")
@@ -890,7 +911,7 @@ def _add_bench_commands(commands) -> None:
 
 
 def _add_train_command(commands) -> None:
-    from czjax.presets import PRESETS
+    from czjax.run.presets import PRESETS
 
     train = commands.add_parser(
         "train",

@@ -8,7 +8,7 @@ Why the graph is built with ``onnx.helper`` directly rather than traced by a con
 ``jax2onnx``: the three models are a few dozen standard operators, so writing them out takes
 less code than adapting a converter; the file depends only on ``onnx`` (no JAX, no PyTorch at
 export time); the graph uses PyTorch's layouts (NCHW convolutions with ``(out, in, kh, kw)``
-weights, from :mod:`czjax.torch_io`), so it reads like the PyTorch project's own export; and it
+weights, from :mod:`czjax.interop.torch_io`), so it reads like the PyTorch project's own export; and it
 targets opset 17, which onnxruntime-web runs. GroupNorm is written out (reshape, mean,
 variance) because ONNX's GroupNormalization operator changed meaning between opsets 18 and 21.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from czjax import torch_io
+from czjax.models import torch_layout
 
 OPSET = 17
 EPS = 1e-5
@@ -121,7 +121,7 @@ def _body(g: _Graph, model_name: str, sd: dict[str, np.ndarray], boards: str) ->
 def build_model(model_name: str, params, batched: bool = False):
     """An ``onnx.ModelProto`` computing ``model_name`` with ``params`` (czjax parameters)."""
     onnx = _import_onnx()
-    sd = torch_io.to_state_dict(model_name, params)
+    sd = torch_layout.to_state_dict(model_name, params)
     g = _Graph(onnx)
     T = onnx.TensorProto
     if batched:
@@ -191,7 +191,8 @@ def max_difference(onnx_path, checkpoint_path, boards: np.ndarray) -> float | No
         return None
     import jax.numpy as jnp
 
-    from czjax import models, precision
+    from czjax import models
+    from czjax.util import precision
     from czjax.agents import load_params
 
     model_name, params, _ = load_params(checkpoint_path)

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from czjax import compaction, game
-from czjax.losses import LossInputs
+from czjax.learn.losses import LossInputs
 
 
 @chex.dataclass(frozen=True)

@@ -26,7 +26,7 @@ import optax
 from czjax import game, models
 from czjax.agents import Agent, in_batches, policy, self_play
 from czjax.players import masked_log_probs, mask_for_sampling
-from czjax.progress import Progress, eta_text, time_left
+from czjax.util.progress import Progress, eta_text, time_left
 
 
 def teacher_positions(teacher: Agent, num_games: int, seed: int = 0, temperature: float = 1.0, log=None) -> np.ndarray:
@@ -129,9 +129,11 @@ def distill(teacher: Agent, model_name: str, out_dir, games: int = 2000, epochs:
     command). Returns the report."""
     from pathlib import Path
 
-    from czjax import checkpoint, evaluate, loop
+    from czjax.util import checkpoint
+    from czjax.evaluate import solver
+    from czjax.run import loop
     from czjax.agents import load_agent
-    from czjax.train import HParams, TrainConfig, make_trainer
+    from czjax.learn.train import HParams, TrainConfig, make_trainer
 
     out_dir = Path(out_dir)
     config = TrainConfig(model=model_name)  # one-line error for an unknown model
@@ -157,7 +159,7 @@ def distill(teacher: Agent, model_name: str, out_dir, games: int = 2000, epochs:
         "teacher": teacher.name, "student": str(path), "model": model_name, "games": games, "positions": int(len(boards)),
         "epochs": epochs, "losses": losses,
         "held_out_agreement": float((greedy == targets[held].argmax(1)).mean()) if len(held) else None,
-        "student_accuracy": {k: v for k, v in evaluate.accuracy(student, evaluate.load_positions()).items() if k != "by_ply"},
+        "student_accuracy": {k: v for k, v in solver.accuracy(student, solver.load_positions()).items() if k != "by_ply"},
     }
     return report
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from czjax import game
-from czjax.progress import Progress
+from czjax.util.progress import Progress
 from czjax.agents import Agent, policy
 
 PLY_BIN = 5

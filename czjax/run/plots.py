@@ -39,7 +39,7 @@ def save_figure(fig, path) -> None:
         plt.close(fig)
 
 
-# Mean over Pons' six sets of AlphaZero.jl's reference error rates (czjax.evaluate.PONS_REFERENCE).
+# Mean over Pons' six sets of AlphaZero.jl's reference error rates (czjax.evaluate.solver.PONS_REFERENCE).
 PONS_REFERENCE_MEANS = {"AlphaZero.jl (15 iterations)": 1.92, "minimax depth 5": 7.30}
 
 

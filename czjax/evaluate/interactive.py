@@ -14,7 +14,7 @@ import numpy as np
 
 from czjax import game
 from czjax.agents import Agent, policy, search_details, self_play, visit_shares
-from czjax.progress import Progress
+from czjax.util.progress import Progress
 
 QUIT = ("q", "quit", "exit")
 

@@ -1,4 +1,4 @@
-"""Checkpoint exchange with the PyTorch project (Connect-Zero).
+"""The PyTorch project's (Connect-Zero's) parameter layout, and its ``.pth`` files.
 
 The PyTorch project saves ``torch.save({"model_state_dict": sd, "optimizer_state_dict": ...})``.
 A state dict maps its module names (``layers.1.weight``, ``feature_extractor.0.weight``, ...) to
@@ -8,7 +8,8 @@ weights ``(out, in, kh, kw)``, Flax kernels ``(kh, kw, in, out)``). Only reading
 ``.pth`` files needs PyTorch (``pip install 'czjax[torch]'``), imported by those two functions.
 
 The optimizer state is not exchanged: an imported checkpoint starts a fresh AdamW state, and an
-exported file holds ``model_state_dict`` alone (what ``load_state_dict`` needs).
+exported file holds ``model_state_dict`` alone (what ``load_state_dict`` needs). The jobs that
+read and write whole checkpoints are in :mod:`czjax.interop.torch_io`.
 """
 
 from __future__ import annotations
@@ -19,8 +20,7 @@ import jax
 import numpy as np
 from flax.traverse_util import flatten_dict, unflatten_dict
 
-from czjax import checkpoint, models
-from czjax.train import HParams, TrainConfig, make_trainer
+from czjax import models
 
 DENSE, CONV, VECTOR = "dense", "conv", "vector"
 
@@ -175,27 +175,3 @@ def read_params(pth_path, model_name: str | None = None):
     if model_name is not None and model_name != detected:
         raise ValueError(f"{pth_path} holds a {TORCH_CLASSES[detected]} ({detected}), not {model_name}")
     return detected, from_state_dict(detected, state_dict)
-
-
-def import_torch(pth_path, out_path, model_name: str | None = None, seed: int = 0) -> str:
-    """Write a czjax checkpoint from a PyTorch project file; returns the model name.
-
-    The checkpoint holds the imported weights as the learner and as the frozen opponent, with a
-    fresh AdamW state, under the default training settings of that model (``czjax train
-    --resume`` continues from it; evaluation commands load it). It is the step-0 checkpoint of a
-    run started with ``--init-from`` the file, and records the file the same way.
-    """
-    detected, params = read_params(pth_path, model_name)
-    config = TrainConfig(model=detected)
-    state = make_trainer(config).init(seed, params)
-    checkpoint.save(out_path, state, config.to_dict(), HParams.create().to_dict(), {"seed": seed, "init_from": str(pth_path)})
-    return detected
-
-
-def export_torch(checkpoint_path, out_path) -> str:
-    """Write the learner of a czjax checkpoint as a PyTorch project ``.pth``; returns the model name."""
-    from czjax.agents import load_params
-
-    model_name, params, _ = load_params(checkpoint_path)
-    write_pth(out_path, to_state_dict(model_name, params))
-    return model_name

@@ -45,10 +45,14 @@ from typing import Callable
 import jax
 import numpy as np
 
-from czjax import agents, checkpoint, devices, plots, precision
-from czjax.progress import eta_text, heartbeat, time_left_after_compile
-from czjax.sinks import log_rows
-from czjax.train import HParams, TrainConfig, make_trainer
+from czjax import agents
+from czjax.util import checkpoint
+from czjax.util import devices
+from czjax.run import plots
+from czjax.util import precision
+from czjax.util.progress import eta_text, heartbeat, time_left_after_compile
+from czjax.run.sinks import log_rows
+from czjax.learn.train import HParams, TrainConfig, make_trainer
 
 CHECKPOINT = checkpoint.FILENAME
 METRICS = "metrics.jsonl"
@@ -341,8 +345,8 @@ def run(
     its frozen opponent start from (with a fresh optimizer state). Ignored when resuming from a
     checkpoint: the run continues from its own weights, and keeps naming the source.
     ``num_devices``: each batch's games split across that many local devices (None: all of
-    them); the run is the same computation on any number (:mod:`czjax.devices`). ``sinks``:
-    :mod:`czjax.sinks` that get every row as metrics.jsonl does."""
+    them); the run is the same computation on any number (:mod:`czjax.util.devices`). ``sinks``:
+    :mod:`czjax.run.sinks` that get every row as metrics.jsonl does."""
     if batches is None and time_budget_s is None:
         raise ValueError("give a number of batches or a time budget")
     out_dir = Path(out_dir)

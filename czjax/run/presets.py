@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from czjax.train import PPOSettings, PromotionSettings, ReplaySettings, TrainConfig
+from czjax.learn.train import PPOSettings, PromotionSettings, ReplaySettings, TrainConfig
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,7 +10,7 @@ It does what the PyTorch project's loop does, in the same way:
   value head) plus the entropy bonus, summed, and one ``torch.optim.AdamW`` step.
 
 The models are the PyTorch project's layers with its module names (so czjax's weights load
-with :func:`czjax.torch_io.to_state_dict`). :func:`self_play` is the project's ``self_play_loop``
+with :func:`czjax.interop.torch_layout.to_state_dict`). :func:`self_play` is the project's ``self_play_loop``
 (example 3): promotion of the frozen copy every 100 batches when the learner's score over the
 last 20 batches, a draw counting half as in the project, exceeds 52%. Needs PyTorch; imports no
 JAX (the caller evaluates against RandomPunisher, e.g. with czjax after importing the weights).

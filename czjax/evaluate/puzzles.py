@@ -28,9 +28,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from czjax import game
-from czjax.progress import Progress
+from czjax.util.progress import Progress
 from czjax.agents import Agent, policy
-from czjax.evaluate import read_game_records
+from czjax.evaluate.solver import read_game_records
 from czjax.players import random_player, winning_columns
 from czjax.rollout import play_games
 

@@ -1,0 +1,1 @@
+"""Floor 8: exchange with other tools: PyTorch checkpoints and ONNX."""

@@ -1,0 +1,136 @@
+"""The package's layers (docs/DESIGN.md): every import of czjax by czjax goes down a floor or
+stays inside its own package, so the import graph has no circle; read from the source with
+``ast`` (function-level imports included), not from what happens to be loaded."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "czjax"
+
+# Bottom to top; a module may import only from floors below its own (or its own package).
+FLOORS = {
+    "czjax.util": 0,  # progress lines, precision, devices, checkpoint files: no czjax import
+    "czjax.game": 0,  # the rules
+    "czjax.players": 1,
+    "czjax.compaction": 1,
+    "czjax.rollout": 2,
+    "czjax.models": 2,
+    "czjax.search": 3,
+    "czjax.agents": 4,
+    "czjax.evaluate": 5,
+    "czjax.learn": 6,
+    "czjax.run": 7,
+    "czjax.interop": 8,
+    "czjax.bench": 9,
+    "czjax.cli": 10,
+    "czjax.__main__": 11,
+}
+
+
+def unit_of(module: str) -> str | None:
+    """The layer unit (a package of FLOORS or a top-level module) that ``module`` belongs to."""
+    for unit in sorted(FLOORS, key=len, reverse=True):
+        if module == unit or module.startswith(unit + "."):
+            return unit
+    return None
+
+
+def module_name(path: Path, package: Path) -> str:
+    parts = path.relative_to(package.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def is_module(name: str, package: Path) -> bool:
+    path = package.parent.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def czjax_imports(path: Path, package: Path) -> set[str]:
+    """Every czjax module ``path`` imports, at any depth of the file."""
+    found = set()
+    name = module_name(path, package)
+    parent = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolve against the importing package
+                parts = parent.split(".")
+                base = ".".join([*parts[: len(parts) - node.level + 1], *([base] if base else [])])
+            if base.startswith("czjax"):  # ``from czjax.learn import train`` imports the module czjax.learn.train
+                found.update(f"{base}.{a.name}" if is_module(f"{base}.{a.name}", package) else base for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("czjax"))
+    return found
+
+
+def graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the czjax modules it imports; the public API (czjax/__init__.py, which names
+    every layer lazily) left out."""
+    modules = {module_name(p, package): czjax_imports(p, package) for p in sorted(package.rglob("*.py"))}
+    modules.pop("czjax", None)
+    return modules
+
+
+def upward_imports(modules: dict[str, set[str]]) -> list[str]:
+    found = []
+    for module, imports in modules.items():
+        unit = unit_of(module)
+        for target in sorted(imports):
+            target_unit = unit_of(target)
+            if target_unit is None:
+                found.append(f"{module} -> {target}, which is in no layer")
+            elif unit is not None and target_unit != unit and FLOORS[target_unit] >= FLOORS[unit]:
+                found.append(f"{module} (floor {FLOORS[unit]}) -> {target} (floor {FLOORS[target_unit]})")
+    return found
+
+
+def first_circle(modules: dict[str, set[str]]) -> list[str] | None:
+    """A circle of imports as a path (its first module repeated at the end), or None."""
+    edges = {m: sorted(t for t in imports if t in modules and t != m) for m, imports in modules.items()}
+    state: dict[str, str] = {}  # depth first: a module met again while still open closes a circle
+
+    def visit(path: list[str]) -> list[str] | None:
+        state[path[-1]] = "open"
+        for nxt in edges[path[-1]]:
+            if state.get(nxt) == "open":
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (circle := visit([*path, nxt])):
+                return circle
+        state[path[-1]] = "done"
+        return None
+
+    for module in sorted(edges):
+        if module not in state and (circle := visit([module])):
+            return circle
+    return None
+
+
+def test_every_module_has_a_floor():
+    homeless = [m for m in graph() if unit_of(m) is None]
+    assert not homeless, f"modules outside every layer of FLOORS: {homeless}"
+
+
+def test_imports_only_go_down():
+    upward = upward_imports(graph())
+    assert not upward, "imports that go up or sideways:\n" + "\n".join(upward)
+
+
+def test_no_import_circle():
+    circle = first_circle(graph())
+    assert circle is None, "import circle: " + " -> ".join(circle or [])
+
+
+def test_the_checks_see_an_upward_import_and_a_circle(tmp_path):
+    """The checks find what they look for: the rules importing the trainer, inside a function."""
+    fake = tmp_path / "czjax"
+    (fake / "learn").mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "game.py").write_text("def step():\n    from czjax.learn import train\n")
+    (fake / "learn" / "__init__.py").write_text("")
+    (fake / "learn" / "train.py").write_text("from czjax import game\n")
+    modules = graph(fake)
+    assert modules == {"czjax.game": {"czjax.learn.train"}, "czjax.learn": set(), "czjax.learn.train": {"czjax.game"}}
+    assert upward_imports(modules) == ["czjax.game (floor 0) -> czjax.learn.train (floor 6)"]
+    assert first_circle(modules) == ["czjax.game", "czjax.learn.train", "czjax.game"]
