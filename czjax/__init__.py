@@ -23,23 +23,40 @@ import importlib
 # must keep giving the module)
 PUBLIC = {
     # the rules
-    "new_boards": ("czjax.game", "new_boards"), "step": ("czjax.game", "step"), "legal_mask": ("czjax.game", "legal_mask"),
-    "apply_moves": ("czjax.game", "apply_moves"), "from_moves": ("czjax.game", "from_moves"), "to_text": ("czjax.game", "to_text"),
+    "new_boards": ("czjax.game", "new_boards"),
+    "step": ("czjax.game", "step"),
+    "legal_mask": ("czjax.game", "legal_mask"),
+    "apply_moves": ("czjax.game", "apply_moves"),
+    "from_moves": ("czjax.game", "from_moves"),
+    "to_text": ("czjax.game", "to_text"),
     # players and games
-    "PlayerOutput": ("czjax.players", "PlayerOutput"), "random_player": ("czjax.players", "random_player"),
-    "random_punisher": ("czjax.players", "random_punisher"), "play_games": ("czjax.rollout", "play_games"),
-    "Agent": ("czjax.agents", "Agent"), "load_agent": ("czjax.agents", "load_agent"), "policy": ("czjax.agents", "policy"),
+    "PlayerOutput": ("czjax.players", "PlayerOutput"),
+    "random_player": ("czjax.players", "random_player"),
+    "random_punisher": ("czjax.players", "random_punisher"),
+    "play_games": ("czjax.rollout", "play_games"),
+    "Agent": ("czjax.agents", "Agent"),
+    "load_agent": ("czjax.agents", "load_agent"),
+    "policy": ("czjax.agents", "policy"),
     # models
-    "get_model": ("czjax.models", "get_model"), "MODELS": ("czjax.models", "MODELS"),
+    "get_model": ("czjax.models", "get_model"),
+    "MODELS": ("czjax.models", "MODELS"),
     # searches
-    "make_search": ("czjax.search", "make_search"), "search_player": ("czjax.search", "search_player"),
+    "make_search": ("czjax.search", "make_search"),
+    "search_player": ("czjax.search", "search_player"),
     # training
-    "TrainConfig": ("czjax.learn.train", "TrainConfig"), "HParams": ("czjax.learn.train", "HParams"), "make_trainer": ("czjax.learn.train", "make_trainer"),
-    "get_preset": ("czjax.run.presets", "get_preset"), "PRESETS": ("czjax.run.presets", "PRESETS"), "run_training": ("czjax.run.loop", "run"),
+    "TrainConfig": ("czjax.learn.train", "TrainConfig"),
+    "HParams": ("czjax.learn.train", "HParams"),
+    "make_trainer": ("czjax.learn.train", "make_trainer"),
+    "get_preset": ("czjax.run.presets", "get_preset"),
+    "PRESETS": ("czjax.run.presets", "PRESETS"),
+    "run_training": ("czjax.run.loop", "run"),
     "run_scan": ("czjax.run.scan", "run_scan"),
     # evaluation
-    "load_positions": ("czjax.evaluate.solver", "load_positions"), "accuracy": ("czjax.evaluate.solver", "accuracy"),
-    "load_pons": ("czjax.evaluate.solver", "load_pons"), "pons": ("czjax.evaluate.solver", "pons"), "play_tournament": ("czjax.evaluate.tournament", "tournament"),
+    "load_positions": ("czjax.evaluate.solver", "load_positions"),
+    "accuracy": ("czjax.evaluate.solver", "accuracy"),
+    "load_pons": ("czjax.evaluate.solver", "load_pons"),
+    "pons": ("czjax.evaluate.solver", "pons"),
+    "play_tournament": ("czjax.evaluate.tournament", "tournament"),
 }
 
 __all__ = sorted(PUBLIC)

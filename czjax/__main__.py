@@ -1,3 +1,5 @@
-from czjax.cli import main
 import sys
+
+from czjax.cli import main
+
 sys.exit(main())

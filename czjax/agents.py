@@ -19,10 +19,10 @@ from flax.traverse_util import flatten_dict
 
 from czjax import game, models, search
 from czjax.models import torch_layout
-from czjax.util import checkpoint
 from czjax.players import BUILTIN_PLAYERS, Player, mask_for_sampling
-from czjax.util.progress import Progress
 from czjax.rollout import Trajectory, play_games
+from czjax.util import checkpoint
+from czjax.util.progress import Progress
 
 # The model shipped with the package (the player name "czjax"), and the default opponent of
 # `czjax play` and `czjax serve`: Gumbel MuZero with 64 simulations over it. The README's
@@ -66,8 +66,10 @@ class Agent(NamedTuple):
         total = self.evaluations_per_move * moves
         if self.search is None or total < LARGE_JOB_EVALUATIONS:
             return None
-        return (f"{self.name} evaluates its network {self.evaluations_per_move:,} times per move: about {total:,} evaluations "
-                f"for {what}; this takes a while on a CPU (progress follows)")
+        return (
+            f"{self.name} evaluates its network {self.evaluations_per_move:,} times per move: about {total:,} evaluations "
+            f"for {what}; this takes a while on a CPU (progress follows)"
+        )
 
     @property
     def has_value(self) -> bool:
@@ -122,9 +124,13 @@ def load_agent(spec: str) -> Agent:
     if parsed is not None:
         settings, base_spec = parsed
         if search.parse_spec(base_spec) is not None:
-            raise ValueError(f"{spec!r}: a search cannot search a search; give a checkpoint or a built-in player after the options")
+            raise ValueError(
+                f"{spec!r}: a search cannot search a search; give a checkpoint or a built-in player after the options"
+            )
         base = load_agent(base_spec)
-        return base._replace(name=spec, player=search.search_player(settings, base.player), search=settings, network=base.player)
+        return base._replace(
+            name=spec, player=search.search_player(settings, base.player), search=settings, network=base.player
+        )
     if spec in BUILTIN_PLAYERS:
         return Agent(spec, BUILTIN_PLAYERS[spec], None, None)
     path = SHIPPED_MODEL if spec == SHIPPED_NAME else checkpoint.resolve(spec)
@@ -140,11 +146,15 @@ def unknown_player(spec: str) -> str:
     builtins = ", ".join((*BUILTIN_PLAYERS, SHIPPED_NAME))
     path = Path(spec)
     if path.is_dir():
-        return f"{spec!r} is a folder with no {checkpoint.FILENAME} yet (a run that has not saved its first checkpoint?)"
+        return (
+            f"{spec!r} is a folder with no {checkpoint.FILENAME} yet (a run that has not saved its first checkpoint?)"
+        )
     name, sep, _ = spec.partition(":")
     if sep and "/" not in name and "." not in name:
-        return (f"{spec!r}: unknown search {name!r}; a search player is SEARCH[:OPTIONS]:PLAYER with SEARCH one of "
-                f"{', '.join(search.SEARCHES)}")
+        return (
+            f"{spec!r}: unknown search {name!r}; a search player is SEARCH[:OPTIONS]:PLAYER with SEARCH one of "
+            f"{', '.join(search.SEARCHES)}"
+        )
     return f"{spec!r} is neither a built-in player ({builtins}) nor an existing checkpoint file or run folder: no such path"
 
 
@@ -160,7 +170,9 @@ def _policy(player: Player, params, boards: jax.Array):
     return probs, value.astype(jnp.float32), greedy
 
 
-def policy(agent: Agent, boards, batch_size: int = 1024, progress: Progress | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def policy(
+    agent: Agent, boards, batch_size: int = 1024, progress: Progress | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(probs (N, 7), value (N,), greedy (N,))`` of ``agent`` on int8 ``boards (N, 6, 7)``.
 
     ``probs`` is the sampling distribution (softmax over legal columns, exactly 0 elsewhere);

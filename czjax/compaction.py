@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -48,7 +48,9 @@ def valid_first(valid: jax.Array) -> tuple[jax.Array, jax.Array]:
     return order, destination
 
 
-def over_valid_chunks(fn: Callable, rows, valid: jax.Array, num_chunks: int, axis_name: str | None = None, accumulate: bool = False):
+def over_valid_chunks(
+    fn: Callable, rows, valid: jax.Array, num_chunks: int, axis_name: str | None = None, accumulate: bool = False
+):
     """``fn(chunk_index, chunk_rows)`` over the rows of ``rows`` (a pytree of ``(n, ...)``
     arrays) whose ``valid`` is set, in ``num_chunks`` static chunks of ``ceil(n / num_chunks)``
     rows, valid rows first; a chunk without a valid row is skipped and gives zeros.
@@ -114,7 +116,11 @@ def _jaxpr_flops(jaxpr) -> float:
         inner = []
         for value in eqn.params.values():
             values = value if isinstance(value, (tuple, list)) else (value,)
-            costs = [_jaxpr_flops(getattr(v, "jaxpr", v)) for v in values if isinstance(v, (jax_core.Jaxpr, jax_core.ClosedJaxpr))]
+            costs = [
+                _jaxpr_flops(getattr(v, "jaxpr", v))
+                for v in values
+                if isinstance(v, (jax_core.Jaxpr, jax_core.ClosedJaxpr))
+            ]
             if costs:
                 inner.append(max(costs))
         total += sum(inner) * eqn.params.get("length", 1)
@@ -129,7 +135,7 @@ def flops_per_board(player: Callable, params) -> float:
     return _flops_per_board(player, treedef, tuple((tuple(x.shape), str(x.dtype)) for x in leaves))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _flops_per_board(player, treedef, shapes) -> float:
     params = jax.tree.unflatten(treedef, [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in shapes])
     return _jaxpr_flops(jax.make_jaxpr(player)(params, game.new_boards(1), jax.random.key(0)).jaxpr)

@@ -30,7 +30,7 @@ masked.) Host-side callers get a ``ValueError`` instead (:func:`step` on concret
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import chex
 import jax
@@ -160,7 +160,9 @@ def position_step(pos: Position, cols: jax.Array) -> tuple[Position, jax.Array, 
     heights = pos.heights + jnp.where(legal, _U32(1) << (3 * safe_cols).astype(_U32), _U32(0))
     won = legal & has_four(mine_lo, mine_hi)
     full = heights == _U32(_FULL_HEIGHTS)
-    flipped = Position(mine_lo=pos.theirs_lo, mine_hi=pos.theirs_hi, theirs_lo=mine_lo, theirs_hi=mine_hi, heights=heights)
+    flipped = Position(
+        mine_lo=pos.theirs_lo, mine_hi=pos.theirs_hi, theirs_lo=mine_lo, theirs_hi=mine_hi, heights=heights
+    )
     next_pos = jax.tree.map(lambda new, old: jnp.where(legal, new, old), flipped, pos)
     return next_pos, won, won | full | ~legal
 
@@ -271,7 +273,9 @@ def apply_moves(cols: Sequence[int], board=None, column_base: int = 0) -> np.nda
     side = 1  # the mover's stones are ``side``; the board is negated at the end, not per move
     for i, col in enumerate(cols):
         if not 0 <= col < COLS:
-            raise ValueError(f"move {i + 1}: column {col + column_base} is out of range {column_base}..{COLS - 1 + column_base}")
+            raise ValueError(
+                f"move {i + 1}: column {col + column_base} is out of range {column_base}..{COLS - 1 + column_base}"
+            )
         if heights[col] == ROWS:
             raise ValueError(f"move {i + 1}: column {col + column_base} is full")
         row = ROWS - 1 - heights[col]

@@ -11,7 +11,8 @@ Masking follows docs/DESIGN.md: for sampling, illegal logits become ``-inf``; fo
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import chex
 import jax

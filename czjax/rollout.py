@@ -16,15 +16,15 @@ from __future__ import annotations
 import functools
 
 import chex
-import numpy as np
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from czjax import compaction, game
 from czjax.compaction import all_configurations
-from czjax.util.devices import split as split_games
 from czjax.players import Player, sample_masked_uniform
+from czjax.util.devices import split as split_games
 
 PLIES = game.NUM_CELLS  # 42: the longest possible game
 
@@ -94,8 +94,16 @@ def _logits_and_target(player: Player, params, boards, key) -> jax.Array:
     return jnp.concatenate([logits, target, value[:, None]], axis=-1)
 
 
-def evaluate_active(player: Player, params, boards: jax.Array, key, active: jax.Array, num_chunks: int, axis_name=None,
-                    with_targets: bool = False) -> jax.Array:
+def evaluate_active(
+    player: Player,
+    params,
+    boards: jax.Array,
+    key,
+    active: jax.Array,
+    num_chunks: int,
+    axis_name=None,
+    with_targets: bool = False,
+) -> jax.Array:
     """The player's float32 logits ``(B, 7)`` on the ``active`` boards (``(B, 14)``: logits and
     policy targets and value, with ``with_targets``); the rows of the other boards are not to be used
     (zeros, or the player's output when every board is evaluated).
@@ -105,6 +113,7 @@ def evaluate_active(player: Player, params, boards: jax.Array, key, active: jax.
     ``num_chunks`` static chunks, idle chunks skipped (:func:`czjax.compaction.over_valid_chunks`).
     ``num_chunks <= 1`` evaluates every board.
     """
+
     def run_player(boards, key):
         if with_targets:
             return _logits_and_target(player, params, boards, key)
@@ -120,8 +129,22 @@ def evaluate_active(player: Player, params, boards: jax.Array, key, active: jax.
     return outputs.reshape(-1, outputs.shape[-1])[destination]
 
 
-@functools.partial(jax.jit, static_argnames=("player_a", "player_b", "num_games", "axis_name", "chunks", "devices", "record_targets",
-                                             "sample_plies", "unroll", "openings", "skip_finished"))
+@functools.partial(
+    jax.jit,
+    static_argnames=(
+        "player_a",
+        "player_b",
+        "num_games",
+        "axis_name",
+        "chunks",
+        "devices",
+        "record_targets",
+        "sample_plies",
+        "unroll",
+        "openings",
+        "skip_finished",
+    ),
+)
 def play_games(
     key: jax.Array,
     player_a: Player,
@@ -169,7 +192,9 @@ def play_games(
     # whether player A moves, per game, for movers (0, 1) (A in the first half) and (1, 0)
     mover_is_a = {(0, 1): a_first, (1, 0): ~a_first}
     players_of = ((player_a, params_a, temperature_a), (player_b, params_b, temperature_b))
-    chunks_of = [default_chunks(p, params, num_games - split) if chunks is None else chunks for p, params, _ in players_of]
+    chunks_of = [
+        default_chunks(p, params, num_games - split) if chunks is None else chunks for p, params, _ in players_of
+    ]
 
     def ply(carry, randomness, movers, index):
         """One ply, the game's ``index``-th; ``movers`` is ``(mover in first half, mover in second
@@ -181,8 +206,11 @@ def play_games(
         outputs, temps = [], []
         for half, mover in zip(halves, movers):
             player, params, temp = players_of[mover]
-            outputs.append(evaluate_active(player, params, boards[half], keys[mover], ~done[half], chunks_of[mover], axis_name,
-                                           record_targets))
+            outputs.append(
+                evaluate_active(
+                    player, params, boards[half], keys[mover], ~done[half], chunks_of[mover], axis_name, record_targets
+                )
+            )
             temps.append(jnp.broadcast_to(jnp.asarray(temp, jnp.float32), (half.stop - half.start,)))
         outputs = jnp.concatenate(outputs)
         temps = jnp.concatenate(temps)
@@ -199,8 +227,10 @@ def play_games(
         new_carry = (next_pos, done | ended, outcome, length + active.astype(jnp.int32))
         record = (pos, jnp.where(active, action, 0).astype(jnp.int8), active)
         if record_targets:
-            record += (jnp.where(active[:, None], outputs[:, game.COLS : 2 * game.COLS], 0.0),
-                       jnp.where(active, outputs[:, 2 * game.COLS], 0.0))
+            record += (
+                jnp.where(active[:, None], outputs[:, game.COLS : 2 * game.COLS], 0.0),
+                jnp.where(active, outputs[:, 2 * game.COLS], 0.0),
+            )
         return new_carry, record
 
     def two_plies(carry, randomness):
@@ -218,7 +248,11 @@ def play_games(
             return play(carry)
         return lax.cond(all_configurations(carry[1].all(), axis_name), skip, play, carry)
 
-    start = game.new_positions(num_games) if not openings else draw_openings(jax.random.fold_in(key, OPENINGS_STREAM), num_games, openings)
+    start = (
+        game.new_positions(num_games)
+        if not openings
+        else draw_openings(jax.random.fold_in(key, OPENINGS_STREAM), num_games, openings)
+    )
     init = (start, jnp.zeros((num_games,), bool), jnp.zeros((num_games,), jnp.int8), jnp.zeros((num_games,), jnp.int32))
     init = jax.tree.map(lambda x: split_games(x, devices), init)  # (position, done, outcome, length)
     player_keys, uniforms = game_randomness(key, num_games)
@@ -230,7 +264,7 @@ def play_games(
 OPENINGS_STREAM = 0x09E1  # folded into a batch's key for its starting positions (a stream of its own)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def opening_positions(max_plies: int) -> np.ndarray:
     """Every distinct position reachable in 0 to ``max_plies`` plies from the empty board,
     int8 boards ``(K, 6, 7)`` (NumPy: a constant of the compiled programs), in a fixed order (by depth, then by the move sequence that first reaches it). Two
@@ -263,7 +297,11 @@ def draw_openings(key, num_games: int, max_plies: int) -> game.Position:
 
 def _idle_records(pos: game.Position, num_games: int, record_targets: bool):
     """The records of a pair of plies after every game has ended: nothing happened."""
-    record = (jax.tree.map(lambda x: jnp.stack([x, x]), pos), jnp.zeros((2, num_games), jnp.int8), jnp.zeros((2, num_games), bool))
+    record = (
+        jax.tree.map(lambda x: jnp.stack([x, x]), pos),
+        jnp.zeros((2, num_games), jnp.int8),
+        jnp.zeros((2, num_games), bool),
+    )
     if record_targets:
         record += (jnp.zeros((2, num_games, game.COLS), jnp.float32), jnp.zeros((2, num_games), jnp.float32))
     return record
@@ -286,7 +324,9 @@ def assemble(records, a_first: jax.Array) -> Trajectory:
     player = ((jnp.arange(PLIES)[:, None] + (~a_first)) % 2).astype(jnp.int8)
     player = jnp.broadcast_to(player, (PLIES, a_first.shape[0]))
     policy_targets, values = targets if targets else (None, None)
-    return Trajectory(positions=positions, actions=actions, player=player, valid=valid, policy_targets=policy_targets, values=values)
+    return Trajectory(
+        positions=positions, actions=actions, player=player, valid=valid, policy_targets=policy_targets, values=values
+    )
 
 
 def player_plies(traj: Trajectory, num_games: int, player: int = 0) -> Trajectory:

@@ -31,9 +31,9 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, NamedTuple
-
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "docs" / "results"
@@ -64,31 +64,55 @@ def blog_example(number: int, seeds: int = 8) -> Step:
     preset_name = EXAMPLES[number]
 
     def run(ctx: Context) -> dict:
+        from czjax.run import presets, scan
         from reproduce_blog import BLOG, figure, format_table, milestone_rows
-
-        from czjax.run import presets
-        from czjax.run import scan
 
         preset = presets.get_preset(preset_name)
         batches = max(1, round(preset.batches * ctx.scale))
         folder = ctx.work / preset_name
         resume = (folder / "scan.json").exists()
         start = time.perf_counter()
-        rows = scan.run_scan(preset.config, preset.hparams, [{}], list(range(seeds)), folder, batches, resume=resume, log=ctx.log,
-                             stop_at=ctx.stop_at)
-        done_batches = min((max((r["batches"] for r in rows if r["seed"] == s), default=0) for s in range(seeds)), default=0)
+        rows = scan.run_scan(
+            preset.config,
+            preset.hparams,
+            [{}],
+            list(range(seeds)),
+            folder,
+            batches,
+            resume=resume,
+            log=ctx.log,
+            stop_at=ctx.stop_at,
+        )
+        done_batches = min(
+            (max((r["batches"] for r in rows if r["seed"] == s), default=0) for s in range(seeds)), default=0
+        )
         config = preset.config
         window = 10 * config.batches_per_chunk * config.games_per_batch
-        table = milestone_rows(rows, BLOG[preset_name], preset.batches * config.games_per_batch, done_batches * config.games_per_batch, window)
+        table = milestone_rows(
+            rows,
+            BLOG[preset_name],
+            preset.batches * config.games_per_batch,
+            done_batches * config.games_per_batch,
+            window,
+        )
         if rows:
             figure(preset_name, preset.description, rows, table, ctx.results / f"{preset_name}.png", 10)
         write_rows(ctx.results / "metrics.jsonl.gz", rows)
         (ctx.results / "results.md").write_text(
             f"# Example {number} ({preset_name}), {seeds} seeds\n\n{preset.description}\n\n"
-            f"{done_batches:,} of {batches:,} batches of {config.games_per_batch} games per seed.\n\n```\n{format_table(preset_name, table)}\n```\n")
-        return {"done": done_batches >= batches, "progress": done_batches / batches, "batches": batches, "batches_done": done_batches,
-                "seeds": seeds, "games_per_seed": done_batches * config.games_per_batch, "milestones": table,
-                "slot_wall_s": time.perf_counter() - start, "preset": preset_name}
+            f"{done_batches:,} of {batches:,} batches of {config.games_per_batch} games per seed.\n\n```\n{format_table(preset_name, table)}\n```\n"
+        )
+        return {
+            "done": done_batches >= batches,
+            "progress": done_batches / batches,
+            "batches": batches,
+            "batches_done": done_batches,
+            "seeds": seeds,
+            "games_per_seed": done_batches * config.games_per_batch,
+            "milestones": table,
+            "slot_wall_s": time.perf_counter() - start,
+            "preset": preset_name,
+        }
 
     return Step(f"example {number} ({preset_name}) x {seeds} seeds vmapped, the preset's full length", run)
 
@@ -97,17 +121,23 @@ def blog_example(number: int, seeds: int = 8) -> Step:
 
 
 # The strength step below full scale (tests, CPU smoke runs): the same recipe, tiny.
-SMALL_STRENGTH = {"model": "resnet:blocks=1,channels=8", "games_per_batch": 8, "search": "gumbel:sims=4,considered=4,move=policy,rescale=0",
-                  "replay.capacity": 4096, "replay.batch": 64, "replay.steps": 1, "eval_games": 4, "batches_per_chunk": 1}
+SMALL_STRENGTH = {
+    "model": "resnet:blocks=1,channels=8",
+    "games_per_batch": 8,
+    "search": "gumbel:sims=4,considered=4,move=policy,rescale=0",
+    "replay.capacity": 4096,
+    "replay.batch": 64,
+    "replay.steps": 1,
+    "eval_games": 4,
+    "batches_per_chunk": 1,
+}
 
 
 def strength_run(ctx: Context) -> dict:
-    from czjax.util import checkpoint
-    from czjax.run import loop
-    from czjax.run import plots
-    from czjax.run import presets
     from czjax.agents import load_params
     from czjax.learn.train import HParams
+    from czjax.run import loop, plots, presets
+    from czjax.util import checkpoint
 
     preset = presets.get_preset("gumbel-az-gpu")
     config = preset.config if ctx.scale == 1 else preset.config.override(SMALL_STRENGTH)
@@ -115,23 +145,42 @@ def strength_run(ctx: Context) -> dict:
     out = ctx.work / "run"
     resume = (out / "checkpoint.msgpack").exists()
     slot = max(1.0, ctx.stop_at - time.monotonic())
-    summary = loop.run(config, HParams.create(**preset.hparams), out, seed=0, time_budget_s=min(budget, _elapsed(out) + slot),
-                       resume=resume, log=ctx.log, title="czjax train --preset gumbel-az-gpu --time-budget 540 (seed 0)")
+    summary = loop.run(
+        config,
+        HParams.create(**preset.hparams),
+        out,
+        seed=0,
+        time_budget_s=min(budget, _elapsed(out) + slot),
+        resume=resume,
+        log=ctx.log,
+        title="czjax train --preset gumbel-az-gpu --time-budget 540 (seed 0)",
+    )
     rows = loop.read_metrics(out / "metrics.jsonl")
     elapsed = rows[-1]["elapsed_s"] if rows else 0.0
     write_rows(ctx.results / "metrics.jsonl.gz", rows)
     plots.dashboard(rows, ctx.results / "dashboard.png", "gumbel-az-gpu, seed 0")
     _, params, _ = load_params(out / "checkpoint.msgpack")
-    checkpoint.save_weights(ctx.results / "czjax.msgpack", config.model, params,
-                            {"preset": "gumbel-az-gpu", "seed": 0, "games": rows[-1]["games"] if rows else 0, "elapsed_s": elapsed})
+    checkpoint.save_weights(
+        ctx.results / "czjax.msgpack",
+        config.model,
+        params,
+        {"preset": "gumbel-az-gpu", "seed": 0, "games": rows[-1]["games"] if rows else 0, "elapsed_s": elapsed},
+    )
     last = rows[-1] if rows else {}
     keys = [k for k in last if k.startswith("pons_") or k.startswith("public_")]
     (ctx.results / "results.md").write_text(
         "# Gumbel AlphaZero, ten minutes (preset gumbel-az-gpu, seed 0)\n\n"
         f"{last.get('games', 0):,} games in {elapsed:.0f} s of training.\n\n"
-        + "\n".join(f"- {k}: {last[k]:.3f}" for k in sorted(keys)) + "\n")
-    return {"done": elapsed >= budget - 1, "progress": min(1.0, elapsed / budget), "elapsed_s": elapsed, "summary": summary,
-            "last_row": last}
+        + "\n".join(f"- {k}: {last[k]:.3f}" for k in sorted(keys))
+        + "\n"
+    )
+    return {
+        "done": elapsed >= budget - 1,
+        "progress": min(1.0, elapsed / budget),
+        "elapsed_s": elapsed,
+        "summary": summary,
+        "last_row": last,
+    }
 
 
 def _elapsed(out: Path) -> float:
@@ -188,25 +237,88 @@ def czjax(*args: str) -> list[str]:
 
 
 STEPS: dict[str, Step] = {
-    "strength-10min": Step("czjax train --preset gumbel-az-gpu --time-budget 540 (the strength issue's ten-minute run)", strength_run),
+    "strength-10min": Step(
+        "czjax train --preset gumbel-az-gpu --time-budget 540 (the strength issue's ten-minute run)", strength_run
+    ),
     "ex3-8seeds": blog_example(3),
     "ex1-8seeds": blog_example(1),
     "ex2-8seeds": blog_example(2),
     "ex4-8seeds": blog_example(4),
     "ex5-8seeds": blog_example(5),
     # the versions it passed with become constraints/gpu-h100.txt (scripts/refresh-constraints.sh gpu FILE)
-    "suite-gpu": command_step("the test suite on the GPU", lambda ctx: [("versions", python("-m", "pip", "freeze", "--exclude-editable")),
-                                                                         ("pytest", python("-m", "pytest", "-q", "-n", "8", "tests"))]),
-    "bench": command_step("benchmark tables", lambda ctx: [
-        ("bench-train", czjax("bench", "train", "--model", "mlp", "cnn-mk4", "--games-per-batch", "50", "4096",
-                              "--control-flow", "cond", "static", "--json")), ("bench-search", czjax("bench", "search", "--json")),
-        ("bench-rollout", czjax("bench", "rollout", "--json"))]),
-    "same-start": command_step("same_start.py --games 100000 --seeds 4 --sides czjax", lambda ctx: [
-        ("same-start", python("experiments/same_start.py", "--games", str(max(2, round(100_000 * ctx.scale))), "--seeds", "4",
-                              "--sides", "czjax", "--out", str(ctx.work / "same-start"), "--resume"))]),
-    "soft-vs-hard": command_step("soft_vs_hard.py --recipe gumbel at scale", lambda ctx: [
-        ("soft-vs-hard", python("experiments/soft_vs_hard.py", "--recipe", "gumbel", "--batches", str(max(2, round(5000 * ctx.scale))),
-                                "--seeds", "4", "--sims", "32", "--out", str(ctx.work / "soft-vs-hard"), "--resume"))]),
+    "suite-gpu": command_step(
+        "the test suite on the GPU",
+        lambda ctx: [
+            ("versions", python("-m", "pip", "freeze", "--exclude-editable")),
+            ("pytest", python("-m", "pytest", "-q", "-n", "8", "tests")),
+        ],
+    ),
+    "bench": command_step(
+        "benchmark tables",
+        lambda ctx: [
+            (
+                "bench-train",
+                czjax(
+                    "bench",
+                    "train",
+                    "--model",
+                    "mlp",
+                    "cnn-mk4",
+                    "--games-per-batch",
+                    "50",
+                    "4096",
+                    "--control-flow",
+                    "cond",
+                    "static",
+                    "--json",
+                ),
+            ),
+            ("bench-search", czjax("bench", "search", "--json")),
+            ("bench-rollout", czjax("bench", "rollout", "--json")),
+        ],
+    ),
+    "same-start": command_step(
+        "same_start.py --games 100000 --seeds 4 --sides czjax",
+        lambda ctx: [
+            (
+                "same-start",
+                python(
+                    "experiments/same_start.py",
+                    "--games",
+                    str(max(2, round(100_000 * ctx.scale))),
+                    "--seeds",
+                    "4",
+                    "--sides",
+                    "czjax",
+                    "--out",
+                    str(ctx.work / "same-start"),
+                    "--resume",
+                ),
+            )
+        ],
+    ),
+    "soft-vs-hard": command_step(
+        "soft_vs_hard.py --recipe gumbel at scale",
+        lambda ctx: [
+            (
+                "soft-vs-hard",
+                python(
+                    "experiments/soft_vs_hard.py",
+                    "--recipe",
+                    "gumbel",
+                    "--batches",
+                    str(max(2, round(5000 * ctx.scale))),
+                    "--seeds",
+                    "4",
+                    "--sims",
+                    "32",
+                    "--out",
+                    str(ctx.work / "soft-vs-hard"),
+                    "--resume",
+                ),
+            )
+        ],
+    ),
 }
 
 
@@ -296,9 +408,16 @@ def run_step(name: str, max_seconds: float, scale: float, results_root: Path, wo
     log(f"campaign: {name}: {step.description} (at most {max_seconds:.0f} s{'' if scale == 1 else f', scale {scale}'})")
     summary = step.run(ctx)
     previous = read_summary(results_root, name) or {}
-    summary.update(step=name, description=step.description, scale=scale, machine=machine(),
-                   finished=time.strftime("%Y-%m-%d %H:%M:%S"), slot_s=time.monotonic() - begun,
-                   slots=previous.get("slots", 0) + 1, command=f"python experiments/campaign.py run {name} --max-seconds {max_seconds:.0f}")
+    summary.update(
+        step=name,
+        description=step.description,
+        scale=scale,
+        machine=machine(),
+        finished=time.strftime("%Y-%m-%d %H:%M:%S"),
+        slot_s=time.monotonic() - begun,
+        slots=previous.get("slots", 0) + 1,
+        command=f"python experiments/campaign.py run {name} --max-seconds {max_seconds:.0f}",
+    )
     (results / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     copy_out(results, name, os.environ.get("OUT"), log)
     log(f"campaign: {name}: {state_of(summary)}; results in {results}")
@@ -306,15 +425,26 @@ def run_step(name: str, max_seconds: float, scale: float, results_root: Path, wo
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--results", default=str(RESULTS), help="where results are written and read (default: docs/results)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], epilog=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--results", default=str(RESULTS), help="where results are written and read (default: docs/results)"
+    )
     parser.add_argument("--work", default=str(WORK), help="the steps' work folders (default: runs/campaign)")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("status", help="every step: done, partial or not started; and the next")
     run = commands.add_parser("run", help="run a step (or 'next') for at most --max-seconds")
     run.add_argument("step", help=f"'next' or one of: {', '.join(STEPS)}")
-    run.add_argument("--max-seconds", type=float, default=540.0, help="stop cleanly before this many seconds (default: %(default)s)")
-    run.add_argument("--scale", type=float, default=1.0, help="fraction of the step's work, for tests and CPU smoke runs (default: 1)")
+    run.add_argument(
+        "--max-seconds", type=float, default=540.0, help="stop cleanly before this many seconds (default: %(default)s)"
+    )
+    run.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="fraction of the step's work, for tests and CPU smoke runs (default: 1)",
+    )
     args = parser.parse_args(argv)
     results_root, work_root = Path(args.results), Path(args.work)
     if args.command == "status":
@@ -333,7 +463,9 @@ def main(argv=None) -> int:
     if not args.max_seconds > 0 or not 0 < args.scale <= 1:
         parser.error("--max-seconds must be positive and --scale in (0, 1]")
     try:
-        summary = run_step(name, args.max_seconds, args.scale, results_root, work_root, log=lambda m: print(m, flush=True))
+        summary = run_step(
+            name, args.max_seconds, args.scale, results_root, work_root, log=lambda m: print(m, flush=True)
+        )
     except (ValueError, OSError) as err:
         print(f"campaign: {name}: {err}", file=sys.stderr)
         return 2

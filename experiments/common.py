@@ -6,19 +6,20 @@ import argparse
 import dataclasses
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
-from czjax.run import loop
-from czjax.run import presets
 from czjax.learn.train import HParams
+from czjax.run import loop, presets
 
 
 def run_preset(name: str, doc: str, verdict: Callable[[list[dict]], str] | None = None, argv=None) -> dict:
     preset = presets.get_preset(name)
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batches", type=int, default=preset.batches, help="batches in all (default: %(default)s)")
-    parser.add_argument("--games-per-batch", type=int, default=preset.config.games_per_batch, help="(default: %(default)s)")
+    parser.add_argument(
+        "--games-per-batch", type=int, default=preset.config.games_per_batch, help="(default: %(default)s)"
+    )
     parser.add_argument("--time-budget", type=float, default=None, metavar="SECONDS", help="stop after this long")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=f"runs/{name}", help="output folder (default: %(default)s)")
@@ -28,15 +29,29 @@ def run_preset(name: str, doc: str, verdict: Callable[[list[dict]], str] | None 
     if args.batches <= 0 or args.games_per_batch < 2:
         parser.error("--batches must be positive and --games-per-batch at least 2")
     config = dataclasses.replace(preset.config, games_per_batch=args.games_per_batch)
-    print(f"{name}: {preset.description}; {args.batches:,} batches of {args.games_per_batch} games; outputs in {args.out}/", flush=True)
+    print(
+        f"{name}: {preset.description}; {args.batches:,} batches of {args.games_per_batch} games; outputs in {args.out}/",
+        flush=True,
+    )
     summary = loop.run(
-        config, HParams.create(**preset.hparams), args.out, seed=args.seed, batches=args.batches,
-        time_budget_s=args.time_budget, resume=args.resume, overwrite=args.overwrite, log=lambda m: print(m, flush=True),
+        config,
+        HParams.create(**preset.hparams),
+        args.out,
+        seed=args.seed,
+        batches=args.batches,
+        time_budget_s=args.time_budget,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        log=lambda m: print(m, flush=True),
         title=f"{name} (seed {args.seed}, {args.games_per_batch} games per batch)",
     )
     rows = loop.read_metrics(Path(args.out) / loop.METRICS)
     summary["verdict"] = verdict(rows) if verdict and rows else ""
-    print(json.dumps({k: summary[k] for k in ("batches", "games", "promotions", "elapsed_s", "dashboard", "verdict")}, indent=1))
+    print(
+        json.dumps(
+            {k: summary[k] for k in ("batches", "games", "promotions", "elapsed_s", "dashboard", "verdict")}, indent=1
+        )
+    )
     return summary
 
 

@@ -16,12 +16,15 @@ from pathlib import Path
 
 import numpy as np
 
-from czjax.run import presets
-from czjax.run import scan
+from czjax.run import presets, scan
 
 ALGORITHMS = {"reinforce": "REINFORCE with baseline", "a2c": "A2C", "ppo": "PPO"}
-PANELS = [("eval_win_rate", "win rate vs RandomPunisher (evaluation)"), ("win_rate", "win rate in training"),
-          ("entropy", "policy entropy"), ("value_loss", "value loss")]
+PANELS = [
+    ("eval_win_rate", "win rate vs RandomPunisher (evaluation)"),
+    ("win_rate", "win rate in training"),
+    ("entropy", "policy entropy"),
+    ("value_loss", "value loss"),
+]
 
 
 def curves(rows: list[dict], key: str):
@@ -32,7 +35,12 @@ def curves(rows: list[dict], key: str):
     batches = sorted(by_batch)
     values = [[r[key] for r in by_batch[b]] for b in batches]
     games = np.array([np.mean([r["games"] for r in by_batch[b]]) for b in batches])
-    return games, np.array([np.mean(v) for v in values]), np.array([min(v) for v in values]), np.array([max(v) for v in values])
+    return (
+        games,
+        np.array([np.mean(v) for v in values]),
+        np.array([min(v) for v in values]),
+        np.array([max(v) for v in values]),
+    )
 
 
 def wall_seconds(rows: list[dict]) -> float:
@@ -60,7 +68,7 @@ def figure(results: dict[str, list[dict]], path: Path, title: str, smoothing: in
     for ax, (key, label) in zip(axes.flat, PANELS):
         for algorithm, rows in results.items():
             games, mean, low, high = curves(rows, key)
-            line, = ax.plot(games, smooth(mean, smoothing), label=ALGORITHMS[algorithm])
+            (line,) = ax.plot(games, smooth(mean, smoothing), label=ALGORITHMS[algorithm])
             ax.fill_between(games, smooth(low, smoothing), smooth(high, smoothing), color=line.get_color(), alpha=0.15)
         ax.set_title(label)
         ax.set_xlabel("games played (per run)")
@@ -90,24 +98,42 @@ def main(argv=None) -> int:
     preset = presets.get_preset("ex5-ppo")
     hparams = dict(preset.hparams, **({"learning_rate": args.learning_rate} if args.learning_rate is not None else {}))
     for algorithm in args.algorithms:
-        config = preset.config.override({"algorithm": algorithm, "model": args.model, "games_per_batch": args.games_per_batch})
+        config = preset.config.override(
+            {"algorithm": algorithm, "model": args.model, "games_per_batch": args.games_per_batch}
+        )
         folder = out / algorithm
         resume = args.resume and (folder / "scan.json").exists()
-        print(f"== {ALGORITHMS[algorithm]}: {args.seeds} seeds of {args.model}, {args.batches:,} batches of {args.games_per_batch} games",
-              flush=True)
-        rows = scan.run_scan(config, hparams, [{}], list(range(args.seeds)), folder, args.batches, resume=resume,
-                             overwrite=args.overwrite, log=lambda m: print(m, flush=True))
+        print(
+            f"== {ALGORITHMS[algorithm]}: {args.seeds} seeds of {args.model}, {args.batches:,} batches of {args.games_per_batch} games",
+            flush=True,
+        )
+        rows = scan.run_scan(
+            config,
+            hparams,
+            [{}],
+            list(range(args.seeds)),
+            folder,
+            args.batches,
+            resume=resume,
+            overwrite=args.overwrite,
+            log=lambda m: print(m, flush=True),
+        )
         print(scan.write_report(rows, folder, [], title=f"{ALGORITHMS[algorithm]} ({args.model})"))
         results[algorithm] = rows
-    title = (f"{args.model} against RandomPunisher, {args.games_per_batch} games per batch, {args.batches:,} batches, "
-             f"{args.seeds} seeds (mean, min-max band)")
+    title = (
+        f"{args.model} against RandomPunisher, {args.games_per_batch} games per batch, {args.batches:,} batches, "
+        f"{args.seeds} seeds (mean, min-max band)"
+    )
     figure(results, out / "compare.png", title, args.smoothing)
     summary = {}
     for algorithm, rows in results.items():
         _, mean, _, _ = curves(rows, "eval_win_rate")
         tenth = max(1, len(mean) // 10)
-        summary[algorithm] = {"first_10pct": float(mean[:tenth].mean()), "last_10pct": float(mean[-tenth:].mean()),
-                              "wall_s": wall_seconds(rows)}
+        summary[algorithm] = {
+            "first_10pct": float(mean[:tenth].mean()),
+            "last_10pct": float(mean[-tenth:].mean()),
+            "wall_s": wall_seconds(rows),
+        }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print("win rate against RandomPunisher, mean over seeds (first 10% of the run -> last 10%):")
     for algorithm, s in summary.items():

@@ -19,7 +19,10 @@ def per_seed(rows: list[dict], key: str) -> dict[int, tuple[np.ndarray, np.ndarr
     for r in rows:
         if key in r and r[key] is not None:
             out.setdefault(int(r.get("seed", 0)), []).append((int(r["games"]), float(r[key])))
-    return {seed: (np.array([g for g, _ in sorted(pts)]), np.array([v for _, v in sorted(pts)])) for seed, pts in sorted(out.items())}
+    return {
+        seed: (np.array([g for g, _ in sorted(pts)]), np.array([v for _, v in sorted(pts)]))
+        for seed, pts in sorted(out.items())
+    }
 
 
 def trailing_mean(values: np.ndarray, width: int) -> np.ndarray:
@@ -69,7 +72,9 @@ def seed_band(values) -> dict | None:
     return {"mean": mean, "low": mean - 2 * se, "high": mean + 2 * se, "se": se, "n": len(present)}
 
 
-def agrees(band: dict | None, value: float | None = None, low: float | None = None, high: float | None = None) -> bool | None:
+def agrees(
+    band: dict | None, value: float | None = None, low: float | None = None, high: float | None = None
+) -> bool | None:
     """Whether czjax's seed band agrees with a published figure: a point ``value`` lies within
     the band (mean +- 2 SE); a range (``low`` and/or ``high``) holds the seed mean. None when
     either side is missing (a run too short, one seed for a point value, no figure)."""

@@ -1,7 +1,7 @@
 """Example 4: A2C (one-step TD targets from the value head), Mk4 CNN with value head, against RandomPunisher.
 
-    python experiments/ex4_a2c.py --time-budget 900        # a CPU-scale run
-    python experiments/ex4_a2c.py --batches 20000          # 1M games (a GPU)
+python experiments/ex4_a2c.py --time-budget 900        # a CPU-scale run
+python experiments/ex4_a2c.py --batches 20000          # 1M games (a GPU)
 """
 
 from common import run_preset, tail_mean, win_rate_trend

@@ -1,7 +1,7 @@
 """Example 5: PPO (clip 0.2, up to 4 epochs per batch, stopped at KL 0.01), Mk4 CNN with value head, against RandomPunisher.
 
-    python experiments/ex5_ppo.py --time-budget 900        # a CPU-scale run
-    python experiments/ex5_ppo.py --batches 20000          # 1M games (a GPU)
+python experiments/ex5_ppo.py --time-budget 900        # a CPU-scale run
+python experiments/ex5_ppo.py --batches 20000          # 1M games (a GPU)
 """
 
 from common import run_preset, tail_mean, win_rate_trend

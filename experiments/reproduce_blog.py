@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-
 from curves import agrees, min_until, per_seed, seed_band, trailing_mean, value_at
 
 EXAMPLES = {1: "ex1-collapse", 2: "ex2-entropy", 3: "ex3-rwb", 4: "ex4-a2c", 5: "ex5-ppo"}
@@ -55,11 +54,18 @@ BLOG: dict[str, list[Point]] = {
         Point(None, "entropy", high=0.1, note="policy collapse: entropy to ~0, the same short game every time"),
     ],
     "ex2-entropy": [
-        Point(None, "entropy", value=1.0, low=0.7, high=1.3, note="no collapse: entropy oscillates in the vicinity of 1.0"),
+        Point(
+            None, "entropy", value=1.0, low=0.7, high=1.3, note="no collapse: entropy oscillates in the vicinity of 1.0"
+        ),
     ],
     "ex3-rwb": [
         Point(300_000, "entropy", value=0.2, stat="min", note="early on entropy drops to around 0.2"),
-        Point(300_000, "eval_win_rate", value=0.50, note="convincingly breaks 50% against RandomPunisher after ~300k games"),
+        Point(
+            300_000,
+            "eval_win_rate",
+            value=0.50,
+            note="convincingly breaks 50% against RandomPunisher after ~300k games",
+        ),
         Point(350_000, "entropy", low=0.7, note="entropy stabilises above 0.7 after ~300k games"),
         Point(550_000, "eval_win_rate", value=0.75, note="around 75%"),
         Point(550_000, "entropy", low=1.0, high=1.2, note="entropy steady in the 1.0-1.2 range"),
@@ -116,11 +122,18 @@ def milestone_rows(rows: list[dict], points: list[Point], full_games: int, run_g
         readings = [reading(g, v, at, point.stat, window) for g, v in seeds.values()]
         band = seed_band(readings)
         blog = {k: getattr(point, k) for k in ("value", "low", "high") if getattr(point, k) is not None} or None
-        table.append({
-            "games": at, "metric": point.metric, "stat": point.stat, "blog": blog, "note": point.note,
-            "czjax": band, "per_seed": dict(zip((str(s) for s in seeds), readings)),
-            "agrees": agrees(band, point.value, point.low, point.high) if blog else None,
-        })
+        table.append(
+            {
+                "games": at,
+                "metric": point.metric,
+                "stat": point.stat,
+                "blog": blog,
+                "note": point.note,
+                "czjax": band,
+                "per_seed": dict(zip((str(s) for s in seeds), readings)),
+                "agrees": agrees(band, point.value, point.low, point.high) if blog else None,
+            }
+        )
     return table
 
 
@@ -165,7 +178,14 @@ def figure(name: str, description: str, rows: list[dict], table: list[dict], pat
             games = next(iter(curves.values()))[0][:length]
             data = np.array([v[:length] for _, v in curves.values()])
             mean = data.mean(0)
-            ax.plot(games, mean, color="tab:blue", lw=1.6, ls=style, label=f"czjax, mean of {len(curves)} seeds" if style == "-" else "returns std")
+            ax.plot(
+                games,
+                mean,
+                color="tab:blue",
+                lw=1.6,
+                ls=style,
+                label=f"czjax, mean of {len(curves)} seeds" if style == "-" else "returns std",
+            )
             if len(curves) > 1:
                 se = data.std(0, ddof=1) / np.sqrt(len(curves))
                 ax.fill_between(games, mean - 2 * se, mean + 2 * se, color="tab:blue", alpha=0.18)
@@ -177,31 +197,70 @@ def figure(name: str, description: str, rows: list[dict], table: list[dict], pat
                 ax.hlines(b["value"], 0, r["games"], color="black", lw=1.2, ls=":")
             elif "value" in b:
                 hollow = r["metric"] != key  # the returns std beside the advantage std
-                ax.plot([r["games"]], [b["value"]], marker="*", ms=11, color="black", ls="none", mfc="none" if hollow else "black")
+                ax.plot(
+                    [r["games"]],
+                    [b["value"]],
+                    marker="*",
+                    ms=11,
+                    color="black",
+                    ls="none",
+                    mfc="none" if hollow else "black",
+                )
             elif "low" in b and "high" in b:
                 ax.vlines(r["games"], b["low"], b["high"], color="black", lw=2.5)
             else:  # only a bound: a triangle pointing to the side the blog's curve was on
-                ax.plot([r["games"]], [b.get("low", b.get("high"))], marker="^" if "low" in b else "v", ms=9, color="black", ls="none")
+                ax.plot(
+                    [r["games"]],
+                    [b.get("low", b.get("high"))],
+                    marker="^" if "low" in b else "v",
+                    ms=9,
+                    color="black",
+                    ls="none",
+                )
         ax.set_title(title)
         ax.set_xlabel("games (per run)")
         ax.grid(alpha=0.3)
-    axes.flat[0].plot([], [], marker="*", ms=11, color="black", ls="none", label="the blog: * a figure, | a range, ^ above, v below, ... lowest so far")
+    axes.flat[0].plot(
+        [],
+        [],
+        marker="*",
+        ms=11,
+        color="black",
+        ls="none",
+        label="the blog: * a figure, | a range, ^ above, v below, ... lowest so far",
+    )
     axes.flat[0].legend(fontsize=8)
-    fig.suptitle(f"{name}: {description}\n(band: mean +- 2 standard errors over seeds, {smoothing}-row trailing means)", fontsize=10)
+    fig.suptitle(
+        f"{name}: {description}\n(band: mean +- 2 standard errors over seeds, {smoothing}-row trailing means)",
+        fontsize=10,
+    )
     save_figure(fig, path)
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--examples", type=int, nargs="+", default=list(EXAMPLES), choices=list(EXAMPLES), help="(default: all)")
+    parser.add_argument(
+        "--examples", type=int, nargs="+", default=list(EXAMPLES), choices=list(EXAMPLES), help="(default: all)"
+    )
     parser.add_argument("--seeds", type=int, default=8, help="seeds 0..N-1 per example (default: %(default)s)")
-    parser.add_argument("--scale", type=float, default=1.0, help="fraction of each preset's batches (default: 1, the blog's scale)")
+    parser.add_argument(
+        "--scale", type=float, default=1.0, help="fraction of each preset's batches (default: 1, the blog's scale)"
+    )
     parser.add_argument("--out", default="runs/reproduce-blog", help="output folder (default: %(default)s)")
-    parser.add_argument("--resume", action="store_true", help="continue the scans in --out (a longer --scale extends them)")
+    parser.add_argument(
+        "--resume", action="store_true", help="continue the scans in --out (a longer --scale extends them)"
+    )
     parser.add_argument("--overwrite", action="store_true", help="start again where --out holds scans")
-    parser.add_argument("--chunk", type=int, default=None, help="seeds at a time when they do not fit in memory together (default: all)")
-    parser.add_argument("--window", type=int, default=10, metavar="ROWS",
-                        help="logged rows averaged for a milestone reading and in the figure (default: %(default)s, 10,000 games at the presets' 20 x 50)")
+    parser.add_argument(
+        "--chunk", type=int, default=None, help="seeds at a time when they do not fit in memory together (default: all)"
+    )
+    parser.add_argument(
+        "--window",
+        type=int,
+        default=10,
+        metavar="ROWS",
+        help="logged rows averaged for a milestone reading and in the figure (default: %(default)s, 10,000 games at the presets' 20 x 50)",
+    )
     # test- and CPU-sized overrides of the presets
     parser.add_argument("--batches", type=int, default=None, help="batches per run, in place of the scaled preset's")
     parser.add_argument("--games-per-batch", type=int, default=None, help="(default: the preset's)")
@@ -213,8 +272,7 @@ def parse_args(argv=None):
 
 
 def main(argv=None) -> dict:
-    from czjax.run import presets
-    from czjax.run import scan
+    from czjax.run import presets, scan
 
     args = parse_args(argv)
     out = Path(args.out)
@@ -235,12 +293,24 @@ def main(argv=None) -> dict:
             raise SystemExit(f"reproduce_blog.py: {name}: {err}") from None
         batches = args.batches if args.batches is not None else max(1, round(preset.batches * args.scale))
         folder = out / name
-        log(f"== example {number} ({name}): {preset.description}\n   {len(seeds)} seeds x {batches:,} batches of "
-            f"{config.games_per_batch} games ({batches * config.games_per_batch:,} games per run); outputs in {folder}/")
+        log(
+            f"== example {number} ({name}): {preset.description}\n   {len(seeds)} seeds x {batches:,} batches of "
+            f"{config.games_per_batch} games ({batches * config.games_per_batch:,} games per run); outputs in {folder}/"
+        )
         start = time.perf_counter()
         try:
-            rows = scan.run_scan(config, preset.hparams, [{}], seeds, folder, batches, chunk=args.chunk,
-                                 resume=args.resume and (folder / "scan.json").exists(), overwrite=args.overwrite, log=log)
+            rows = scan.run_scan(
+                config,
+                preset.hparams,
+                [{}],
+                seeds,
+                folder,
+                batches,
+                chunk=args.chunk,
+                resume=args.resume and (folder / "scan.json").exists(),
+                overwrite=args.overwrite,
+                log=log,
+            )
         except ValueError as err:
             raise SystemExit(f"reproduce_blog.py: {name}: {err}") from None
         wall = time.perf_counter() - start
@@ -251,8 +321,15 @@ def main(argv=None) -> dict:
         fig_path = out / f"{name}.png"
         figure(name, preset.description, rows, table, fig_path, args.window)
         summary["examples"][name] = {
-            "preset": name, "description": preset.description, "config": config.to_dict(), "hparams": preset.hparams,
-            "batches": batches, "games": run_games, "wall_s": wall, "figure": str(fig_path), "milestones": table,
+            "preset": name,
+            "description": preset.description,
+            "config": config.to_dict(),
+            "hparams": preset.hparams,
+            "batches": batches,
+            "games": run_games,
+            "wall_s": wall,
+            "figure": str(fig_path),
+            "milestones": table,
         }
         summary_path.write_text(json.dumps(summary, indent=1))  # after every example: a partial run shows what it has
         log(format_table(name, table))

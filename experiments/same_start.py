@@ -31,7 +31,6 @@ from pathlib import Path
 
 import numpy as np
 
-
 from curves import per_seed, seed_band, trailing_mean, value_at
 
 SIDES = ("czjax", "torch")
@@ -45,7 +44,18 @@ METRICS = [
     ("eval_win_rate", "win rate vs RandomPunisher (100 games)"),
     ("promotions", "checkpoint promotions"),
 ]
-SUMMARY_KEYS = ("preset", "config", "hparams", "seeds", "batches", "games", "runs", "start_check", "milestones", "figure")
+SUMMARY_KEYS = (
+    "preset",
+    "config",
+    "hparams",
+    "seeds",
+    "batches",
+    "games",
+    "runs",
+    "start_check",
+    "milestones",
+    "figure",
+)
 
 
 def parse_args(argv=None):
@@ -58,10 +68,22 @@ def parse_args(argv=None):
     parser.add_argument("--preset", default="ex3-rwb", help="a self-play preset (default: %(default)s)")
     parser.add_argument("--games-per-batch", type=int, default=None, help="(default: the preset's)")
     parser.add_argument("--model", default=None, help="(default: the preset's; a small one for tests)")
-    parser.add_argument("--log-every", type=int, default=None, metavar="BATCHES",
-                        help="batches per logged row and evaluation (default: the preset's chunk, 20)")
-    parser.add_argument("--milestones", type=int, default=4, help="table rows: the run in this many equal parts (default: %(default)s)")
-    parser.add_argument("--threads", type=int, default=1, help="PyTorch threads (default: %(default)s: with 2 on a busy 2-core CPU PyTorch ran 5-10x slower)")
+    parser.add_argument(
+        "--log-every",
+        type=int,
+        default=None,
+        metavar="BATCHES",
+        help="batches per logged row and evaluation (default: the preset's chunk, 20)",
+    )
+    parser.add_argument(
+        "--milestones", type=int, default=4, help="table rows: the run in this many equal parts (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="PyTorch threads (default: %(default)s: with 2 on a busy 2-core CPU PyTorch ran 5-10x slower)",
+    )
     parser.add_argument("--sides", nargs="+", default=list(SIDES), choices=SIDES, help="run only these (default: both)")
     parser.add_argument("--resume", action="store_true", help="keep the finished runs in --out, finish the rest")
     parser.add_argument("--overwrite", action="store_true", help="start again where --out holds a comparison")
@@ -71,7 +93,9 @@ def parse_args(argv=None):
     except ValueError as err:
         parser.error(str(err))
     if preset.config.opponent != "self":
-        parser.error(f"{args.preset} trains against {preset.config.opponent}; the PyTorch peer runs self-play presets (ex1-collapse, ex2-entropy, ex3-rwb)")
+        parser.error(
+            f"{args.preset} trains against {preset.config.opponent}; the PyTorch peer runs self-play presets (ex1-collapse, ex2-entropy, ex3-rwb)"
+        )
     if args.seeds < 1 or args.milestones < 1 or args.threads < 1:
         parser.error("--seeds, --milestones and --threads must be at least 1")
     return args, preset
@@ -79,7 +103,15 @@ def parse_args(argv=None):
 
 def run_config(args, preset):
     """The TrainConfig both sides follow (the preset's, with the command line's overrides)."""
-    changes = {k: v for k, v in (("games_per_batch", args.games_per_batch), ("model", args.model), ("batches_per_chunk", args.log_every)) if v is not None}
+    changes = {
+        k: v
+        for k, v in (
+            ("games_per_batch", args.games_per_batch),
+            ("model", args.model),
+            ("batches_per_chunk", args.log_every),
+        )
+        if v is not None
+    }
     try:
         return dataclasses.replace(preset.config, **changes)
     except ValueError as err:
@@ -88,8 +120,8 @@ def run_config(args, preset):
 
 def initial_weights(config, seed: int, path: Path) -> dict:
     """Write the weights czjax's run with ``seed`` starts from as a PyTorch ``.pth``; returns the state dict."""
-    from czjax.models import torch_layout
     from czjax.learn.train import make_trainer
+    from czjax.models import torch_layout
 
     state_dict = torch_layout.to_state_dict(config.model, make_trainer(config).init(seed).params)
     torch_layout.write_pth(path, state_dict)
@@ -134,7 +166,9 @@ def punisher_evaluator(model_name: str, games: int, seed: int):
         return (results.outcome == 1).mean(), (results.outcome == 0).mean()
 
     def evaluate(torch_model) -> dict:
-        params = torch_layout.from_state_dict(model_name, {k: v.detach().numpy() for k, v in torch_model.state_dict().items()})
+        params = torch_layout.from_state_dict(
+            model_name, {k: v.detach().numpy() for k, v in torch_model.state_dict().items()}
+        )
         key[0], k = jax.random.split(key[0])
         win, draw = play(params, k)
         return {"eval_win_rate": float(win), "eval_draw_rate": float(draw)}
@@ -146,8 +180,8 @@ def run_torch(config, hparams: dict, seed: int, pth: Path, folder: Path, batches
     """The PyTorch project's self-play loop from ``pth``; rows in ``folder/metrics.jsonl``."""
     import torch
 
-    from czjax.models import torch_layout
     from czjax.bench import torch_peer
+    from czjax.models import torch_layout
 
     folder.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(threads)
@@ -168,43 +202,76 @@ def run_torch(config, hparams: dict, seed: int, pth: Path, folder: Path, batches
         row["seed"] = seed
         with metrics_path.open("a") as f:
             f.write(json.dumps(row) + "\n")
-        log(f"torch seed {seed} | batch {row['batches']:,}/{batches:,} | {row['games_per_s']:.0f} games/s | win {row['win_rate']:.2f} | "
+        log(
+            f"torch seed {seed} | batch {row['batches']:,}/{batches:,} | {row['games_per_s']:.0f} games/s | win {row['win_rate']:.2f} | "
             f"vs punisher {row['eval_win_rate']:.2f} | entropy {row['entropy']:.2f} | length {row['game_length']:.1f} | "
-            f"promotions {row['promotions']}")
+            f"promotions {row['promotions']}"
+        )
 
     start = time.perf_counter()
     try:
         rows = torch_peer.self_play(
-            model, opponent, optimizer, batches, config.games_per_batch,
-            entropy_bonus=hparams["entropy_bonus"], value_weight=hparams["value_weight"], gamma=hparams["discount"],
-            promote_every=config.promote_every, window=config.window_batches, threshold=config.promotion.threshold,
-            log_every=config.batches_per_chunk, evaluate=punisher_evaluator(config.model, config.eval_games, seed),
-            on_batch=lambda m: batch_file.write(json.dumps(m) + "\n"), on_row=on_row,
+            model,
+            opponent,
+            optimizer,
+            batches,
+            config.games_per_batch,
+            entropy_bonus=hparams["entropy_bonus"],
+            value_weight=hparams["value_weight"],
+            gamma=hparams["discount"],
+            promote_every=config.promote_every,
+            window=config.window_batches,
+            threshold=config.promotion.threshold,
+            log_every=config.batches_per_chunk,
+            evaluate=punisher_evaluator(config.model, config.eval_games, seed),
+            on_batch=lambda m: batch_file.write(json.dumps(m) + "\n"),
+            on_row=on_row,
         )
     finally:
         batch_file.close()
     wall = time.perf_counter() - start
     torch_layout.write_pth(folder / "final.pth", {k: v.detach().numpy() for k, v in model.state_dict().items()})
-    done = {"wall_s": wall, "games_per_s": batches * config.games_per_batch / wall, "promotions": rows[-1]["promotions"],
-            "batches": batches, "start_max_abs_diff": check, "threads": threads, "torch": torch.__version__}
+    done = {
+        "wall_s": wall,
+        "games_per_s": batches * config.games_per_batch / wall,
+        "promotions": rows[-1]["promotions"],
+        "batches": batches,
+        "start_max_abs_diff": check,
+        "threads": threads,
+        "torch": torch.__version__,
+    }
     (folder / "done.json").write_text(json.dumps(done, indent=1))
     return done
 
 
 def run_czjax(config, hparams: dict, seed: int, pth: Path, folder: Path, batches: int, resume: bool, log) -> dict:
     """czjax's loop from ``pth`` with ``seed``'s random stream; a czjax run folder."""
-    from czjax.run import loop
     from czjax.learn.train import HParams
+    from czjax.run import loop
 
     start = time.perf_counter()
-    summary = loop.run(config, HParams.create(**hparams), folder, seed=seed, batches=batches, resume=resume, overwrite=not resume,
-                       plot_every_s=600.0, log=lambda m: log(f"czjax seed {seed} | {m}"), init_from=str(pth),
-                       title=f"same start, czjax, seed {seed}")
+    summary = loop.run(
+        config,
+        HParams.create(**hparams),
+        folder,
+        seed=seed,
+        batches=batches,
+        resume=resume,
+        overwrite=not resume,
+        plot_every_s=600.0,
+        log=lambda m: log(f"czjax seed {seed} | {m}"),
+        init_from=str(pth),
+        title=f"same start, czjax, seed {seed}",
+    )
     wall = time.perf_counter() - start
     # speed over the compiled chunks only (training and evaluation games, no compile time)
     chunk_s = sum(r["chunk_s"] for r in loop.read_metrics(folder / loop.METRICS))
-    done = {"wall_s": wall, "games_per_s": summary["games"] / max(chunk_s, 1e-9), "promotions": summary["promotions"],
-            "batches": summary["batches"]}
+    done = {
+        "wall_s": wall,
+        "games_per_s": summary["games"] / max(chunk_s, 1e-9),
+        "promotions": summary["promotions"],
+        "batches": summary["batches"],
+    }
     (folder / "done.json").write_text(json.dumps(done, indent=1))
     return done
 
@@ -256,8 +323,14 @@ def figure(rows: dict[str, list[dict]], path: Path, title: str, smoothing: int) 
         for side in SIDES:
             for i, (seed, (games, values)) in enumerate(per_seed(rows[side], key).items()):
                 width = 1 if key == "promotions" else smoothing
-                ax.plot(games, trailing_mean(values, width), color=colors[side], ls=styles[i % len(styles)], lw=1.4,
-                        label=f"{LABELS[side]}, seed {seed}")
+                ax.plot(
+                    games,
+                    trailing_mean(values, width),
+                    color=colors[side],
+                    ls=styles[i % len(styles)],
+                    lw=1.4,
+                    label=f"{LABELS[side]}, seed {seed}",
+                )
         ax.set_title(label)
         ax.set_xlabel("games (per run)")
         ax.grid(alpha=0.3)
@@ -285,17 +358,29 @@ def main(argv=None) -> dict:
     if batches < 1:
         raise SystemExit(f"same_start.py: --games {args.games} is less than one batch of {config.games_per_batch}")
     seeds = list(range(args.seeds))
-    description = {"preset": args.preset, "config": config.to_dict(), "hparams": preset.hparams, "seeds": seeds, "batches": batches}
+    description = {
+        "preset": args.preset,
+        "config": config.to_dict(),
+        "hparams": preset.hparams,
+        "seeds": seeds,
+        "batches": batches,
+    }
     marker = out / "same_start.json"
     if marker.exists() and not (args.resume or args.overwrite):
-        raise SystemExit(f"same_start.py: {out} already holds a comparison: --resume to finish it, --overwrite to start again, or another --out")
+        raise SystemExit(
+            f"same_start.py: {out} already holds a comparison: --resume to finish it, --overwrite to start again, or another --out"
+        )
     if args.resume and marker.exists() and json.loads(marker.read_text()) != description:
-        raise SystemExit("same_start.py: --resume must use the same settings, seeds and games as the comparison in --out")
+        raise SystemExit(
+            "same_start.py: --resume must use the same settings, seeds and games as the comparison in --out"
+        )
     out.mkdir(parents=True, exist_ok=True)
     marker.write_text(json.dumps(description, indent=1))
     log = lambda m: print(m, flush=True)  # noqa: E731
-    log(f"same start: {args.preset} ({config.model}, {config.games_per_batch} games per batch), {batches:,} batches = "
-        f"{batches * config.games_per_batch:,} games per side per seed, seeds {seeds}; outputs in {out}/")
+    log(
+        f"same start: {args.preset} ({config.model}, {config.games_per_batch} games per batch), {batches:,} batches = "
+        f"{batches * config.games_per_batch:,} games per side per seed, seeds {seeds}; outputs in {out}/"
+    )
     runs = {side: {} for side in SIDES}
     checks = {}
     for seed in seeds:
@@ -311,20 +396,38 @@ def main(argv=None) -> dict:
             elif side in args.sides:
                 log(f"== {LABELS[side]}, seed {seed}")
                 if side == "czjax":
-                    runs[side][str(seed)] = run_czjax(config, preset.hparams, seed, pth, folder / side, batches, args.resume, log)
+                    runs[side][str(seed)] = run_czjax(
+                        config, preset.hparams, seed, pth, folder / side, batches, args.resume, log
+                    )
                 else:
-                    runs[side][str(seed)] = run_torch(config, preset.hparams, seed, pth, folder / side, batches, args.threads, log)
+                    runs[side][str(seed)] = run_torch(
+                        config, preset.hparams, seed, pth, folder / side, batches, args.threads, log
+                    )
         if str(seed) in runs["torch"]:
             checks[str(seed)] = runs["torch"][str(seed)]["start_max_abs_diff"]
     rows = read_rows(out, seeds)
     run_games = batches * config.games_per_batch
-    table = milestone_table(rows, milestones(batches, config.batches_per_chunk, config.games_per_batch, args.milestones))
+    table = milestone_table(
+        rows, milestones(batches, config.batches_per_chunk, config.games_per_batch, args.milestones)
+    )
     fig_path = out / "same_start.png"
-    title = (f"same initial weights, {args.preset} ({config.model}, {config.games_per_batch} games per batch): czjax vs the PyTorch "
-             f"project's loop, {len(seeds)} seed(s), {run_games:,} games each")
+    title = (
+        f"same initial weights, {args.preset} ({config.model}, {config.games_per_batch} games per batch): czjax vs the PyTorch "
+        f"project's loop, {len(seeds)} seed(s), {run_games:,} games each"
+    )
     figure(rows, fig_path, title, smoothing=1)
-    summary = {"preset": args.preset, "config": config.to_dict(), "hparams": preset.hparams, "seeds": seeds, "batches": batches,
-               "games": run_games, "runs": runs, "start_check": checks, "milestones": table, "figure": str(fig_path)}
+    summary = {
+        "preset": args.preset,
+        "config": config.to_dict(),
+        "hparams": preset.hparams,
+        "seeds": seeds,
+        "batches": batches,
+        "games": run_games,
+        "runs": runs,
+        "start_check": checks,
+        "milestones": table,
+        "figure": str(fig_path),
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print_table(table)
     log(f"figure: {fig_path}; summary: {out / 'summary.json'}")

@@ -7,8 +7,7 @@ REINFORCE self-play with SimpleMLP, all 15 runs as one compiled program.
 import argparse
 import sys
 
-from czjax.run import presets
-from czjax.run import scan
+from czjax.run import presets, scan
 
 
 def main(argv=None) -> int:
@@ -22,8 +21,18 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     preset = presets.get_preset("ex2-entropy")
     grid = {"entropy_bonus": [0.0, 0.01, 0.02, 0.05, 0.1]}
-    rows = scan.run_scan(preset.config, dict(preset.hparams), scan.grid_settings(grid), list(range(args.seeds)), args.out, args.batches,
-                         chunk=args.chunk, resume=args.resume, overwrite=args.overwrite, log=lambda m: print(m, flush=True))
+    rows = scan.run_scan(
+        preset.config,
+        dict(preset.hparams),
+        scan.grid_settings(grid),
+        list(range(args.seeds)),
+        args.out,
+        args.batches,
+        chunk=args.chunk,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        log=lambda m: print(m, flush=True),
+    )
     print(scan.write_report(rows, args.out, list(grid), sort_by="entropy", title="entropy bonus scan (ex2-entropy)"))
     return 0
 

@@ -35,11 +35,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from czjax import models
-from czjax.util import checkpoint
 from czjax.evaluate import solver
-from czjax.run import presets
-from czjax.run import scan
 from czjax.players import masked_log_probs
+from czjax.run import presets, scan
+from czjax.util import checkpoint
 
 TARGETS = {"soft": "alphazero", "hard": "alpha"}
 METRICS = ("policy_loss", "value_loss", "optimal", "keeps_outcome", "value_sign", "entropy")
@@ -51,7 +50,9 @@ def final_params(folder: Path, model_name: str) -> list:
     template = jax.eval_shape(lambda k: models.init_params(models.get_model(model_name), k), jax.random.key(0))
     from flax import serialization
 
-    stacked = serialization.from_state_dict(jax.tree.map(lambda t: jnp.zeros((1,) + t.shape, t.dtype), template), raw["params"])
+    stacked = serialization.from_state_dict(
+        jax.tree.map(lambda t: jnp.zeros((1,) + t.shape, t.dtype), template), raw["params"]
+    )
     count = jax.tree.leaves(stacked)[0].shape[0]
     return [jax.tree.map(lambda x, i=i: jnp.asarray(x[i]), stacked) for i in range(count)]
 
@@ -79,13 +80,19 @@ def solver_scores(model_name: str, params, positions: dict) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__
+    )
     parser.add_argument("--model", default="mlp3", help="a model with a value head (default: %(default)s)")
     parser.add_argument("--batches", type=int, default=150)
     parser.add_argument("--games-per-batch", type=int, default=50)
     parser.add_argument("--sims", type=int, default=16, help="simulations per move (default: %(default)s)")
-    parser.add_argument("--recipe", choices=("puct", "gumbel"), default="puct",
-                        help="puct: the alphazero preset with PUCT and root noise; gumbel: the gumbel-az preset (default: %(default)s)")
+    parser.add_argument(
+        "--recipe",
+        choices=("puct", "gumbel"),
+        default="puct",
+        help="puct: the alphazero preset with PUCT and root noise; gumbel: the gumbel-az preset (default: %(default)s)",
+    )
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--out", default="runs/soft-vs-hard")
     parser.add_argument("--resume", action="store_true")
@@ -93,22 +100,52 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     out = Path(args.out)
     preset = presets.get_preset("alphazero" if args.recipe == "puct" else "gumbel-az")
-    searched = f"mcts:sims={args.sims},noise=0.25" if args.recipe == "puct" else f"gumbel:sims={args.sims},considered=4,rescale=0,move=action"
+    searched = (
+        f"mcts:sims={args.sims},noise=0.25"
+        if args.recipe == "puct"
+        else f"gumbel:sims={args.sims},considered=4,rescale=0,move=action"
+    )
     positions = solver.load_positions()
     report: dict = {"settings": vars(args), "seeds": list(range(args.seeds))}
     for name, algorithm in TARGETS.items():
-        config = preset.config.override({"algorithm": algorithm, "model": args.model, "games_per_batch": args.games_per_batch,
-                                         "search": searched, "batches_per_chunk": min(10, args.batches)})
+        config = preset.config.override(
+            {
+                "algorithm": algorithm,
+                "model": args.model,
+                "games_per_batch": args.games_per_batch,
+                "search": searched,
+                "batches_per_chunk": min(10, args.batches),
+            }
+        )
         folder = out / name
         resume = args.resume and (folder / "scan.json").exists()
-        print(f"== {name} targets ({algorithm}): {args.seeds} seeds of {args.model}, {args.batches:,} batches of "
-              f"{args.games_per_batch} games, {searched}", flush=True)
-        scan.run_scan(config, preset.hparams, [{}], list(range(args.seeds)), folder, args.batches, resume=resume,
-                      overwrite=args.overwrite, log=lambda m: print(m, flush=True))
+        print(
+            f"== {name} targets ({algorithm}): {args.seeds} seeds of {args.model}, {args.batches:,} batches of "
+            f"{args.games_per_batch} games, {searched}",
+            flush=True,
+        )
+        scan.run_scan(
+            config,
+            preset.hparams,
+            [{}],
+            list(range(args.seeds)),
+            folder,
+            args.batches,
+            resume=resume,
+            overwrite=args.overwrite,
+            log=lambda m: print(m, flush=True),
+        )
         per_seed = [solver_scores(args.model, p, positions) for p in final_params(folder, args.model)]
-        report[name] = {"per_seed": per_seed,
-                        **{k: {"mean": float(np.mean([s[k] for s in per_seed])), "std": float(np.std([s[k] for s in per_seed], ddof=1))
-                               if len(per_seed) > 1 else None} for k in METRICS}}
+        report[name] = {
+            "per_seed": per_seed,
+            **{
+                k: {
+                    "mean": float(np.mean([s[k] for s in per_seed])),
+                    "std": float(np.std([s[k] for s in per_seed], ddof=1)) if len(per_seed) > 1 else None,
+                }
+                for k in METRICS
+            },
+        }
     (out / "report.json").write_text(json.dumps(report, indent=1))
     print(f"\non {len(positions['boards'])} solver-labelled positions, mean +- std over {args.seeds} seeds:")
     print(f"{'':14s} {'soft':>16s} {'hard':>16s}")

@@ -30,32 +30,56 @@ def row(agent: agents.Agent, games: int, seed: int) -> dict:
     bench = solver_metrics.load()
     scores = jax.jit(lambda p: solver_metrics.metrics(agent.player, p, bench))(agent.params)
     out = {f"pons_{s}": float(scores[f"pons_{s}_error"]) for s in PONS}
-    out.update(pons_mean=float(scores["pons_mean_error"]), public_optimal=float(scores["public_optimal"]),
-               public_keeps=float(scores["public_keeps"]))
+    out.update(
+        pons_mean=float(scores["pons_mean_error"]),
+        public_optimal=float(scores["public_optimal"]),
+        public_keeps=float(scores["public_keeps"]),
+    )
     report = puzzles.score(agent, puzzles.load())
     out.update(win_in_one=report["win"]["greedy"], block=report["block"]["greedy"])
-    _, results = rollout.play_games(jax.random.key(seed), agent.player, agent.params, players.random_punisher, None, games, 0.0, 1.0)
+    _, results = rollout.play_games(
+        jax.random.key(seed), agent.player, agent.params, players.random_punisher, None, games, 0.0, 1.0
+    )
     outcome = np.asarray(results.outcome)
-    out.update(vs_random_punisher_win=float((outcome == 1).mean()), vs_random_punisher_draw=float((outcome == 0).mean()), games=games)
+    out.update(
+        vs_random_punisher_win=float((outcome == 1).mean()),
+        vs_random_punisher_draw=float((outcome == 0).mean()),
+        games=games,
+    )
     return out
 
 
 def format_rows(rows: list[dict]) -> str:
-    head = f"{'player':44s} " + " ".join(f"{s:>5s}" for s in PONS) + f" {'mean':>5s} {'opt':>5s} {'keeps':>5s} {'win1':>5s} {'block':>5s} {'vs RP':>6s}"
+    head = (
+        f"{'player':44s} "
+        + " ".join(f"{s:>5s}" for s in PONS)
+        + f" {'mean':>5s} {'opt':>5s} {'keeps':>5s} {'win1':>5s} {'block':>5s} {'vs RP':>6s}"
+    )
     lines = [head]
     for r in rows:
-        lines.append(f"{r['player'][-44:]:44s} " + " ".join(f"{r[f'pons_{s}']:5.1f}" for s in PONS)
-                     + f" {r['pons_mean']:5.1f} {r['public_optimal']:5.3f} {r['public_keeps']:5.3f} {r['win_in_one']:5.3f}"
-                     f" {r['block']:5.3f} {r['vs_random_punisher_win']:6.3f}")
+        lines.append(
+            f"{r['player'][-44:]:44s} "
+            + " ".join(f"{r[f'pons_{s}']:5.1f}" for s in PONS)
+            + f" {r['pons_mean']:5.1f} {r['public_optimal']:5.3f} {r['public_keeps']:5.3f} {r['win_in_one']:5.3f}"
+            f" {r['block']:5.3f} {r['vs_random_punisher_win']:6.3f}"
+        )
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], epilog=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("players", nargs="+", metavar="PLAYER")
-    parser.add_argument("--search", default="gumbel:sims=64", help="the search scored over each network too ('' for none; default: %(default)s)")
+    parser.add_argument(
+        "--search",
+        default="gumbel:sims=64",
+        help="the search scored over each network too ('' for none; default: %(default)s)",
+    )
     parser.add_argument("--games", type=int, default=1000, help="games against RandomPunisher (default: %(default)s)")
-    parser.add_argument("--search-games", type=int, default=200, help="games against RandomPunisher for a search (default: %(default)s)")
+    parser.add_argument(
+        "--search-games", type=int, default=200, help="games against RandomPunisher for a search (default: %(default)s)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, metavar="FILE", help="also write the rows to FILE")
     args = parser.parse_args(argv)

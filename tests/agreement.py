@@ -13,8 +13,12 @@ import numpy as np
 
 
 def took_the_same_steps(params_a, params_b, lr: float, steps: int) -> bool:
-    differences = np.concatenate([np.abs(np.asarray(x) - np.asarray(y)).ravel()
-                                  for x, y in zip(jax.tree.leaves(params_a), jax.tree.leaves(params_b))])
+    differences = np.concatenate(
+        [
+            np.abs(np.asarray(x) - np.asarray(y)).ravel()
+            for x, y in zip(jax.tree.leaves(params_a), jax.tree.leaves(params_b))
+        ]
+    )
     return bool((differences > 0.01 * lr).mean() <= 1e-3 and differences.max() <= 2 * 2 * lr * max(steps, 1))
 
 

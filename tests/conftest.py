@@ -2,8 +2,8 @@
 
 import pytest
 
-from czjax.util import checkpoint
 from czjax.learn.train import HParams, TrainConfig, make_trainer
+from czjax.util import checkpoint
 
 
 @pytest.fixture(scope="session")

@@ -9,8 +9,8 @@ import pytest
 
 from czjax import game, models, players, rollout
 from czjax.learn import losses
-from czjax.util import precision
 from czjax.learn.train import HParams, ReplaySettings, TrainConfig, make_trainer
+from czjax.util import precision
 from tests import agreement
 from tests.reference import replay
 
@@ -22,7 +22,9 @@ def ppo_games():
     config = TrainConfig(model="mlp3", games_per_batch=8, opponent="random-punisher", algorithm="ppo", eval_games=2)
     trainer = make_trainer(config)
     state = trainer.init(0)
-    traj, results = rollout.play_games(jax.random.key(4), trainer.learner, state.params, players.random_punisher, None, 8)
+    traj, results = rollout.play_games(
+        jax.random.key(4), trainer.learner, state.params, players.random_punisher, None, 8
+    )
     return config, state, traj, results
 
 
@@ -52,7 +54,9 @@ def test_ppo_kl_early_stop(ppo_games):
     assert full[2]["ppo_epochs"] == 4 and two[2]["ppo_epochs"] == 2 and not same_update(two, full)
     stopped = ppo_update(config, state, traj, results, 1e-3, target_kl=0.0)  # any change exceeds KL 0
     assert stopped[2]["ppo_epochs"] == 2 and same_update(stopped, two)
-    assert stopped[2]["ppo_kl"] == pytest.approx(two[2]["ppo_kl"], rel=1e-4) and two[2]["ppo_kl"] > 0.0  # epoch 1's KL, after one step
+    assert (
+        stopped[2]["ppo_kl"] == pytest.approx(two[2]["ppo_kl"], rel=1e-4) and two[2]["ppo_kl"] > 0.0
+    )  # epoch 1's KL, after one step
     before = ppo_update(config, state, traj, results, 1e-3, target_kl=0.0, kl_stop="before-step")
     assert before[2]["ppo_epochs"] == 1 and same_update(before, one)
     assert before[2]["ppo_kl"] == pytest.approx(stopped[2]["ppo_kl"], rel=1e-4)  # the same measurement stopped it
@@ -95,7 +99,9 @@ def test_mirror_is_the_mirrored_game():
     mirror_boards = np.stack([np.array(replay(mirrored_moves[:t]).canonical(), np.int8) for t in range(len(moves))])
     legal = boards[:, 0, :] == 0
     batch = losses.LossInputs(
-        legal=jnp.asarray(legal), actions=jnp.asarray(moves, jnp.int32), returns=jnp.linspace(-1, 1, len(moves)),
+        legal=jnp.asarray(legal),
+        actions=jnp.asarray(moves, jnp.int32),
+        returns=jnp.linspace(-1, 1, len(moves)),
         valid=jnp.asarray(np.arange(len(moves)) < 7),
     )
     out_boards, out = losses.mirror(jnp.asarray(boards), batch)
@@ -111,7 +117,9 @@ def test_mirror_is_the_mirrored_game():
 
 
 def test_mirror_doubles_the_training_positions():
-    config = TrainConfig(model="mlp3", games_per_batch=4, opponent="random-punisher", algorithm="a2c", mirror=True, eval_games=2)
+    config = TrainConfig(
+        model="mlp3", games_per_batch=4, opponent="random-punisher", algorithm="a2c", mirror=True, eval_games=2
+    )
     trainer = make_trainer(config)
     state = trainer.init(0)
     plain = make_trainer(dataclasses.replace(config, mirror=False))
@@ -126,8 +134,8 @@ def test_mirror_doubles_the_training_positions():
 
 
 def test_sparse_gradient_equals_the_dense_gradient():
-    from czjax.learn.losses import LossInputs, policy_gradient_sums
     from czjax.learn.algorithms import sparse_value_and_grad
+    from czjax.learn.losses import LossInputs, policy_gradient_sums
 
     model = models.get_model("mlp3")
     params = models.init_params(model, jax.random.key(0))
@@ -137,8 +145,10 @@ def test_sparse_gradient_equals_the_dense_gradient():
     boards = np.asarray(traj.boards()).reshape(-1, 6, 7)[:n]
     valid = rng.random(n) < 0.4
     batch = LossInputs(
-        legal=jnp.asarray(boards[:, 0, :] == 0), actions=jnp.asarray(np.argmax(boards[:, 0, :] == 0, 1)),
-        returns=jnp.asarray(rng.choice([-1.0, 0.0, 0.81, 1.0], n).astype(np.float32)), valid=jnp.asarray(valid),
+        legal=jnp.asarray(boards[:, 0, :] == 0),
+        actions=jnp.asarray(np.argmax(boards[:, 0, :] == 0, 1)),
+        returns=jnp.asarray(rng.choice([-1.0, 0.0, 0.81, 1.0], n).astype(np.float32)),
+        valid=jnp.asarray(valid),
     )
 
     def loss(p, b, bt):
@@ -149,7 +159,9 @@ def test_sparse_gradient_equals_the_dense_gradient():
         (_, dense_sums), dense = jax.value_and_grad(loss, has_aux=True)(params, jnp.asarray(boards), batch)
     for num_chunks in (1, 3, 8):  # 1: the plain gradient; 3 and 8: compacted, 8 with padding
         with precision.parity():
-            grads, sums = jax.jit(lambda p, b, bt: sparse_value_and_grad(loss, p, b, bt, num_chunks))(params, jnp.asarray(boards), batch)
+            grads, sums = jax.jit(lambda p, b, bt: sparse_value_and_grad(loss, p, b, bt, num_chunks))(
+                params, jnp.asarray(boards), batch
+            )
         for a, b in zip(jax.tree.leaves(grads), jax.tree.leaves(dense)):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-4, atol=1e-5)  # summation order
         for key in dense_sums:
@@ -170,7 +182,11 @@ def test_ppo_with_bootstrap_takes_a2cs_targets(ppo_games):
         boards, batch = algorithms.learner_batch(setup.ctx, traj, results.outcome, hp.discount)
         got = algorithms.ppo_targets(setup.ctx, state.params, boards, batch, results.outcome, hp)
         _, values = models.apply_model(setup.model, state.params, boards)
-        want = algorithms.td_targets(setup.ctx, state.params, boards, batch, results.outcome, hp).returns if bootstrap else batch.returns
+        want = (
+            algorithms.td_targets(setup.ctx, state.params, boards, batch, results.outcome, hp).returns
+            if bootstrap
+            else batch.returns
+        )
         np.testing.assert_array_equal(np.asarray(got.returns), np.asarray(want))
         np.testing.assert_allclose(np.asarray(got.advantages), np.asarray(want - values), rtol=1e-6, atol=1e-6)
     assert not np.array_equal(np.asarray(want), np.asarray(batch.returns))  # the two targets differ
@@ -192,8 +208,9 @@ def test_value_mix_takes_the_recorded_values_into_the_returns(ppo_games):
     config, state, _, _ = ppo_games
     setup = make_setup(config, None)
     with precision.parity():  # the recorded values and the recomputed ones at the same (full) precision
-        traj, results = rollout.play_games(jax.random.key(6), setup.learner, state.params, players.random_punisher, None, 8,
-                                           record_targets=True)
+        traj, results = rollout.play_games(
+            jax.random.key(6), setup.learner, state.params, players.random_punisher, None, 8, record_targets=True
+        )
     plain = traj.replace(values=None, policy_targets=None)
     _, expected = algorithms.learner_batch(setup.ctx, plain, results.outcome, GAMMA)
     boards, mixed = algorithms.learner_batch(setup.ctx, traj, results.outcome, GAMMA, 1.0)
@@ -202,7 +219,9 @@ def test_value_mix_takes_the_recorded_values_into_the_returns(ppo_games):
     np.testing.assert_array_equal(np.asarray(none.returns), np.asarray(expected.returns))  # m = 0: the return alone
     with precision.parity():
         _, values = models.apply_model(setup.model, state.params, boards)
-    np.testing.assert_allclose(np.asarray(mixed.returns)[valid], np.asarray(values)[valid], atol=1e-5)  # m = 1: the value alone
+    np.testing.assert_allclose(
+        np.asarray(mixed.returns)[valid], np.asarray(values)[valid], atol=1e-5
+    )  # m = 1: the value alone
     assert (np.asarray(mixed.returns)[~valid] == 0).all()
 
 
@@ -232,7 +251,9 @@ def test_the_rollout_records_the_searchs_policy_targets():
         traj, _ = rollout.play_games(jax.random.key(0), searched, params, searched, params, 4, record_targets=True)
         valid = np.asarray(traj.valid)
         boards = np.asarray(traj.boards())[valid]
-        want = jax.jit(lambda b: search.PUCT(sims=6).run(models.model_player(model), params, b, jax.random.key(9)))(jnp.asarray(boards))
+        want = jax.jit(lambda b: search.PUCT(sims=6).run(models.model_player(model), params, b, jax.random.key(9)))(
+            jnp.asarray(boards)
+        )
     got = np.asarray(traj.policy_targets)
     np.testing.assert_allclose(got[valid], np.asarray(want.policy), atol=1e-6)
     assert (got[~valid] == 0).all()
@@ -249,16 +270,31 @@ def test_search_based_training_steps():
     value mixed into the value target: the loss is finite, the parameters move, the visit targets
     have positive entropy, and the buffer holds the learner's positions with their targets;
     alpha's hard targets are the moves played."""
-    config = TrainConfig(model="mlp3", games_per_batch=4, algorithm="alphazero", search="mcts:sims=4,noise=0.25", eval_games=2,
-                         batches_per_chunk=2, opponent="current", sample_plies=4, replay=ReplaySettings(capacity=512, batch=32),
-                         solver_eval="network")
+    config = TrainConfig(
+        model="mlp3",
+        games_per_batch=4,
+        algorithm="alphazero",
+        search="mcts:sims=4,noise=0.25",
+        eval_games=2,
+        batches_per_chunk=2,
+        opponent="current",
+        sample_plies=4,
+        replay=ReplaySettings(capacity=512, batch=32),
+        solver_eval="network",
+    )
     trainer = make_trainer(config)
     state = trainer.init(0)
-    new, metrics = trainer.run_chunk(state, HParams.create(learning_rate=1e-3, value_weight=1.5, discount=1.0, value_mix=0.5), 2)
-    assert np.isfinite(float(metrics["loss"])) and float(metrics["positions"]) > 0 and float(metrics["target_entropy"]) > 0
+    new, metrics = trainer.run_chunk(
+        state, HParams.create(learning_rate=1e-3, value_weight=1.5, discount=1.0, value_mix=0.5), 2
+    )
+    assert (
+        np.isfinite(float(metrics["loss"])) and float(metrics["positions"]) > 0 and float(metrics["target_entropy"]) > 0
+    )
     # --solver-eval network: the network's move scored on Pons' sets and the public positions (czjax.learn.solver_metrics)
     pons = [float(metrics[f"pons_{s}_error"]) for s in ("L1R1", "L2R1", "L3R1", "L1R2", "L2R2", "L1R3")]
-    assert all(0 < e < 100 for e in pons) and float(metrics["pons_mean_error"]) == pytest.approx(np.mean(pons), rel=1e-5)
+    assert all(0 < e < 100 for e in pons) and float(metrics["pons_mean_error"]) == pytest.approx(
+        np.mean(pons), rel=1e-5
+    )
     assert 0 < float(metrics["public_optimal"]) <= float(metrics["public_keeps"]) < 1
     moved = jax.tree.map(lambda a, b: float(jnp.abs(a - b).max()), new.params, state.params)
     assert max(jax.tree.leaves(moved)) > 0
@@ -275,7 +311,9 @@ def test_search_based_training_steps():
         TrainConfig(replay=ReplaySettings(capacity=10))
     from czjax.learn import algorithms
 
-    batch = losses.LossInputs(legal=jnp.ones((3, 7), bool), actions=jnp.asarray([4, 0, 6]), returns=jnp.zeros(3), valid=jnp.ones(3, bool))
+    batch = losses.LossInputs(
+        legal=jnp.ones((3, 7), bool), actions=jnp.asarray([4, 0, 6]), returns=jnp.zeros(3), valid=jnp.ones(3, bool)
+    )
     hard = algorithms.played_move_targets(None, None, None, batch, None, None).policy_targets
     np.testing.assert_array_equal(np.asarray(hard), np.eye(7)[[4, 0, 6]])
 
@@ -284,15 +322,27 @@ def test_search_based_training_steps():
 def both_sides_games():
     """Self-play of a 3-simulation Gumbel search over the current mlp3 (both sides), from random
     openings, trained on both sides' positions from a replay buffer, 2 steps per batch."""
-    config = TrainConfig(model="mlp3", games_per_batch=6, algorithm="alphazero", search="gumbel:sims=3,considered=2,move=policy,rescale=0",
-                         eval_games=2, batches_per_chunk=1, opponent="current", both_sides=True, openings=2, mirror=True,
-                         replay=ReplaySettings(capacity=256, batch=16, steps=2))
+    config = TrainConfig(
+        model="mlp3",
+        games_per_batch=6,
+        algorithm="alphazero",
+        search="gumbel:sims=3,considered=2,move=policy,rescale=0",
+        eval_games=2,
+        batches_per_chunk=1,
+        opponent="current",
+        both_sides=True,
+        openings=2,
+        mirror=True,
+        replay=ReplaySettings(capacity=256, batch=16, steps=2),
+    )
     trainer = make_trainer(config)
     state = trainer.init(0)
     setup = __import__("czjax.learn.train", fromlist=["make_setup"]).make_setup(config, None)
     hp = HParams.create(learning_rate=1e-3, value_weight=1.0, discount=1.0)
     with precision.parity():
-        traj, results, _ = jax.jit(lambda s, k: __import__("czjax.learn.train", fromlist=["play_batch"]).play_batch(setup, s, hp, k))(state, jax.random.key(2))
+        traj, results, _ = jax.jit(
+            lambda s, k: __import__("czjax.learn.train", fromlist=["play_batch"]).play_batch(setup, s, hp, k)
+        )(state, jax.random.key(2))
     return config, setup, state, hp, jax.device_get(traj), jax.device_get(results)
 
 
@@ -312,8 +362,14 @@ def test_both_sides_trains_on_every_position_with_its_movers_outcome(both_sides_
         expected.append((all_boards[t, g].tobytes(), np.round(traj.policy_targets[t, g], 6).tobytes(), float(result)))
     valid = np.asarray(batch.valid)
     half = len(valid) // 2  # the second half is the mirror image
-    got = [(np.asarray(boards)[i].tobytes(), np.round(np.asarray(batch.policy_targets)[i], 6).tobytes(), float(batch.returns[i]))
-           for i in np.flatnonzero(valid[:half])]
+    got = [
+        (
+            np.asarray(boards)[i].tobytes(),
+            np.round(np.asarray(batch.policy_targets)[i], 6).tobytes(),
+            float(batch.returns[i]),
+        )
+        for i in np.flatnonzero(valid[:half])
+    ]
     assert sorted(got) == sorted(expected)
     np.testing.assert_array_equal(np.asarray(boards)[half:], np.asarray(boards)[:half, :, ::-1])
     assert (np.abs(np.asarray(results.outcome)) <= 1).all() and not (all_boards[0] == 0).all()  # started from openings
@@ -322,14 +378,15 @@ def test_both_sides_trains_on_every_position_with_its_movers_outcome(both_sides_
 def test_replay_steps_are_successive_steps_on_fresh_draws(both_sides_games):
     """replay.steps = 2: the update equals two of the algorithm's steps, each on its own draw
     (split keys) from the buffer that holds the batch."""
-    from czjax.learn import algorithms
-    from czjax.learn import replay
+    from czjax.learn import algorithms, replay
     from czjax.learn.train import replay_update
 
     config, setup, state, hp, traj, results = both_sides_games
     key = jax.random.key(5)
     with precision.parity():
-        params, _, metrics, buffer = jax.jit(lambda s, t, o, k: replay_update(setup, s, t, o, hp, k))(state, traj, results.outcome, key)
+        params, _, metrics, buffer = jax.jit(lambda s, t, o, k: replay_update(setup, s, t, o, hp, k))(
+            state, traj, results.outcome, key
+        )
         boards, batch = algorithms.training_batch(setup.ctx, setup.algorithm, state.params, traj, results.outcome, hp)
         expected_buffer = replay.add(state.replay, boards, batch)
         want, opt_state = state.params, state.opt_state

@@ -42,4 +42,7 @@ def test_a_notebook_s_first_lines():
 
 def test_import_czjax_loads_no_jax():
     code = "import sys, czjax; print('jax' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+        == "False"
+    )

@@ -6,23 +6,36 @@ import json
 
 import pytest
 
-
 import campaign
 
 DETERMINISTIC = ("batches", "games", "seed", "entropy", "win_rate", "eval_win_rate", "game_length", "policy_loss")
 
 
 def test_steps_in_the_issues_order_and_status_from_the_results(tmp_path):
-    assert list(campaign.STEPS)[:6] == ["strength-10min", "ex3-8seeds", "ex1-8seeds", "ex2-8seeds", "ex4-8seeds", "ex5-8seeds"]
+    assert list(campaign.STEPS)[:6] == [
+        "strength-10min",
+        "ex3-8seeds",
+        "ex1-8seeds",
+        "ex2-8seeds",
+        "ex4-8seeds",
+        "ex5-8seeds",
+    ]
     assert {"suite-gpu", "bench", "same-start", "soft-vs-hard"} <= set(campaign.STEPS)
     assert campaign.next_step(tmp_path) == "strength-10min"
-    for name, summary in [("strength-10min", {"done": True, "progress": 1.0, "scale": 1.0}),
-                          ("ex3-8seeds", {"done": False, "progress": 0.4, "scale": 1.0}),
-                          ("ex1-8seeds", {"done": True, "progress": 1.0, "scale": 0.01})]:
+    for name, summary in [
+        ("strength-10min", {"done": True, "progress": 1.0, "scale": 1.0}),
+        ("ex3-8seeds", {"done": False, "progress": 0.4, "scale": 1.0}),
+        ("ex1-8seeds", {"done": True, "progress": 1.0, "scale": 0.01}),
+    ]:
         (tmp_path / name).mkdir()
         (tmp_path / name / "summary.json").write_text(json.dumps({**summary, "finished": "today", "machine": "cpu"}))
     text = campaign.status(tmp_path)
-    assert "strength-10min   done" in text and "partial (40%)" in text and "scale 0.01 only" in text and "next: ex3-8seeds" in text
+    assert (
+        "strength-10min   done" in text
+        and "partial (40%)" in text
+        and "scale 0.01 only" in text
+        and "next: ex3-8seeds" in text
+    )
     assert campaign.next_step(tmp_path) == "ex3-8seeds"  # a partial step comes before the ones after it
 
 
@@ -36,12 +49,18 @@ def test_a_step_stopped_at_its_time_limit_resumes_to_the_same_result(tmp_path, m
     for more than one chunk stops after it (checkpoint written, results partial); the next slot
     finishes; rows and results equal a run straight through. The files also land in $OUT."""
     logs = []
-    straight = campaign.run_step("ex1-8seeds", 600, 0.01, tmp_path / "a" / "results", tmp_path / "a" / "work", log=logs.append)
+    straight = campaign.run_step(
+        "ex1-8seeds", 600, 0.01, tmp_path / "a" / "results", tmp_path / "a" / "work", log=logs.append
+    )
     assert straight["done"] and straight["batches_done"] == 40
     monkeypatch.setenv("OUT", str(tmp_path / "out"))
-    first = campaign.run_step("ex1-8seeds", 0.1, 0.01, tmp_path / "b" / "results", tmp_path / "b" / "work", log=logs.append)
+    first = campaign.run_step(
+        "ex1-8seeds", 0.1, 0.01, tmp_path / "b" / "results", tmp_path / "b" / "work", log=logs.append
+    )
     assert not first["done"] and first["batches_done"] == 20 and first["progress"] == 0.5
-    second = campaign.run_step("ex1-8seeds", 600, 0.01, tmp_path / "b" / "results", tmp_path / "b" / "work", log=logs.append)
+    second = campaign.run_step(
+        "ex1-8seeds", 600, 0.01, tmp_path / "b" / "results", tmp_path / "b" / "work", log=logs.append
+    )
     assert second["done"] and second["slots"] == 2
     a = rows_of(tmp_path / "a" / "results" / "ex1-8seeds" / "metrics.jsonl.gz")
     b = rows_of(tmp_path / "b" / "results" / "ex1-8seeds" / "metrics.jsonl.gz")
@@ -74,10 +93,13 @@ def test_the_strength_step_leaves_a_playable_model(tmp_path):
     are a player, and its metrics carry the solver errors."""
     from czjax import agents
 
-    summary = campaign.run_step("strength-10min", 600, 0.01, tmp_path / "results", tmp_path / "work", log=lambda m: None)
+    summary = campaign.run_step(
+        "strength-10min", 600, 0.01, tmp_path / "results", tmp_path / "work", log=lambda m: None
+    )
     results = tmp_path / "results" / "strength-10min"
     assert summary["done"] and {"czjax.msgpack", "dashboard.png", "results.md", "metrics.jsonl.gz", "summary.json"} <= {
-        p.name for p in results.iterdir()}
+        p.name for p in results.iterdir()
+    }
     agent = agents.load_agent(str(results / "czjax.msgpack"))
     assert agent.model_name == "resnet:blocks=1,channels=8" and agent.has_value
     assert "pons_mean_error" in summary["last_row"]

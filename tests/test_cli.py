@@ -8,8 +8,29 @@ from czjax import cli
 from czjax.run import loop
 
 
-@pytest.mark.parametrize("command", [[], ["train"], ["scan"], ["bench"], ["bench", "rollout"], ["bench", "train"], ["bench", "scan"], ["bench", "search"],
-     ["eval"], ["eval", "accuracy"], ["eval", "puzzles"], ["eval", "make-puzzles"], ["eval", "pons"], ["distill"], ["tournament"], ["play"], ["analyze"], ["openings"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        [],
+        ["train"],
+        ["scan"],
+        ["bench"],
+        ["bench", "rollout"],
+        ["bench", "train"],
+        ["bench", "scan"],
+        ["bench", "search"],
+        ["eval"],
+        ["eval", "accuracy"],
+        ["eval", "puzzles"],
+        ["eval", "make-puzzles"],
+        ["eval", "pons"],
+        ["distill"],
+        ["tournament"],
+        ["play"],
+        ["analyze"],
+        ["openings"],
+    ],
+)
 def test_help_explains_itself(command, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main([*command, "--help"])
@@ -18,18 +39,27 @@ def test_help_explains_itself(command, capsys):
 
 
 def test_bench_rollout_json_has_the_documented_keys(capsys):
-    assert cli.main(["bench", "rollout", "--batch", "8", "--player", "random", "--runs", "1", "--no-peer", "--json"]) == 0
+    assert (
+        cli.main(["bench", "rollout", "--batch", "8", "--player", "random", "--runs", "1", "--no-peer", "--json"]) == 0
+    )
     captured = capsys.readouterr()
     rows = json.loads(captured.out)["rows"]
     assert len(rows) == 1
     assert {"player", "batch", "games_per_s", "moves_per_s", "compile_s"} <= set(rows[0])
-    assert rows[0]["batch"] == 8 and rows[0]["player"] == "random" and rows[0]["moves_per_s"] >= 7 * rows[0]["games_per_s"]
+    assert (
+        rows[0]["batch"] == 8 and rows[0]["player"] == "random" and rows[0]["moves_per_s"] >= 7 * rows[0]["games_per_s"]
+    )
     assert "games/s" in captured.err  # the table goes to stderr with --json
 
 
 def test_bench_search_json_has_the_documented_keys(capsys):
     # czjax's row only: mctx's recurrent function over czjax's rules is the one test_search checks
-    assert cli.main(["bench", "search", "--algo", "mcts", "--batch", "4", "--sims", "4", "--runs", "1", "--no-peer", "--json"]) == 0
+    assert (
+        cli.main(
+            ["bench", "search", "--algo", "mcts", "--batch", "4", "--sims", "4", "--runs", "1", "--no-peer", "--json"]
+        )
+        == 0
+    )
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [r["impl"] for r in rows] == ["czjax"]
     for row in rows:
@@ -62,16 +92,47 @@ def test_tournament_json_and_unknown_players(capsys):
 
 def test_train_flags_for_algorithms_pools_and_leagues():
     parser = cli.build_parser()
-    args = parser.parse_args(["train", "--preset", "ex5-ppo", "--model", "mlp3", "--mirror", "--pool", "random-punisher", "random", "--league"])
+    args = parser.parse_args(
+        [
+            "train",
+            "--preset",
+            "ex5-ppo",
+            "--model",
+            "mlp3",
+            "--mirror",
+            "--pool",
+            "random-punisher",
+            "random",
+            "--league",
+        ]
+    )
     config, hparams, run = cli.train_settings(args)
-    assert (config.algorithm, config.mirror, config.opponent, config.pool.members, config.pool.league) == ("ppo", True, "pool", ("random-punisher", "random"), True)
-    assert (config.ppo.clip, config.ppo.epochs, config.ppo.target_kl, config.ppo.kl_stop) == (0.2, 4, 0.01, "after-step") and run["batches"] == 20000
-    config, _, _ = cli.train_settings(parser.parse_args(["train", "--preset", "ex5-ppo", "--ppo-kl-stop", "before-step"]))
+    assert (config.algorithm, config.mirror, config.opponent, config.pool.members, config.pool.league) == (
+        "ppo",
+        True,
+        "pool",
+        ("random-punisher", "random"),
+        True,
+    )
+    assert (config.ppo.clip, config.ppo.epochs, config.ppo.target_kl, config.ppo.kl_stop) == (
+        0.2,
+        4,
+        0.01,
+        "after-step",
+    ) and run["batches"] == 20000
+    config, _, _ = cli.train_settings(
+        parser.parse_args(["train", "--preset", "ex5-ppo", "--ppo-kl-stop", "before-step"])
+    )
     assert config.ppo.kl_stop == "before-step"
     assert float(hparams.value_weight) == 1.5
     args = parser.parse_args(["train", "--preset", "ex4-a2c"])
     config, _, _ = cli.train_settings(args)
-    assert (config.algorithm, config.mirror, config.opponent, config.pool.league) == ("a2c", False, "random-punisher", False)
+    assert (config.algorithm, config.mirror, config.opponent, config.pool.league) == (
+        "a2c",
+        False,
+        "random-punisher",
+        False,
+    )
     with pytest.raises(ValueError, match="value head"):
         cli.train_settings(parser.parse_args(["train", "--algorithm", "a2c", "--model", "mlp"]))
 
@@ -104,7 +165,12 @@ def test_cli_train_bad_settings_are_one_line_errors(tmp_path, capsys, args, mess
 
 
 def test_cli_train_rejects_bad_numbers_and_checkpoints(tmp_path, capsys):
-    for bad in (["--games-per-batch", "0"], ["--games-per-batch", "-5"], ["--batches", "0"], ["--learning-rate", "nan"]):
+    for bad in (
+        ["--games-per-batch", "0"],
+        ["--games-per-batch", "-5"],
+        ["--batches", "0"],
+        ["--learning-rate", "nan"],
+    ):
         with pytest.raises(SystemExit) as exc:
             cli.main(["train", *bad])
         assert exc.value.code == 2
@@ -115,8 +181,8 @@ def test_cli_train_rejects_bad_numbers_and_checkpoints(tmp_path, capsys):
 
 
 def test_precision_setting():
-    from czjax.util import precision
     from czjax.learn.train import TrainConfig
+    from czjax.util import precision
 
     parser = cli.build_parser()
     config = cli.train_settings(parser.parse_args(["train", "--precision", "highest"]))[0]

@@ -34,8 +34,11 @@ def test_over_valid_chunks_computes_valid_rows_only_and_skips_empty_chunks(p_val
     np.testing.assert_allclose(per_row[valid], x[valid].sum(-1), rtol=1e-6)
     assert sorted(calls) == list(range(-(-valid.sum() // 6)))  # only chunks holding valid rows ran
 
-    total = jax.jit(lambda x, v: compaction.over_valid_chunks(lambda i, c: c.sum(0) * 0 + (c * c).sum(), x,
-                                                              jnp.asarray(v), num_chunks, accumulate=True))
+    total = jax.jit(
+        lambda x, v: compaction.over_valid_chunks(
+            lambda i, c: c.sum(0) * 0 + (c * c).sum(), x, jnp.asarray(v), num_chunks, accumulate=True
+        )
+    )
     # accumulated: the padding rows are zeros, so the sum over chunks is the sum over valid rows
     masked = np.where(valid[:, None], x, 0.0)
     np.testing.assert_allclose(np.asarray(total(jnp.asarray(masked), valid)), np.full(3, (masked**2).sum()), rtol=1e-5)
@@ -44,7 +47,9 @@ def test_over_valid_chunks_computes_valid_rows_only_and_skips_empty_chunks(p_val
 def test_flops_are_counted_from_the_program_the_same_on_every_backend():
     def flops(name):
         model = models.get_model(name)
-        return compaction.flops_per_board(models.model_player(model), jax.eval_shape(lambda: models.init_params(model, jax.random.key(0))))
+        return compaction.flops_per_board(
+            models.model_player(model), jax.eval_shape(lambda: models.init_params(model, jax.random.key(0)))
+        )
 
     # SimpleMLP 42-128-64-7: one multiply-add per weight
     assert flops("mlp") == 2 * (42 * 128 + 128 * 64 + 64 * 7)
@@ -99,14 +104,19 @@ CONTROL_FLOW_CONFIGS = {
 def test_static_control_flow_runs_the_same_iteration_without_branches(name):
     """cond and static give the same parameters and metrics (same seed, two chunks); the
     static chunk's compiled program holds no conditional, the cond one does."""
-    from czjax.util import precision
     from czjax.learn.train import HParams, TrainConfig, make_trainer
+    from czjax.util import precision
 
     hp = HParams.create(learning_rate=3e-3, discount=0.9, value_weight=1.0)
     results, programs = {}, {}
     for flow in ("cond", "static"):
-        config = TrainConfig(**CONTROL_FLOW_CONFIGS[name], eval_games=2, batches_per_chunk=2, control_flow=flow,
-                             ppo=__import__("czjax.learn.train", fromlist=["PPOSettings"]).PPOSettings(epochs=3, target_kl=1e-6))
+        config = TrainConfig(
+            **CONTROL_FLOW_CONFIGS[name],
+            eval_games=2,
+            batches_per_chunk=2,
+            control_flow=flow,
+            ppo=__import__("czjax.learn.train", fromlist=["PPOSettings"]).PPOSettings(epochs=3, target_kl=1e-6),
+        )
         trainer = make_trainer(config)
         state = trainer.init(0)
         with precision.parity():

@@ -42,21 +42,42 @@ spans = sorted({len(jax.tree.leaves(c.input_shardings)[0].device_set) for key, c
 print("RESULT " + json.dumps({"runs": runs, "scans": scans, "spans": spans}))
 """
 
-EXACT = ("batches", "games", "promotions", "positions", "win_rate", "draw_rate", "game_length", "eval_win_rate", "eval_draw_rate")
+EXACT = (
+    "batches",
+    "games",
+    "promotions",
+    "positions",
+    "win_rate",
+    "draw_rate",
+    "game_length",
+    "eval_win_rate",
+    "eval_draw_rate",
+)
 
 
 def assert_rows_agree(a: dict, b: dict, label):
     for key in EXACT:  # the same games on any number of devices
         assert a[key] == b[key], (label, key, a[key], b[key])
-    for key in ("loss", "policy_loss", "value_loss", "entropy", "returns_std", "advantage_std"):  # sums in another order
+    for key in (
+        "loss",
+        "policy_loss",
+        "value_loss",
+        "entropy",
+        "returns_std",
+        "advantage_std",
+    ):  # sums in another order
         assert abs(a[key] - b[key]) <= 1e-4 * max(1.0, abs(b[key])), (label, key, a[key], b[key])
 
 
 @pytest.fixture(scope="module")
 def four_devices(tmp_path_factory):
     out = tmp_path_factory.mktemp("devices")
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO))
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(out)], env=env, capture_output=True, text=True, timeout=600)
+    env = dict(
+        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO)
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(out)], env=env, capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.split("RESULT ", 1)[1])
     bench = json.loads(proc.stdout.split("RESULT ", 1)[0])
@@ -106,13 +127,44 @@ def test_a_run_over_two_hosts_is_the_run_on_one(tmp_path):
     with socket.socket() as s:
         s.bind(("localhost", 0))
         port = s.getsockname()[1]
-    args = ["train", "--preset", "ex2-entropy", "--games-per-batch", "18", "--eval-every", "2", "--eval-games", "6", "--batches", "4",
-            "--seed", "3", "--out", str(tmp_path / "hosts"), "--coordinator", f"localhost:{port}", "--num-processes", "2"]
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO))
+    args = [
+        "train",
+        "--preset",
+        "ex2-entropy",
+        "--games-per-batch",
+        "18",
+        "--eval-every",
+        "2",
+        "--eval-games",
+        "6",
+        "--batches",
+        "4",
+        "--seed",
+        "3",
+        "--out",
+        str(tmp_path / "hosts"),
+        "--coordinator",
+        f"localhost:{port}",
+        "--num-processes",
+        "2",
+    ]
+    env = dict(
+        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO)
+    )
     commands = [[*args, "--process-id", str(i)] for i in (0, 1)]
-    commands.append([*args[:args.index("--out")], "--out", str(tmp_path / "one"), "--devices", "1"])  # the CPU, whatever runs the tests
-    procs = [subprocess.Popen([sys.executable, "-m", "czjax", *command], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True) for command in commands]
+    commands.append(
+        [*args[: args.index("--out")], "--out", str(tmp_path / "one"), "--devices", "1"]
+    )  # the CPU, whatever runs the tests
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "czjax", *command],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for command in commands
+    ]
     outputs = [p.communicate(timeout=300)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], "\n".join(out[-1500:] for out in outputs)
     hosts, one = (loop.read_metrics(tmp_path / name / loop.METRICS) for name in ("hosts", "one"))

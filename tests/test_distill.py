@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from czjax import agents, game, search
-from czjax.run import distill
 from czjax.players import random_player
+from czjax.run import distill
 
 
 def test_labels_are_the_teachers_policy_target_and_value():
@@ -30,7 +30,9 @@ def test_labels_are_the_teachers_policy_target_and_value():
 
 def test_the_student_learns_and_the_job_writes_a_player(tmp_path):
     teacher = agents.load_agent("random-punisher")
-    report = distill.distill(teacher, "mlp", tmp_path, games=64, epochs=6, batch_size=64, learning_rate=3e-3, log=lambda m: None)
+    report = distill.distill(
+        teacher, "mlp", tmp_path, games=64, epochs=6, batch_size=64, learning_rate=3e-3, log=lambda m: None
+    )
     assert report["losses"][-1] < report["losses"][0]
     student = agents.load_agent(str(tmp_path))
     assert student.model_name == "mlp" and 0 <= report["held_out_agreement"] <= 1

@@ -12,16 +12,18 @@ import numpy as np
 import pytest
 
 from czjax import agents
+from czjax.evaluate import puzzles, solver, tournament
 from czjax.util import checkpoint
-from czjax.evaluate import solver
-from czjax.evaluate import puzzles
-from czjax.evaluate import tournament
 from tests.reference import COLS, replay
 
 # the reference figures published with the evaluation data (exact expectations over the players' randomness, 3 decimals)
 REFERENCE = {
     "random": {"sampled_optimal": 0.285, "sampled_keeps_outcome": 0.652, "sampled_keeps_outcome_not_lost": 0.508},
-    "random-punisher": {"sampled_optimal": 0.568, "sampled_keeps_outcome": 0.780, "sampled_keeps_outcome_not_lost": 0.690},
+    "random-punisher": {
+        "sampled_optimal": 0.568,
+        "sampled_keeps_outcome": 0.780,
+        "sampled_keeps_outcome_not_lost": 0.690,
+    },
 }
 
 
@@ -59,14 +61,25 @@ def test_builtin_players_reproduce_the_reference_figures(player, records, positi
     for key, expected in REFERENCE[player].items():
         assert abs(report[key] - expected) <= 0.001, (key, report[key])
     # Exactly (as fractions) from the file's own labels: uniform over the player's choice set.
-    exact_opt = sum(Fraction(len(set(reference_choices(player, r)) & set(r["optimal_cols"])), len(reference_choices(player, r))) for r in records)
-    exact_keep = sum(Fraction(len(set(reference_choices(player, r)) & set(r["outcome_preserving_cols"])), len(reference_choices(player, r))) for r in records)
+    exact_opt = sum(
+        Fraction(len(set(reference_choices(player, r)) & set(r["optimal_cols"])), len(reference_choices(player, r)))
+        for r in records
+    )
+    exact_keep = sum(
+        Fraction(
+            len(set(reference_choices(player, r)) & set(r["outcome_preserving_cols"])),
+            len(reference_choices(player, r)),
+        )
+        for r in records
+    )
     assert report["sampled_optimal"] == pytest.approx(float(exact_opt / len(records)), abs=1e-6)
     assert report["sampled_keeps_outcome"] == pytest.approx(float(exact_keep / len(records)), abs=1e-6)
     # Greedy ties go to the lowest column of the choice set.
     greedy = [min(reference_choices(player, r)) for r in records]
     assert report["greedy_optimal"] == pytest.approx(np.mean([g in r["optimal_cols"] for g, r in zip(greedy, records)]))
-    assert report["greedy_keeps_outcome"] == pytest.approx(np.mean([g in r["outcome_preserving_cols"] for g, r in zip(greedy, records)]))
+    assert report["greedy_keeps_outcome"] == pytest.approx(
+        np.mean([g in r["outcome_preserving_cols"] for g, r in zip(greedy, records)])
+    )
     # The ply bins partition the positions, and their weighted mean is the overall figure.
     bins = report["by_ply"]
     assert [b["plies"] for b in bins] == ["6-10", "11-15", "16-20", "21-25", "26-30"]
@@ -119,7 +132,11 @@ def test_shipped_puzzles_are_the_seed_0_set():
 
 
 def test_generation_depends_only_on_the_seed():
-    a, b, c = puzzles.generate(seed=3, per_kind=40), puzzles.generate(seed=3, per_kind=40), puzzles.generate(seed=4, per_kind=40)
+    a, b, c = (
+        puzzles.generate(seed=3, per_kind=40),
+        puzzles.generate(seed=3, per_kind=40),
+        puzzles.generate(seed=4, per_kind=40),
+    )
     assert a == b and a != c
     assert [r["kind"] for r in a] == ["win"] * 40 + ["block"] * 40
 
@@ -152,7 +169,11 @@ def test_puzzle_scores_of_builtin_players(shipped_puzzles, model_checkpoints):
     random = puzzles.score(agents.load_agent("random"), shipped_puzzles)
     for kind in puzzles.KINDS:
         expected = np.mean(
-            [len(r["cols"]) / sum(replay([int(ch) - 1 for ch in r["moves"]]).legal()) for r in shipped_puzzles["records"] if r["kind"] == kind]
+            [
+                len(r["cols"]) / sum(replay([int(ch) - 1 for ch in r["moves"]]).legal())
+                for r in shipped_puzzles["records"]
+                if r["kind"] == kind
+            ]
         )
         assert random[kind]["sampled"] == pytest.approx(expected, abs=1e-6)
     assert 1 / 7 <= random["block"]["sampled"] < 0.2  # one answer among at most 7 columns
@@ -222,7 +243,9 @@ def test_tournament_rejects_bad_input():
     with pytest.raises(ValueError, match="at least two"):
         tournament.tournament([agents.load_agent("random")], games=10)
     with pytest.raises(ValueError, match="anchor"):
-        tournament.tournament([agents.load_agent("random"), agents.load_agent("random-punisher")], games=10, anchor="nobody")
+        tournament.tournament(
+            [agents.load_agent("random"), agents.load_agent("random-punisher")], games=10, anchor="nobody"
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -261,7 +284,9 @@ def test_pons_sets_are_shipped_and_read(tmp_path):
     for name, data in sets.items():
         assert len(data["moves"]) == 1000 and data["moves"] == plain[name]["moves"], name
         np.testing.assert_array_equal(np.nanmax(data["scores"], axis=1), plain[name]["value"])
-        np.testing.assert_array_equal(np.isnan(data["scores"]), data["boards"][:, 0, :] != 0)  # null exactly on full columns
+        np.testing.assert_array_equal(
+            np.isnan(data["scores"]), data["boards"][:, 0, :] != 0
+        )  # null exactly on full columns
     (tmp_path / "Test_L1_R1").write_text("44 0\n4x 1\n")
     with pytest.raises(ValueError, match="Test_L1_R1:2"):
         solver.load_pons(tmp_path)
@@ -324,7 +349,9 @@ def test_solver_metrics_on_the_device_equal_the_host_reports():
     device = jax.jit(lambda p: solver_metrics.metrics(agent.player, p, bench))(agent.params)
     pons = solver.pons(agent, solver.load_pons())
     for row in pons["sets"]:
-        assert float(device[solver_metrics.short_name(row["set"]) + "_error"]) == pytest.approx(row["move_error"], abs=1e-3)
+        assert float(device[solver_metrics.short_name(row["set"]) + "_error"]) == pytest.approx(
+            row["move_error"], abs=1e-3
+        )
     assert float(device["pons_mean_error"]) == pytest.approx(pons["mean_move_error"], abs=1e-3)
     accuracy = solver.accuracy(agent, solver.load_positions())
     assert float(device["public_optimal"]) == pytest.approx(accuracy["greedy_optimal"], abs=1e-6)

@@ -25,7 +25,11 @@ def test_seed_band_is_mean_and_two_standard_errors():
     band = curves.seed_band([0.4, 0.5, 0.6])
     se = 0.1 / math.sqrt(3)  # sample std 0.1 over 3 seeds
     assert band["n"] == 3 and band["mean"] == pytest.approx(0.5)
-    assert band["se"] == pytest.approx(se) and band["low"] == pytest.approx(0.5 - 2 * se) and band["high"] == pytest.approx(0.5 + 2 * se)
+    assert (
+        band["se"] == pytest.approx(se)
+        and band["low"] == pytest.approx(0.5 - 2 * se)
+        and band["high"] == pytest.approx(0.5 + 2 * se)
+    )
     one = curves.seed_band([None, 0.3])  # a seed whose run did not reach the milestone is left out
     assert one == {"mean": 0.3, "low": None, "high": None, "se": None, "n": 1}
     assert curves.seed_band([None]) is None
@@ -58,7 +62,11 @@ def test_milestone_rows_by_hand():
         {"seed": 1, "games": 1000, "eval_win_rate": 0.4, "entropy": 1.2},
         {"seed": 1, "games": 2000, "eval_win_rate": 0.6, "entropy": 0.6},
     ]
-    points = [blog.Point(2000, "eval_win_rate", value=0.5), blog.Point(None, "entropy", high=0.1), blog.Point(2000, "entropy", value=0.8, stat="min")]
+    points = [
+        blog.Point(2000, "eval_win_rate", value=0.5),
+        blog.Point(None, "entropy", high=0.1),
+        blog.Point(2000, "entropy", value=0.8, stat="min"),
+    ]
     table = blog.milestone_rows(rows, points, full_games=3000, run_games=2000, window=1000)
     first = table[0]
     assert set(blog.ROW_KEYS) <= set(first)
@@ -68,7 +76,9 @@ def test_milestone_rows_by_hand():
     assert table[1]["games"] == 3000 and table[1]["czjax"] is None and table[1]["agrees"] is None  # not reached
     assert table[2]["czjax"]["mean"] == pytest.approx(0.7)  # lowest per seed: 0.8 and 0.6
     ends = table[3:]
-    assert [r["metric"] for r in ends] == list(blog.END_METRICS) and all(r["games"] == 2000 and r["blog"] is None for r in ends)
+    assert [r["metric"] for r in ends] == list(blog.END_METRICS) and all(
+        r["games"] == 2000 and r["blog"] is None for r in ends
+    )
     assert ends[2]["czjax"]["mean"] == pytest.approx(0.7)  # entropy at the end: 0.8 and 0.6
 
 
@@ -81,7 +91,20 @@ def test_same_start_milestones_fall_on_logged_rows():
 def test_same_start_tiny(tmp_path, capsys):
     pytest.importorskip("torch")
     same_start = load_script("same_start")
-    argv = ["--games", "8", "--games-per-batch", "4", "--seeds", "2", "--model", "mlp", "--log-every", "1", "--out", str(tmp_path)]
+    argv = [
+        "--games",
+        "8",
+        "--games-per-batch",
+        "4",
+        "--seeds",
+        "2",
+        "--model",
+        "mlp",
+        "--log-every",
+        "1",
+        "--out",
+        str(tmp_path),
+    ]
     summary = same_start.main(argv)
     assert set(same_start.SUMMARY_KEYS) <= set(summary)
     assert json.loads((tmp_path / "summary.json").read_text())["games"] == 8
@@ -89,7 +112,10 @@ def test_same_start_tiny(tmp_path, capsys):
     for seed in (0, 1):
         assert (tmp_path / f"seed{seed}" / "init.pth").exists()
         for side in same_start.SIDES:
-            rows = [json.loads(line) for line in (tmp_path / f"seed{seed}" / side / "metrics.jsonl").read_text().splitlines()]
+            rows = [
+                json.loads(line)
+                for line in (tmp_path / f"seed{seed}" / side / "metrics.jsonl").read_text().splitlines()
+            ]
             assert [r["games"] for r in rows] == [4, 8]
             assert {"entropy", "win_rate", "value_loss", "game_length", "eval_win_rate", "promotions"} <= set(rows[-1])
         assert summary["start_check"][str(seed)] < 1e-5  # both sides start as the same network
@@ -102,15 +128,34 @@ def test_same_start_tiny(tmp_path, capsys):
 
 def test_reproduce_blog_tiny(tmp_path):
     blog = load_script("reproduce_blog")
-    summary = blog.main(["--examples", "1", "3", "--model", "mlp", "--batches", "2", "--games-per-batch", "4", "--seeds", "2",
-                         "--window", "1", "--out", str(tmp_path)])
+    summary = blog.main(
+        [
+            "--examples",
+            "1",
+            "3",
+            "--model",
+            "mlp",
+            "--batches",
+            "2",
+            "--games-per-batch",
+            "4",
+            "--seeds",
+            "2",
+            "--window",
+            "1",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert set(blog.SUMMARY_KEYS) <= set(summary) and list(summary["examples"]) == ["ex1-collapse", "ex3-rwb"]
     assert json.loads((tmp_path / "summary.json").read_text()) == json.loads(json.dumps(summary))
     for name, example in summary["examples"].items():
         assert set(blog.EXAMPLE_KEYS) <= set(example) and example["games"] == 8
         assert (tmp_path / f"{name}.png").stat().st_size > 0 and (tmp_path / name / "metrics.jsonl").exists()
         blog_rows = [r for r in example["milestones"] if r["blog"]]
-        assert len(blog_rows) == len(blog.BLOG[name]) and all(r["czjax"] is None for r in blog_rows)  # far beyond 8 games
+        assert len(blog_rows) == len(blog.BLOG[name]) and all(
+            r["czjax"] is None for r in blog_rows
+        )  # far beyond 8 games
         end = [r for r in example["milestones"] if not r["blog"]]
         assert all(r["games"] == 8 and r["czjax"]["n"] == 2 for r in end)
     with pytest.raises(SystemExit, match="A2C|a2c|value head"):
@@ -123,7 +168,23 @@ def test_search_strength_scores_every_player_and_rates_them(model_checkpoints, t
     Elo, and the figures are fractions."""
     script = load_script("search_strength")
     out = tmp_path / "strength.json"
-    assert script.main([str(model_checkpoints["mlp"]), "--players", "", "mcts:sims=4", "--games", "4", "--puzzles", "40", "--out", str(out)]) == 0
+    assert (
+        script.main(
+            [
+                str(model_checkpoints["mlp"]),
+                "--players",
+                "",
+                "mcts:sims=4",
+                "--games",
+                "4",
+                "--puzzles",
+                "40",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     rows = json.loads(out.read_text())["rows"]
     assert [r["player"] for r in rows] == [str(model_checkpoints["mlp"]), f"mcts:sims=4:{model_checkpoints['mlp']}"]
     for r in rows:

@@ -14,12 +14,36 @@ import jax
 import pytest
 
 from czjax import cli
-from czjax.run import loop
-from czjax.run import scan
+from czjax.run import loop, scan
 
-TRAIN = ["train", "--preset", "default", "--games-per-batch", "4", "--batches-per-chunk", "1", "--eval-games", "2", "--batches", "2"]
-SCAN = ["scan", "--preset", "default", "--games-per-batch", "4", "--batches-per-chunk", "1", "--eval-games", "2", "--batches", "2",
-        "--grid", "learning_rate=0.001,0.01"]
+TRAIN = [
+    "train",
+    "--preset",
+    "default",
+    "--games-per-batch",
+    "4",
+    "--batches-per-chunk",
+    "1",
+    "--eval-games",
+    "2",
+    "--batches",
+    "2",
+]
+SCAN = [
+    "scan",
+    "--preset",
+    "default",
+    "--games-per-batch",
+    "4",
+    "--batches-per-chunk",
+    "1",
+    "--eval-games",
+    "2",
+    "--batches",
+    "2",
+    "--grid",
+    "learning_rate=0.001,0.01",
+]
 
 
 def error_lines(capsys):
@@ -70,8 +94,13 @@ OOM = jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying
 FULL = OSError(errno.ENOSPC, "No space left on device", "metrics.jsonl")
 
 
-@pytest.mark.parametrize("error, says", [(OOM, "out of memory (Out of memory while trying to allocate 1.20TiB.): play fewer games"),
-                                         (FULL, "No space left on device (metrics.jsonl): free some space")])
+@pytest.mark.parametrize(
+    "error, says",
+    [
+        (OOM, "out of memory (Out of memory while trying to allocate 1.20TiB.): play fewer games"),
+        (FULL, "No space left on device (metrics.jsonl): free some space"),
+    ],
+)
 def test_a_run_failing_before_its_first_checkpoint_leaves_nothing_behind(tmp_path, capsys, monkeypatch, error, says):
     monkeypatch.setattr(loop, "run_chunk_once", fail_chunk(error))
     out = tmp_path / "run"
@@ -100,7 +129,9 @@ def test_a_resumed_run_keeps_its_files_when_it_fails(tmp_path, capsys, monkeypat
     """Only a run with nothing saved is cleared: a resumed one keeps its checkpoint and rows."""
     out = tmp_path / "run"
     out.mkdir()
-    (out / "run.json").write_text('{"config": {}, "hparams": {}, "run": {"seed": 0, "batches": 2, "time_budget_s": null}}')
+    (out / "run.json").write_text(
+        '{"config": {}, "hparams": {}, "run": {"seed": 0, "batches": 2, "time_budget_s": null}}'
+    )
     (out / "checkpoint.msgpack").write_bytes(b"not really")
     discard = []
     with pytest.raises(OSError), loop.discarded_on_failure(out, loop.RUN_FILES, lambda: bool(discard)):

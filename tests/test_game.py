@@ -47,7 +47,11 @@ def test_reference_data_covers_all_directions_and_edges(ref_games):
             directions.add(name)
             rows = {r for r, _ in cells}
             cols = {c for _, c in cells}
-            edges |= {e for e, hit in (("top", 0 in rows), ("bottom", 5 in rows), ("left", 0 in cols), ("right", 6 in cols)) if hit}
+            edges |= {
+                e
+                for e, hit in (("top", 0 in rows), ("bottom", 5 in rows), ("left", 0 in cols), ("right", 6 in cols))
+                if hit
+            }
     assert directions == {"horizontal", "vertical", "diagonal", "anti-diagonal"}
     assert edges == {"top", "bottom", "left", "right"}
     assert any(g.winner == 0 for g in ref_games), "no draw among the reference games"
@@ -231,7 +235,9 @@ def _board_string(cells: dict) -> str:
         ("X" + "." * 41, "above an empty"),
         (_board_string({(5, 0): "X", (5, 1): "X"}), "as many or one more"),
         (
-            _board_string({(2, 0): "X", (3, 0): "X", (4, 0): "X", (5, 0): "X", (5, 1): "O", (5, 2): "O", (5, 3): "O", (5, 5): "O"}),
+            _board_string(
+                {(2, 0): "X", (3, 0): "X", (4, 0): "X", (5, 0): "X", (5, 1): "O", (5, 2): "O", (5, 3): "O", (5, 5): "O"}
+            ),
             "already has four",
         ),
     ],

@@ -71,14 +71,21 @@ def test_the_model_can_move_first(monkeypatch, capsys):
 def test_analyze_reports_probability_entropy_and_value(model_checkpoints):
     report = interactive.analyze(agents.load_agent("random"), "111111")
     assert [r["column"] for r in report["plies"]] == [1] * 6 and report["result"] == "unfinished"
-    assert all(r["prob"] == pytest.approx(1 / 7) and r["entropy"] == pytest.approx(math.log(7)) for r in report["plies"])
+    assert all(
+        r["prob"] == pytest.approx(1 / 7) and r["entropy"] == pytest.approx(math.log(7)) for r in report["plies"]
+    )
     assert all(r["value"] is None for r in report["plies"])
     report = interactive.analyze(agents.load_agent("random"), "1111112")  # column 1 now full
-    assert report["plies"][-1]["prob"] == pytest.approx(1 / 6) and report["plies"][-1]["entropy"] == pytest.approx(math.log(6))
+    assert report["plies"][-1]["prob"] == pytest.approx(1 / 6) and report["plies"][-1]["entropy"] == pytest.approx(
+        math.log(6)
+    )
     # O ignores X's threat in column 1 on move 6, and X wins there on move 7
     report = interactive.analyze(agents.load_agent("random-punisher"), "1212121")
     assert report["result"] == "X (first) wins"
-    assert report["plies"][5]["prob"] == 0.0 and (report["plies"][5]["best"], report["plies"][5]["best_prob"]) == (1, 1.0)
+    assert report["plies"][5]["prob"] == 0.0 and (report["plies"][5]["best"], report["plies"][5]["best_prob"]) == (
+        1,
+        1.0,
+    )
     assert report["plies"][6]["prob"] == 1.0 and report["plies"][6]["entropy"] == 0.0
     with_value = interactive.analyze(agents.load_agent(str(model_checkpoints["cnn-mk4-value"])), seed=1)
     assert with_value["result"] != "unfinished" and all(-1 <= r["value"] <= 1 for r in with_value["plies"])
@@ -112,7 +119,11 @@ def test_the_shipped_model_is_the_default_opponent():
     for command in ("play", "serve"):
         assert parser.parse_args([command]).player == agents.DEFAULT_OPPONENT
     default = agents.load_agent(agents.DEFAULT_OPPONENT)
-    assert type(default.search).__name__ == "Gumbel" and default.search.sims == 64 and default.model_name == "cnn-mk4-value"
+    assert (
+        type(default.search).__name__ == "Gumbel"
+        and default.search.sims == 64
+        and default.model_name == "cnn-mk4-value"
+    )
     positions = solver.load_positions()
     shipped, chance = (solver.accuracy(agents.load_agent(name), positions) for name in ("czjax", "random"))
     assert shipped["sampled_optimal"] > chance["sampled_optimal"] + 0.1
@@ -130,5 +141,7 @@ def test_play_shows_a_search_s_visit_shares(monkeypatch, capsys, model_checkpoin
     listed = re.findall(r"(\d):\s*([\d.]+|--)", line.split("(visit shares ")[1])
     assert len(listed) == 7 and "--" not in dict(listed).values()  # the empty board: every column legal
     shares = {int(c): float(s) for c, s in listed}
-    assert abs(sum(shares.values()) - 1) < 7 * 0.005 and sum(s > 0 for s in shares.values()) >= 2  # printed to 2 decimals
+    assert (
+        abs(sum(shares.values()) - 1) < 7 * 0.005 and sum(s > 0 for s in shares.values()) >= 2
+    )  # printed to 2 decimals
     assert shares[move] == max(shares.values())

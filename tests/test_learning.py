@@ -20,14 +20,21 @@ def untrained_targets():
     legal = np.asarray(game.legal_mask(boards))
 
     def winning(b):  # columns where the side to move on ``b`` completes four
-        return np.stack([np.asarray(game.position_step(game.pack(b), jnp.full(b.shape[0], c))[1]) for c in range(game.COLS)], 1) & legal
+        return (
+            np.stack(
+                [np.asarray(game.position_step(game.pack(b), jnp.full(b.shape[0], c))[1]) for c in range(game.COLS)], 1
+            )
+            & legal
+        )
 
     wins, threats = winning(boards), winning(-boards)  # -boards: the opponent to move
     prior = np.asarray(jax.nn.softmax(jnp.where(legal, player(params, boards, None).logits, -jnp.inf)))
     policies = {}
     for rescale in (1, 0):
         settings = search.make_search("gumbel", f"sims=16,considered=7,rescale={rescale}")
-        policies[rescale] = np.asarray(jax.jit(lambda k: settings.run(player, params, boards, k).policy)(jax.random.key(2)))
+        policies[rescale] = np.asarray(
+            jax.jit(lambda k: settings.run(player, params, boards, k).policy)(jax.random.key(2))
+        )
     return prior, policies, wins, threats
 
 

@@ -15,16 +15,19 @@ import numpy as np
 import pytest
 
 from czjax import cli
-from czjax.util import checkpoint
+from czjax.learn.train import HParams, PromotionSettings, TrainConfig, make_trainer
 from czjax.run import loop
-from czjax.util import progress
+from czjax.util import checkpoint, progress
 from tests import agreement
 from tests.test_train import OLD_STORED_CONFIG
-from czjax.learn.train import HParams, PromotionSettings, TrainConfig, make_trainer
 
 # One small config shared by every test here (and by test_train.py), so the chunk compiles once.
 CONFIG = TrainConfig(
-    model="mlp", games_per_batch=8, opponent="self", promotion=PromotionSettings(every_games=16, window_games=16), eval_games=4,
+    model="mlp",
+    games_per_batch=8,
+    opponent="self",
+    promotion=PromotionSettings(every_games=16, window_games=16),
+    eval_games=4,
     batches_per_chunk=2,
 )
 HP = HParams.create(learning_rate=1e-3, entropy_bonus=0.05, value_weight=0.0, discount=0.9)
@@ -57,7 +60,16 @@ def test_resume_after_kill_equals_an_uninterrupted_run(tmp_path, uninterrupted):
     rows = loop.read_metrics(tmp_path / "run" / loop.METRICS)
     assert [loop.deterministic(r) for r in rows] == [loop.deterministic(r) for r in full_rows]
     a, b = final_params(tmp_path / "run"), final_params(uninterrupted)
-    for field in ("params", "opt_state", "opponent_params", "step", "games", "window_wins", "window_games", "promotions"):
+    for field in (
+        "params",
+        "opt_state",
+        "opponent_params",
+        "step",
+        "games",
+        "window_wins",
+        "window_games",
+        "promotions",
+    ):
         assert loop.params_equal(getattr(a, field), getattr(b, field)), field
     np.testing.assert_array_equal(jax.random.key_data(a.key), jax.random.key_data(b.key))
 
@@ -117,16 +129,22 @@ def test_a_run_starts_from_a_czjax_checkpoint(tmp_path, uninterrupted, capsys):
         run(tmp_path, "from", batches=0, init_from=str(spec), overwrite=True)  # no batch: the step-0 state
         state = final_params(tmp_path / "from")
         assert int(state.step) == 0 and int(state.games) == 0
-        assert loop.params_equal(state.params, trained.params) and loop.params_equal(state.opponent_params, trained.params)
+        assert loop.params_equal(state.params, trained.params) and loop.params_equal(
+            state.opponent_params, trained.params
+        )
         assert loop.params_equal(state.opt_state, fresh.opt_state)  # zero moments, count 0
-        np.testing.assert_array_equal(jax.random.key_data(state.key), jax.random.key_data(fresh.key))  # the seed's games
+        np.testing.assert_array_equal(
+            jax.random.key_data(state.key), jax.random.key_data(fresh.key)
+        )  # the seed's games
         meta, _ = checkpoint.read_meta(tmp_path / "from" / loop.CHECKPOINT)
         assert meta["extra"]["seed"] == 3 and meta["extra"]["init_from"] == str(spec)
         assert json.loads((tmp_path / "from" / "run.json").read_text())["run"]["init_from"] == str(spec)
     # another model's checkpoint, or no checkpoint: one-line errors through the CLI
-    for args, message in ((["--model", "mlp3", "--init-from", str(uninterrupted)], "holds weights of model 'mlp', not 'mlp3'"),
-                          (["--init-from", str(tmp_path / "missing")], "no checkpoint at"),
-                          (["--init-from", str(tmp_path / "from" / "run.json")], "damaged or not a czjax checkpoint")):
+    for args, message in (
+        (["--model", "mlp3", "--init-from", str(uninterrupted)], "holds weights of model 'mlp', not 'mlp3'"),
+        (["--init-from", str(tmp_path / "missing")], "no checkpoint at"),
+        (["--init-from", str(tmp_path / "from" / "run.json")], "damaged or not a czjax checkpoint"),
+    ):
         assert cli.main(["train", "--out", str(tmp_path / "new"), "--batches", "1", *args]) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("czjax: error:") and message in err and len(err.splitlines()) == 1
@@ -138,14 +156,37 @@ def test_resume_of_a_checkpoint_without_init_field(tmp_path, uninterrupted):
     state, meta = checkpoint.load(uninterrupted / loop.CHECKPOINT, make_trainer(CONFIG).init(0), CONFIG.model)
     checkpoint.save(tmp_path / loop.CHECKPOINT, state, OLD_STORED_CONFIG, meta["hparams"], {"seed": 3})
     shutil.copy(uninterrupted / loop.METRICS, tmp_path / loop.METRICS)
-    assert cli.main(["train", "--resume", "--out", str(tmp_path), "--batches", "8"]) == 0  # already there: no batch to run
+    assert (
+        cli.main(["train", "--resume", "--out", str(tmp_path), "--batches", "8"]) == 0
+    )  # already there: no batch to run
     meta, _ = checkpoint.read_meta(tmp_path / loop.CHECKPOINT)
-    assert meta["config"] == CONFIG.override({"init": "flax", "ppo.kl_stop": "before-step", "promotion.draws_count_half": False}).to_dict()
+    assert (
+        meta["config"]
+        == CONFIG.override(
+            {"init": "flax", "ppo.kl_stop": "before-step", "promotion.draws_count_half": False}
+        ).to_dict()
+    )
     assert json.loads((tmp_path / "run.json").read_text())["config"]["init"] == "flax"
 
 
-CLI_ARGS = ["--preset", "ex2-entropy", "--games-per-batch", "8", "--eval-every", "2", "--eval-games", "4",
-            "--learning-rate", "1e-3", "--entropy-bonus", "0.05", "--value-weight", "0", "--seed", "3"]
+CLI_ARGS = [
+    "--preset",
+    "ex2-entropy",
+    "--games-per-batch",
+    "8",
+    "--eval-every",
+    "2",
+    "--eval-games",
+    "4",
+    "--learning-rate",
+    "1e-3",
+    "--entropy-bonus",
+    "0.05",
+    "--value-weight",
+    "0",
+    "--seed",
+    "3",
+]
 
 
 CLI_CONFIG = cli.train_settings(cli.build_parser().parse_args(["train", *CLI_ARGS]))[0]
@@ -162,8 +203,19 @@ def test_cli_train_runs_resumes_and_reports(tmp_path, capsys):
     assert cli.main(["train", "--resume", "--out", str(tmp_path), "--batches", "4"]) == 0
     rows = loop.read_metrics(tmp_path / loop.METRICS)
     assert [r["batches"] for r in rows] == [2, 4]
-    assert {"win_rate", "eval_win_rate", "entropy", "policy_loss", "value_loss", "returns_std", "advantage_std",
-            "game_length", "games", "promotions", "games_per_s"} <= set(rows[-1])
+    assert {
+        "win_rate",
+        "eval_win_rate",
+        "entropy",
+        "policy_loss",
+        "value_loss",
+        "returns_std",
+        "advantage_std",
+        "game_length",
+        "games",
+        "promotions",
+        "games_per_s",
+    } <= set(rows[-1])
 
 
 def test_a_folder_that_holds_a_run_is_never_overwritten(tmp_path, capsys):
@@ -218,8 +270,21 @@ def test_kill_9_mid_run_loses_at_most_the_checkpoint_interval(tmp_path):
     """A real ``kill -9`` of a running ``czjax train``, then ``--resume``: nothing before the
     last time-based checkpoint is lost, and the continuation equals an uninterrupted run."""
     out = tmp_path / "killed"
-    command = [sys.executable, "-m", "czjax.cli", "train", *CLI_ARGS, "--out", str(out), "--batches", "1000000",
-               "--checkpoint-every", "1000000", "--checkpoint-seconds", "0.2"]
+    command = [
+        sys.executable,
+        "-m",
+        "czjax.cli",
+        "train",
+        *CLI_ARGS,
+        "--out",
+        str(out),
+        "--batches",
+        "1000000",
+        "--checkpoint-every",
+        "1000000",
+        "--checkpoint-seconds",
+        "0.2",
+    ]
     env = dict(os.environ, PYTHONPATH=str(Path(cli.__file__).parents[1]))
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -271,8 +336,21 @@ def test_the_dashboard_leaves_out_panels_that_do_not_apply():
     opponent (the count stays 0): hand-made rows, as a REINFORCE run against RandomPunisher logs."""
     from czjax.run import plots
 
-    rows = [{"games": 50 * i, "win_rate": 0.5, "eval_win_rate": 0.1, "entropy": 1.9, "returns_std": 0.9, "game_length": 20.0,
-             "policy_loss": 0.1, "value_loss": float("nan"), "advantage_std": float("nan"), "promotions": 0} for i in range(1, 4)]
+    rows = [
+        {
+            "games": 50 * i,
+            "win_rate": 0.5,
+            "eval_win_rate": 0.1,
+            "entropy": 1.9,
+            "returns_std": 0.9,
+            "game_length": 20.0,
+            "policy_loss": 0.1,
+            "value_loss": float("nan"),
+            "advantage_std": float("nan"),
+            "promotions": 0,
+        }
+        for i in range(1, 4)
+    ]
     fixed = [panel for panel, _ in plots.dashboard_panels(rows, promotes=False)]
     assert fixed == ["win rate", "entropy", "returns std", "game length", "policy loss"]
     assert [panel for panel, _ in plots.dashboard_panels(rows, promotes=True)][-1] == "checkpoint promotions"

@@ -29,7 +29,9 @@ def test_returns_of_hand_worked_games():
 
 
 def test_player_plies_are_the_players_own_moves():
-    traj, results = rollout.play_games(jax.random.key(3), players.random_player, None, players.random_punisher, None, 21)
+    traj, results = rollout.play_games(
+        jax.random.key(3), players.random_player, None, players.random_punisher, None, 21
+    )
     for player in (0, 1):
         mine = rollout.player_plies(traj, 21, player)
         assert mine.actions.shape == (21, 21)
@@ -79,13 +81,17 @@ def random_batch(seed, n=300):
 def test_loss_and_gradients_match_numpy(with_baseline):
     logits, values, legal, actions, returns, valid = random_batch(1)
     beta, alpha = 0.05, 0.5
-    batch = LossInputs(legal=jnp.asarray(legal), actions=jnp.asarray(actions), returns=jnp.asarray(returns), valid=jnp.asarray(valid))
+    batch = LossInputs(
+        legal=jnp.asarray(legal), actions=jnp.asarray(actions), returns=jnp.asarray(returns), valid=jnp.asarray(valid)
+    )
 
     def loss_fn(lo, v):
         return policy_gradient_loss(lo, v if with_baseline else None, batch, beta, alpha)[0]
 
     loss, (dz, dv) = jax.value_and_grad(loss_fn, argnums=(0, 1))(jnp.asarray(logits), jnp.asarray(values))
-    ref_loss, ref_dz, ref_dv = numpy_reference(logits, values if with_baseline else None, legal, actions, returns, valid, beta, alpha)
+    ref_loss, ref_dz, ref_dv = numpy_reference(
+        logits, values if with_baseline else None, legal, actions, returns, valid, beta, alpha
+    )
     np.testing.assert_allclose(float(loss), ref_loss, rtol=1e-5)
     np.testing.assert_allclose(np.asarray(dz), ref_dz, rtol=1e-4, atol=1e-5)
     if with_baseline:
@@ -96,7 +102,9 @@ def test_loss_and_gradients_match_numpy(with_baseline):
 
 def test_loss_metrics_are_per_position_and_finite():
     logits, values, legal, actions, returns, valid = random_batch(2)
-    batch = LossInputs(legal=jnp.asarray(legal), actions=jnp.asarray(actions), returns=jnp.asarray(returns), valid=jnp.asarray(valid))
+    batch = LossInputs(
+        legal=jnp.asarray(legal), actions=jnp.asarray(actions), returns=jnp.asarray(returns), valid=jnp.asarray(valid)
+    )
     loss, m = policy_gradient_loss(jnp.asarray(logits), jnp.asarray(values), batch, 0.05, 0.5)
     n = valid.sum()
     assert int(m["positions"]) == n
@@ -148,8 +156,12 @@ def test_ppo_objective_matches_numpy():
     advantages = (returns - rng.uniform(-1, 1, n)).astype(np.float32)
     valid = rng.random(n) < 0.85
     batch = losses.LossInputs(
-        legal=jnp.asarray(legal), actions=jnp.asarray(actions), returns=jnp.asarray(returns), valid=jnp.asarray(valid),
-        old_log_probs=jnp.asarray(old_log_probs), advantages=jnp.asarray(advantages),
+        legal=jnp.asarray(legal),
+        actions=jnp.asarray(actions),
+        returns=jnp.asarray(returns),
+        valid=jnp.asarray(valid),
+        old_log_probs=jnp.asarray(old_log_probs),
+        advantages=jnp.asarray(advantages),
     )
     loss, sums = losses.ppo_sums(jnp.asarray(logits), jnp.asarray(values), batch, clip, beta, vw)
 
@@ -180,17 +192,28 @@ def test_imitation_loss_matches_numpy():
     legal[np.arange(n), rng.integers(0, 7, n)] = True
     logits = rng.normal(size=(n, 7)).astype(np.float32)
     raw = np.where(legal, rng.random((n, 7)), 0.0)
-    raw[: n // 2] = np.where(raw[: n // 2] == raw[: n // 2].max(1, keepdims=True), 1.0, 0.0)  # half one-hot (hard targets)
+    raw[: n // 2] = np.where(
+        raw[: n // 2] == raw[: n // 2].max(1, keepdims=True), 1.0, 0.0
+    )  # half one-hot (hard targets)
     targets = (raw / raw.sum(1, keepdims=True)).astype(np.float32)
     returns = rng.choice([-1.0, 1.0, 0.0], size=n).astype(np.float32)
     values = rng.uniform(-1, 1, n).astype(np.float32)
     valid = rng.random(n) < 0.85
-    batch = losses.LossInputs(legal=jnp.asarray(legal), actions=jnp.zeros(n, jnp.int32), returns=jnp.asarray(returns),
-                              valid=jnp.asarray(valid), policy_targets=jnp.asarray(targets))
+    batch = losses.LossInputs(
+        legal=jnp.asarray(legal),
+        actions=jnp.zeros(n, jnp.int32),
+        returns=jnp.asarray(returns),
+        valid=jnp.asarray(valid),
+        policy_targets=jnp.asarray(targets),
+    )
     loss, sums = losses.imitation_sums(jnp.asarray(logits), jnp.asarray(values), batch, beta, vw)
     log_p = numpy_log_softmax(logits.astype(np.float64), legal)
     entropy = -(np.exp(log_p) * log_p).sum(-1)
-    want = -(targets * np.where(legal, log_p, 0.0)).sum(-1)[valid].sum() + vw * ((values - returns) ** 2)[valid].sum() - beta * entropy[valid].sum()
+    want = (
+        -(targets * np.where(legal, log_p, 0.0)).sum(-1)[valid].sum()
+        + vw * ((values - returns) ** 2)[valid].sum()
+        - beta * entropy[valid].sum()
+    )
     assert float(loss) == pytest.approx(want, rel=1e-4)
     t = targets.astype(np.float64)
     target_entropy = -(t * np.log(np.where(t > 0, t, 1.0))).sum(-1)
@@ -202,7 +225,12 @@ def test_imitation_loss_matches_numpy():
 
 def test_mirror_flips_policy_targets():
     targets = jnp.asarray(np.eye(7, dtype=np.float32)[[0, 2, 6]])
-    batch = losses.LossInputs(legal=jnp.ones((3, 7), bool), actions=jnp.asarray([0, 2, 6]), returns=jnp.zeros(3),
-                              valid=jnp.ones(3, bool), policy_targets=targets)
+    batch = losses.LossInputs(
+        legal=jnp.ones((3, 7), bool),
+        actions=jnp.asarray([0, 2, 6]),
+        returns=jnp.zeros(3),
+        valid=jnp.ones(3, bool),
+        policy_targets=targets,
+    )
     _, out = losses.mirror(jnp.zeros((3, 6, 7), jnp.int8), batch)
     np.testing.assert_array_equal(np.asarray(out.policy_targets[3:]).argmax(1), [6, 4, 0])

@@ -40,7 +40,9 @@ def test_flax_init_is_the_previous_initialisation(name):
             assert abs(x.std() / (1 / np.sqrt(models.fan_in(x.shape))) - 1) <= 6 / np.sqrt(2 * x.size), path
         else:
             assert np.array_equal(x, np.ones_like(x) if path[-1] == "scale" else np.zeros_like(x)), path
-    torch_style = models.init_params(model, jax.random.key(0))  # the default, PyTorch's: another tree of the same shapes
+    torch_style = models.init_params(
+        model, jax.random.key(0)
+    )  # the default, PyTorch's: another tree of the same shapes
     assert jax.tree.structure(torch_style) == jax.tree.structure(params)
     assert jax.tree.map(np.shape, torch_style) == jax.tree.map(np.shape, params)
 
@@ -53,7 +55,9 @@ def test_unknown_model_is_a_one_line_error():
 def test_a_model_plays_as_a_player():
     model = models.get_model("mlp")
     params = models.init_params(model, jax.random.key(0))
-    traj, results = rollout.play_games(jax.random.key(1), models.model_player(model), params, players.random_player, None, 16)
+    traj, results = rollout.play_games(
+        jax.random.key(1), models.model_player(model), params, players.random_player, None, 16
+    )
     assert (np.asarray(results.length) >= 7).all()
     assert models.model_player(model) is models.model_player(models.get_model("mlp"))
 
@@ -77,14 +81,18 @@ def test_every_norm_and_conv_method_computes_the_same_mk4():
     reference = models.get_model("cnn-mk4-value", conv="im2col", norm="flax")
     params = models.init_params(reference, jax.random.key(0))
     leaves, treedef = jax.tree.flatten(params)
-    params = jax.tree.unflatten(treedef, [x + 0.3 * jax.random.normal(jax.random.key(i), x.shape) for i, x in enumerate(leaves)])
+    params = jax.tree.unflatten(
+        treedef, [x + 0.3 * jax.random.normal(jax.random.key(i), x.shape) for i, x in enumerate(leaves)]
+    )
     with precision.parity():
         expected = models.apply_model(reference, params, boards)
         for conv, norm in (("im2col", "grouped"), ("xla", "flax")):
             model = models.get_model("cnn-mk4-value", conv=conv, norm=norm)
             assert jax.tree.structure(jax.eval_shape(lambda: models.init_params(model, jax.random.key(0)))) == treedef
             for e, g in zip(expected, models.apply_model(model, params, boards)):
-                np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-4, atol=1e-4 * float(np.abs(e).max()), err_msg=(conv, norm))
+                np.testing.assert_allclose(
+                    np.asarray(g), np.asarray(e), rtol=1e-4, atol=1e-4 * float(np.abs(e).max()), err_msg=(conv, norm)
+                )
     with pytest.raises(ValueError, match="unknown norm 'batch'; choose one of auto, flax, grouped"):
         models.get_model("cnn-mk4", norm="batch")
 
@@ -97,7 +105,9 @@ def test_mixed_precision_computes_in_bfloat16_with_float32_parameters():
     for name in ("cnn-mk4-value", "mlp3", "mlp"):
         full, mixed = models.get_model(name), models.get_model(name, dtype="bfloat16", conv="xla")
         params = models.init_params(full, jax.random.key(0))
-        assert jax.tree.map(lambda x: x.dtype, models.init_params(mixed, jax.random.key(0))) == jax.tree.map(lambda x: x.dtype, params)
+        assert jax.tree.map(lambda x: x.dtype, models.init_params(mixed, jax.random.key(0))) == jax.tree.map(
+            lambda x: x.dtype, params
+        )
         with precision.parity():
             expected, got = models.apply_model(full, params, boards), models.apply_model(mixed, params, boards)
         for e, g in zip(expected, got):
@@ -117,7 +127,7 @@ def numpy_resnet(p, boards, blocks, groups, eps=1e-5):
 
     def conv(x, kernel):  # 3x3, 'same', kernel (3, 3, in, out)
         padded = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
-        return sum(padded[:, i:i + 6, j:j + 7, :] @ kernel[i, j] for i in range(3) for j in range(3))
+        return sum(padded[:, i : i + 6, j : j + 7, :] @ kernel[i, j] for i in range(3) for j in range(3))
 
     def norm(x, q):
         b, h, w, c = x.shape
@@ -147,7 +157,9 @@ def test_resnet_against_numpy_and_its_parameter_count():
     boards = rng.integers(-1, 2, size=(5, 6, 7)).astype(np.int8)
     with jax.default_matmul_precision("highest"):
         logits, value = models.apply_model(model, params, jnp.asarray(boards))
-    ref_logits, ref_value = numpy_resnet(jax.tree.map(lambda a: np.asarray(a, np.float64), params["params"]), boards, 2, 2)
+    ref_logits, ref_value = numpy_resnet(
+        jax.tree.map(lambda a: np.asarray(a, np.float64), params["params"]), boards, 2, 2
+    )
     np.testing.assert_allclose(np.asarray(logits), ref_logits, atol=1e-4, rtol=1e-4)
     np.testing.assert_allclose(np.asarray(value), ref_value, atol=1e-4)
     # stem 3*9*16 + norm 32; per block 2 * (16*9*16 + 32); policy 1x1 conv 16*2+2, Dense 84*7+7;

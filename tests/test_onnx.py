@@ -14,6 +14,7 @@ from tests.test_torch import random_boards
 
 BOARDS = random_boards(48, seed=3)
 
+
 @pytest.fixture(autouse=True)
 def full_float32():
     """Every comparison here is a parity path: full float32 matrix products on every backend
@@ -57,7 +58,10 @@ def test_exported_models_compute_czjax_outputs(name, tmp_path):
         np.testing.assert_allclose(got_value, want_value, atol=1e-5)
 
     batched = onnx_export.build_model(name, params, batched=True)
-    assert io_signature(batched) == ([("board", "INT8", ["batch", 6, 7])], [("logits", "FLOAT", ["batch", 7]), ("value", "FLOAT", ["batch"])])
+    assert io_signature(batched) == (
+        [("board", "INT8", ["batch", 6, 7])],
+        [("logits", "FLOAT", ["batch", 7]), ("value", "FLOAT", ["batch"])],
+    )
     session = ort.InferenceSession(batched.SerializeToString(), providers=["CPUExecutionProvider"])
     got_logits, got_values = session.run(["logits", "value"], {"board": BOARDS})
     np.testing.assert_allclose(got_logits, np.asarray(logits), atol=1e-5)
@@ -72,6 +76,9 @@ def test_export_onnx_command(model_checkpoints, tmp_path, capsys):
     assert float(printed.rsplit(" ", 1)[1]) <= 1e-5
     session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
     assert [(i.name, i.type, i.shape) for i in session.get_inputs()] == [("board", "tensor(int8)", [6, 7])]
-    assert [(o.name, o.type) for o in session.get_outputs()] == [("logits", "tensor(float)"), ("value", "tensor(float)")]
+    assert [(o.name, o.type) for o in session.get_outputs()] == [
+        ("logits", "tensor(float)"),
+        ("value", "tensor(float)"),
+    ]
     assert cli.main(["export-onnx", str(tmp_path / "missing"), "-o", str(out)]) == 2
     assert "no checkpoint at" in capsys.readouterr().err

@@ -39,7 +39,12 @@ def test_sampling_follows_the_masked_softmax():
     logits = rng.normal(size=(6, COLS)).astype(np.float32) * 2
     reps = 20000
     for temperature in (1.0, 0.5, 2.0):
-        cols = sample_jit(jax.random.key(1), jnp.repeat(jnp.asarray(legal), reps, 0), jnp.repeat(jnp.asarray(logits), reps, 0), temperature)
+        cols = sample_jit(
+            jax.random.key(1),
+            jnp.repeat(jnp.asarray(legal), reps, 0),
+            jnp.repeat(jnp.asarray(logits), reps, 0),
+            temperature,
+        )
         cols = np.asarray(cols).reshape(6, reps)
         for i in range(6):
             z = np.where(legal[i], logits[i] / temperature, -np.inf)
@@ -173,4 +178,6 @@ def test_punisher_is_uniform_over_legal_columns_without_tactics(built_positions)
 
 def test_random_player_gives_uniform_logits():
     boards = game.new_boards(3)
-    np.testing.assert_array_equal(np.asarray(players.random_player(None, boards, jax.random.key(0)).logits), np.zeros((3, COLS)))
+    np.testing.assert_array_equal(
+        np.asarray(players.random_player(None, boards, jax.random.key(0)).logits), np.zeros((3, COLS))
+    )

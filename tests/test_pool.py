@@ -4,9 +4,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from czjax.run import loop
 from czjax.learn.pool import PoolState, league_ready, opponent_weights, update_pool, update_win_rate
 from czjax.learn.train import HParams, PoolSettings, TrainConfig
+from czjax.run import loop
 
 
 def test_opponent_weights_and_win_rate_ema():
@@ -23,8 +23,11 @@ def test_opponent_weights_and_win_rate_ema():
 def test_league_adds_the_learner_when_it_beats_every_member():
     members, slots, ema, threshold = 2, 2, 0.5, 0.6
     pool = PoolState(
-        member_params=(None, None), win_rate=jnp.full((members + slots,), 0.5), league_params={"w": jnp.zeros((slots, 3))},
-        league_active=jnp.zeros((slots,), bool), league_next=jnp.zeros((), jnp.int32),
+        member_params=(None, None),
+        win_rate=jnp.full((members + slots,), 0.5),
+        league_params={"w": jnp.zeros((slots, 3))},
+        league_active=jnp.zeros((slots,), bool),
+        league_next=jnp.zeros((), jnp.int32),
     )
     params = lambda v: {"w": jnp.full((3,), float(v))}  # noqa: E731
     script = [  # (member played, batch win rate, learner params id, a copy joins after it)
@@ -53,8 +56,14 @@ def test_league_adds_the_learner_when_it_beats_every_member():
 def test_pool_training_draws_opponents_and_resumes(model_checkpoints, tmp_path):
 
     config = TrainConfig(
-        model="mlp", games_per_batch=8, opponent="pool", eval_games=2, batches_per_chunk=4,
-        pool=PoolSettings(members=("random", "random-punisher", str(model_checkpoints["mlp"])), league=True, league_slots=2),
+        model="mlp",
+        games_per_batch=8,
+        opponent="pool",
+        eval_games=2,
+        batches_per_chunk=4,
+        pool=PoolSettings(
+            members=("random", "random-punisher", str(model_checkpoints["mlp"])), league=True, league_slots=2
+        ),
     )
     hp = HParams.create(learning_rate=1e-3, value_weight=0.0)
     loop.run(config, hp, tmp_path / "a", seed=0, batches=4, log=lambda m: None)

@@ -3,13 +3,15 @@
 import jax
 import jax.numpy as jnp
 
-from czjax.bench import harness
-from czjax.bench import profiling
+from czjax.bench import harness, profiling
 
 
 def test_phase_of_an_op_name():
     assert profiling.phase("jit(run_chunk)/while/body/selfplay/while/body/network/dot_general") == "selfplay/network"
-    assert profiling.phase("jit(run_chunk)/update/gradient/transpose(jvp(network))/dot_general") == "update/gradient/network (backward)"
+    assert (
+        profiling.phase("jit(run_chunk)/update/gradient/transpose(jvp(network))/dot_general")
+        == "update/gradient/network (backward)"
+    )
     assert profiling.phase("jit(run_chunk)/update/gradient/jvp(network)/tanh") == "update/gradient/network"
     assert profiling.phase("jit(f)/add") == "other" and profiling.phase("") == "other"
 
@@ -31,8 +33,14 @@ def test_a_profiled_training_chunk_splits_into_its_phases(tmp_path):
     assert next(tmp_path.rglob("perfetto_trace.json.gz")).stat().st_size > 0
     phases = row["phases"]
     if jax.default_backend() == "cpu":  # every executed thunk names its instruction
-        for name in ("selfplay/network", "selfplay/rules", "update/gradient/network", "update/gradient/network (backward)",
-                     "update/optimizer", "evaluation/network"):
+        for name in (
+            "selfplay/network",
+            "selfplay/rules",
+            "update/gradient/network",
+            "update/gradient/network (backward)",
+            "update/optimizer",
+            "evaluation/network",
+        ):
             assert phases.get(name, 0.0) > 0.0, (name, phases)
         assert profiling.device_busy(tmp_path) is None and "(device busy)" not in phases  # a GPU's figure
     else:  # a GPU replays runs of kernels as CUDA graphs named by their graph: only the time is certain

@@ -9,10 +9,9 @@ import numpy as np
 import pytest
 
 from czjax import agents, cli
-from czjax.run import loop
-from czjax.util import progress
-from czjax.run import scan
 from czjax.rollout import play_games
+from czjax.run import loop, scan
+from czjax.util import progress
 
 
 def test_durations_and_time_left():
@@ -28,8 +27,14 @@ def test_progress_counts_estimates_without_the_compiling_step_and_stays_quiet_wh
     work.step(lambda: time.sleep(0.3), 10)  # the first step compiles: slow
     for _ in range(3):
         work.step(lambda: time.sleep(0.05), 10)
-    counted = [line for line in lines if not line.startswith("  positions: 0/")]  # (lines during the first step: no pace yet)
-    assert counted[0].startswith("  positions: 10/40 (") and counted[-1].startswith("  positions: 40/40 (") and "done" in counted[-1]
+    counted = [
+        line for line in lines if not line.startswith("  positions: 0/")
+    ]  # (lines during the first step: no pace yet)
+    assert (
+        counted[0].startswith("  positions: 10/40 (")
+        and counted[-1].startswith("  positions: 40/40 (")
+        and "done" in counted[-1]
+    )
     # after the second step: the pace of the steps after the first, 0.05 s per 10: about 0.1 s for the 20 left
     left = float(next(line for line in counted if "20/40" in line).split("about ")[1].split(" s left")[0])
     assert left < 0.3 + 0.05  # with the first step counted it would say about 0.5 s
@@ -61,8 +66,20 @@ def test_the_training_lines_time_left():
     # a time budget ends sooner
     assert loop.run_time_left(rows((10, 30.0, 2.0)), 0, 100, 40.0) == pytest.approx(10.0)
     assert loop.run_time_left(rows((10, 30.0, 2.0)), 0, None, 20.0) == 0.0
-    line = loop.format_progress({"batches": 10, "games": 500, "games_per_s": 9.0, "win_rate": 0.5, "eval_win_rate": 0.1,
-                                 "entropy": 1.0, "game_length": 20.0, "promotions": 0}, 100, 200.0)
+    line = loop.format_progress(
+        {
+            "batches": 10,
+            "games": 500,
+            "games_per_s": 9.0,
+            "win_rate": 0.5,
+            "eval_win_rate": 0.1,
+            "entropy": 1.0,
+            "game_length": 20.0,
+            "promotions": 0,
+        },
+        100,
+        200.0,
+    )
     assert line.endswith("| about 3 min 20 s left")
 
 

@@ -13,17 +13,29 @@ from czjax.learn.losses import LossInputs
 def batch_of(rng, n, p_valid):
     boards = rng.integers(-1, 2, size=(n, 6, 7)).astype(np.int8)
     targets = rng.random((n, 7)).astype(np.float32)
-    inputs = LossInputs(legal=jnp.asarray(rng.random((n, 7)) < 0.8), actions=jnp.asarray(rng.integers(0, 7, n), jnp.int32),
-                        returns=jnp.asarray(rng.normal(size=n), jnp.float32), valid=jnp.asarray(rng.random(n) < p_valid),
-                        policy_targets=jnp.asarray(targets / targets.sum(-1, keepdims=True)))
+    inputs = LossInputs(
+        legal=jnp.asarray(rng.random((n, 7)) < 0.8),
+        actions=jnp.asarray(rng.integers(0, 7, n), jnp.int32),
+        returns=jnp.asarray(rng.normal(size=n), jnp.float32),
+        valid=jnp.asarray(rng.random(n) < p_valid),
+        policy_targets=jnp.asarray(targets / targets.sum(-1, keepdims=True)),
+    )
     return jnp.asarray(boards), inputs
 
 
 def rows_of(boards, inputs):
     """The valid rows as tuples, in order."""
     valid = np.asarray(inputs.valid)
-    return [(np.asarray(boards)[i].tobytes(), int(inputs.actions[i]), float(inputs.returns[i]), np.asarray(inputs.legal)[i].tobytes(),
-             np.asarray(inputs.policy_targets)[i].tobytes()) for i in np.flatnonzero(valid)]
+    return [
+        (
+            np.asarray(boards)[i].tobytes(),
+            int(inputs.actions[i]),
+            float(inputs.returns[i]),
+            np.asarray(inputs.legal)[i].tobytes(),
+            np.asarray(inputs.policy_targets)[i].tobytes(),
+        )
+        for i in np.flatnonzero(valid)
+    ]
 
 
 def test_the_buffer_is_a_circular_list_of_the_valid_rows():
@@ -33,7 +45,14 @@ def test_the_buffer_is_a_circular_list_of_the_valid_rows():
     buffer = replay.empty(capacity)
     slots = [None] * capacity  # the reference: a plain circular buffer of rows
     cursor = filled = 0
-    for n, p_valid in [(5, 1.0), (9, 0.5), (0 + 7, 0.0), (11, 0.7), (40, 0.9), (6, 1.0)]:  # wraps; one batch over capacity
+    for n, p_valid in [
+        (5, 1.0),
+        (9, 0.5),
+        (0 + 7, 0.0),
+        (11, 0.7),
+        (40, 0.9),
+        (6, 1.0),
+    ]:  # wraps; one batch over capacity
         boards, inputs = batch_of(rng, n, p_valid)
         new = rows_of(boards, inputs)[-capacity:]
         cursor_before = (cursor + len(rows_of(boards, inputs)) - len(new)) % capacity
@@ -58,6 +77,10 @@ def test_sampling_draws_written_rows_uniformly():
     drawn_boards, drawn = jax.jit(replay.sample, static_argnums=2)(buffer, jax.random.key(1), 5000)
     written = {row[0]: row for row in rows_of(boards, inputs)}
     drawn_rows = rows_of(drawn_boards, drawn)
-    assert len(drawn_rows) == 5000 and all(written[row[0]] == row for row in drawn_rows)  # whole rows, only written ones
+    assert len(drawn_rows) == 5000 and all(
+        written[row[0]] == row for row in drawn_rows
+    )  # whole rows, only written ones
     counts = collections.Counter(row[0] for row in drawn_rows)
-    assert set(counts) == set(written) and max(abs(c - 500) for c in counts.values()) < 4.5 * np.sqrt(500 * 0.9)  # uniform
+    assert set(counts) == set(written) and max(abs(c - 500) for c in counts.values()) < 4.5 * np.sqrt(
+        500 * 0.9
+    )  # uniform

@@ -90,14 +90,18 @@ def test_players_with_broken_logits_still_play_legal_games():
     traj, results, boards = play(jax.random.key(0), a=nan_player, b=players.random_player, n=64)
     legal = boards[:, :, 0, :] == 0
     assert np.take_along_axis(legal, traj.actions[..., None].astype(int), -1)[..., 0][traj.valid].all()
-    assert ((boards != 0).sum((2, 3))[traj.valid] == np.broadcast_to(np.arange(42)[:, None], traj.valid.shape)[traj.valid]).all()
+    assert (
+        (boards != 0).sum((2, 3))[traj.valid] == np.broadcast_to(np.arange(42)[:, None], traj.valid.shape)[traj.valid]
+    ).all()
 
 
 def test_temperature_zero_makes_games_deterministic():
     def first_col_player(params, boards, key):
         return players.PlayerOutput(logits=jnp.broadcast_to(-jnp.arange(7.0), boards.shape[:-2] + (7,)))
 
-    traj, results, _ = play(jax.random.key(1), a=first_col_player, b=first_col_player, n=4, temperature_a=0.0, temperature_b=0.0)
+    traj, results, _ = play(
+        jax.random.key(1), a=first_col_player, b=first_col_player, n=4, temperature_a=0.0, temperature_b=0.0
+    )
     # both sides always play the leftmost free column (0,0,0,0,0,0,1,...): every game is the same
     assert (traj.actions == traj.actions[:, :1]).all()
     ref = RefGame()
@@ -112,10 +116,14 @@ def test_moves_are_greedy_after_the_sampled_plies():
     model = models.get_model("mlp")
     params = models.init_params(model, jax.random.key(2))
     player = models.model_player(model)
-    traj, _ = rollout.play_games(jax.random.key(3), player, params, player, params, 64, 1.0, 1.0, record_targets=True, sample_plies=6)
+    traj, _ = rollout.play_games(
+        jax.random.key(3), player, params, player, params, 64, 1.0, 1.0, record_targets=True, sample_plies=6
+    )
     valid, actions = np.asarray(traj.valid), np.asarray(traj.actions)
     legal = np.asarray(traj.boards())[..., 0, :] == 0
-    greedy = np.argmax(np.where(legal, np.asarray(traj.policy_targets), -1.0), axis=-1)  # softmax(logits) over legal columns
+    greedy = np.argmax(
+        np.where(legal, np.asarray(traj.policy_targets), -1.0), axis=-1
+    )  # softmax(logits) over legal columns
     assert (actions[6:][valid[6:]] == greedy[6:][valid[6:]]).all()
     assert (actions[:6][valid[:6]] != greedy[:6][valid[:6]]).mean() > 0.3  # sampled: often not the favourite
 
@@ -142,7 +150,11 @@ def mlp_pair():
     from czjax import models
 
     model = models.get_model("mlp")
-    return models.model_player(model), models.init_params(model, jax.random.key(0)), models.init_params(model, jax.random.key(1))
+    return (
+        models.model_player(model),
+        models.init_params(model, jax.random.key(0)),
+        models.init_params(model, jax.random.key(1)),
+    )
 
 
 def test_evaluating_only_running_games_plays_the_same_games(mlp_pair):

@@ -6,17 +6,33 @@ import numpy as np
 import pytest
 
 from czjax import cli
-from czjax.run import loop
-from czjax.run import scan
-from tests.test_train import OLD_STORED_CONFIG
 from czjax.learn.train import HParams, PromotionSettings, TrainConfig
+from czjax.run import loop, scan
+from tests.test_train import OLD_STORED_CONFIG
 
-CONFIG = TrainConfig(model="mlp", games_per_batch=8, opponent="self", promotion=PromotionSettings(every_games=16, window_games=16), eval_games=4, batches_per_chunk=2)
+CONFIG = TrainConfig(
+    model="mlp",
+    games_per_batch=8,
+    opponent="self",
+    promotion=PromotionSettings(every_games=16, window_games=16),
+    eval_games=4,
+    batches_per_chunk=2,
+)
 BASE = dict(learning_rate=1e-3, entropy_bonus=0.05, value_weight=0.0, discount=0.9)
 SETTINGS = scan.grid_settings({"entropy_bonus": [0.0, 0.1], "learning_rate": [1e-3]})
 SEEDS = [3, 4]
 BATCHES = 4
-EXACT = ("batches", "games", "promotions", "positions", "win_rate", "draw_rate", "game_length", "eval_win_rate", "eval_draw_rate")
+EXACT = (
+    "batches",
+    "games",
+    "promotions",
+    "positions",
+    "win_rate",
+    "draw_rate",
+    "game_length",
+    "eval_win_rate",
+    "eval_draw_rate",
+)
 
 
 def quiet(message):
@@ -37,10 +53,23 @@ def assert_rows_match(a: dict, b: dict, label):
 
 
 def test_scan_grid_and_configurations():
-    assert scan.parse_grid(["entropy_bonus=0,0.05", "learning-rate=1e-3"]) == {"entropy_bonus": [0.0, 0.05], "learning_rate": [1e-3]}
+    assert scan.parse_grid(["entropy_bonus=0,0.05", "learning-rate=1e-3"]) == {
+        "entropy_bonus": [0.0, 0.05],
+        "learning_rate": [1e-3],
+    }
     configs = scan.configurations(scan.grid_settings({"entropy_bonus": [0.0, 0.05], "discount": [0.9, 1.0]}), [0, 1])
-    assert len(configs) == 8 and configs[3] == {"config": 3, "setting": 1, "seed": 1, "entropy_bonus": 0.0, "discount": 1.0}
-    for bad, message in (["gamma=0.9"], "cannot scan"), (["entropy_bonus"], "NAME=V1"), (["entropy_bonus=a"], "numbers"):
+    assert len(configs) == 8 and configs[3] == {
+        "config": 3,
+        "setting": 1,
+        "seed": 1,
+        "entropy_bonus": 0.0,
+        "discount": 1.0,
+    }
+    for bad, message in (
+        (["gamma=0.9"], "cannot scan"),
+        (["entropy_bonus"], "NAME=V1"),
+        (["entropy_bonus=a"], "numbers"),
+    ):
         with pytest.raises(ValueError, match=message):
             scan.parse_grid(bad)
 
@@ -85,7 +114,9 @@ def test_scan_resumes(scanned, tmp_path):
     with pytest.raises(ValueError, match="same settings"):
         scan.run_scan(CONFIG, BASE, SETTINGS, SEEDS, tmp_path, BATCHES, chunk=2, resume=True, log=quiet)
     flax_config = CONFIG.override({"init": "flax", "ppo.kl_stop": "before-step", "promotion.draws_count_half": False})
-    scan.run_scan(flax_config, BASE, SETTINGS, SEEDS, tmp_path, BATCHES, chunk=2, resume=True, log=quiet)  # done: nothing to run
+    scan.run_scan(
+        flax_config, BASE, SETTINGS, SEEDS, tmp_path, BATCHES, chunk=2, resume=True, log=quiet
+    )  # done: nothing to run
     assert json.loads((tmp_path / "scan.json").read_text())["config"] == flax_config.to_dict()
 
 
@@ -121,9 +152,30 @@ def test_scan_arguments_are_checked_before_anything_is_written(tmp_path, capsys)
     from czjax import cli
 
     out = tmp_path / "scan"
-    assert cli.main(["scan", "--preset", "default", "--grid", "learning_rate=1e-3,2e-3", "--seeds", "1", "--batches", "1",
-                     "--sort", "elo", "--out", str(out)]) == 2
-    assert "cannot sort by 'elo'; choose one of eval_win_rate, win_rate, entropy, game_length, learning_rate" in capsys.readouterr().err
+    assert (
+        cli.main(
+            [
+                "scan",
+                "--preset",
+                "default",
+                "--grid",
+                "learning_rate=1e-3,2e-3",
+                "--seeds",
+                "1",
+                "--batches",
+                "1",
+                "--sort",
+                "elo",
+                "--out",
+                str(out),
+            ]
+        )
+        == 2
+    )
+    assert (
+        "cannot sort by 'elo'; choose one of eval_win_rate, win_rate, entropy, game_length, learning_rate"
+        in capsys.readouterr().err
+    )
     assert not out.exists()
     scan.check_sort("learning_rate", ["learning_rate"])  # a grid name sorts too
     out.mkdir()

@@ -50,7 +50,9 @@ def test_rollout_improver_matches_the_python_transcription_greedy():
     """Greedy rollouts are one line per column: the values equal the transcription's exactly."""
     got = np.asarray(_rollout(PARAMS, BOARDS, jax.random.key(0), 0.0))
     for i, moves in enumerate(POSITIONS):
-        want = ref.rollout_expectation(ref_game(moves), W.astype(np.float64), w.astype(np.float64), 3, 0.9, uniform=False)
+        want = ref.rollout_expectation(
+            ref_game(moves), W.astype(np.float64), w.astype(np.float64), 3, 0.9, uniform=False
+        )
         np.testing.assert_allclose(got[i], want, atol=2e-5, err_msg=moves)
 
 
@@ -60,7 +62,9 @@ def test_rollout_improver_averages_sampled_rollouts():
     params = {"W": jnp.zeros_like(PARAMS["W"]), "w": PARAMS["w"]}
     got = np.asarray(_rollout(params, BOARDS, jax.random.key(1), 1.0))
     for i, moves in enumerate(POSITIONS):
-        want = np.asarray(ref.rollout_expectation(ref_game(moves), np.zeros((42, 7)), w.astype(np.float64), 3, 0.9, uniform=True))
+        want = np.asarray(
+            ref.rollout_expectation(ref_game(moves), np.zeros((42, 7)), w.astype(np.float64), 3, 0.9, uniform=True)
+        )
         legal = np.isfinite(want)
         assert np.array_equal(np.isfinite(got[i]), legal), moves
         assert np.all(np.abs(got[i][legal] - want[legal]) < 4.5 / np.sqrt(512)), (moves, got[i], want)
@@ -118,7 +122,11 @@ def test_gumbel_matches_mctx():
 
     key = jax.random.key(3)
     root, recurrent, invalid = root_and_recurrent()
-    theirs = jax.jit(lambda k: mctx.gumbel_muzero_policy(PARAMS, k, root, recurrent, 24, invalid_actions=invalid, max_num_considered_actions=4))(key)
+    theirs = jax.jit(
+        lambda k: mctx.gumbel_muzero_policy(
+            PARAMS, k, root, recurrent, 24, invalid_actions=invalid, max_num_considered_actions=4
+        )
+    )(key)
     gumbel = jax.random.gumbel(jax.random.split(key)[1], (len(POSITIONS), 7), jnp.float32)
     ours = run("gumbel", "sims=24,considered=4", gumbel=gumbel)
     np.testing.assert_array_equal(np.asarray(ours.visits), np.asarray(theirs.search_tree.summary().visit_counts))
@@ -130,7 +138,15 @@ TACTICS = ["112233", "151525", "2233"]  # win now at 4; block at 5; double threa
 TACTIC_MOVES = [3, 4, 3]
 
 
-@pytest.mark.parametrize("name,options", [("mcts", "sims=200"), ("entropy-mcts", "sims=200"), ("gumbel", "sims=200,scale=0"), ("rollout", "width=8,depth=4")])
+@pytest.mark.parametrize(
+    "name,options",
+    [
+        ("mcts", "sims=200"),
+        ("entropy-mcts", "sims=200"),
+        ("gumbel", "sims=200,scale=0"),
+        ("rollout", "width=8,depth=4"),
+    ],
+)
 def test_search_finds_tactics_with_no_knowledge(name, options):
     """Over the uniform random player (no value head) each search wins in one and blocks a
     vertical three; PUCT and its entropy-guided variant also play the double threat that wins
@@ -148,7 +164,11 @@ def test_illegal_columns_are_never_chosen_at_any_depth():
         s = search.make_search(name, "sims=40")
         select = search.puct_select(s.c, s.entropy) if name != "gumbel" else search.gumbel_select(40, 16, 50.0, 0.1)
         gumbel = jnp.zeros((len(POSITIONS), 7)) if name == "gumbel" else None
-        tree = jax.jit(lambda b, select=select, gumbel=gumbel: search.run_tree_search(linear_player, PARAMS, b, jax.random.key(0), 40, select, gumbel=gumbel))(BOARDS)
+        tree = jax.jit(
+            lambda b, select=select, gumbel=gumbel: search.run_tree_search(
+                linear_player, PARAMS, b, jax.random.key(0), 40, select, gumbel=gumbel
+            )
+        )(BOARDS)
         used = np.asarray(tree.parents) >= 0
         parents = np.maximum(np.asarray(tree.parents), 0)
         actions = np.maximum(np.asarray(tree.action_from_parent), 0)
@@ -250,13 +270,27 @@ def test_gumbel_without_rescaling_matches_mctx():
         pos, over = embedding
         nxt, won, done = game.position_step(pos, action)
         logits, value, _ = search.evaluate(linear_player, params, nxt, key)
-        return mctx.RecurrentFnOutput(reward=jnp.where(over, 0.0, won.astype(jnp.float32)), discount=jnp.where(over | done, 0.0, -1.0),
-                                      prior_logits=logits, value=jnp.where(over | done, 0.0, value)), (nxt, over | done)
+        return mctx.RecurrentFnOutput(
+            reward=jnp.where(over, 0.0, won.astype(jnp.float32)),
+            discount=jnp.where(over | done, 0.0, -1.0),
+            prior_logits=logits,
+            value=jnp.where(over | done, 0.0, value),
+        ), (nxt, over | done)
 
     key = jax.random.key(4)
     qtransform = functools.partial(mctx.qtransform_completed_by_mix_value, rescale_values=False)
-    theirs = jax.jit(lambda k: mctx.gumbel_muzero_policy(PARAMS, k, root, recurrent, 16, invalid_actions=~game.position_legal_mask(pos),
-                                                         max_num_considered_actions=4, qtransform=qtransform))(key)
+    theirs = jax.jit(
+        lambda k: mctx.gumbel_muzero_policy(
+            PARAMS,
+            k,
+            root,
+            recurrent,
+            16,
+            invalid_actions=~game.position_legal_mask(pos),
+            max_num_considered_actions=4,
+            qtransform=qtransform,
+        )
+    )(key)
     gumbel = jax.random.gumbel(jax.random.split(key)[1], (len(POSITIONS), 7), jnp.float32)
     settings = search.make_search("gumbel", "sims=16,considered=4,rescale=0,move=policy")
     ours = settings.run(linear_player, PARAMS, BOARDS, key, gumbel=gumbel)

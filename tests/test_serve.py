@@ -33,8 +33,14 @@ from czjax.evaluate import serve
 
 CHROMIUM = os.environ.get("CZJAX_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 
@@ -69,8 +75,10 @@ def browser():
     if sync_playwright is None:
         pytest.skip("browser test: Playwright is not installed (pip install 'czjax[test]')")
     if not os.access(CHROMIUM, os.X_OK):
-        pytest.skip(f"browser test: no Chromium at {CHROMIUM} (`apt-get install chromium`, which ./test.sh does where it "
-                    "can, or CZJAX_CHROMIUM=PATH)")
+        pytest.skip(
+            f"browser test: no Chromium at {CHROMIUM} (`apt-get install chromium`, which ./test.sh does where it "
+            "can, or CZJAX_CHROMIUM=PATH)"
+        )
     with sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield chromium
@@ -258,7 +266,9 @@ def test_bodies_that_are_not_move_requests_are_400(random_server):
     assert "nests too deeply" in error_of(post_raw(random_server, b"[" * 4000), 400)
     assert "nests too deeply" in error_of(post_raw(random_server, b'{"moves": ' + b'{"":' * 1000), 400)
     assert "not UTF-8" in error_of(post_raw(random_server, b'{"moves": "4\xff"}'), 400)
-    assert "not UTF-8" in error_of(post_raw(random_server, b'\xfe\xff\x00{\x00}'), 400)  # UTF-16, which json.loads takes
+    assert "not UTF-8" in error_of(
+        post_raw(random_server, b"\xfe\xff\x00{\x00}"), 400
+    )  # UTF-16, which json.loads takes
     assert "not JSON" in error_of(post_raw(random_server, b"moves=44"), 400)
     for not_an_object in (b"[1, 2]", b'"44"', b"null", b"7"):
         assert "JSON object" in error_of(post_raw(random_server, not_an_object), 400)
@@ -278,8 +288,12 @@ def test_every_method_gets_a_json_reply(random_server):
     assert info.status == 200 and info.body == b"" and info.headers["content-type"] == "application/json"
     assert request("HEAD", "/api/position").status == 405 and request("HEAD", "/api/nothing").status == 404
     for method in ("PUT", "DELETE", "PATCH", "OPTIONS"):
-        for path, allowed in (("/", "GET, HEAD"), ("/api/info", "GET, HEAD"), ("/api/position", "POST"),
-                              ("/api/model-move", "POST")):
+        for path, allowed in (
+            ("/", "GET, HEAD"),
+            ("/api/info", "GET, HEAD"),
+            ("/api/position", "POST"),
+            ("/api/model-move", "POST"),
+        ):
             reply = request(method, path)
             assert method in error_of(reply, 405) and reply.headers["allow"] == allowed
         assert "no page or endpoint" in error_of(request(method, "/api/nothing"), 404)
@@ -340,7 +354,9 @@ def test_a_handler_bug_is_a_500_and_one_line_in_the_log(random_server, capfd, mo
 def test_make_server_compiles_the_player_before_it_returns(monkeypatch):
     evaluated = []
     real_position = serve.GameService.position
-    monkeypatch.setattr(serve.GameService, "position", lambda self, moves: evaluated.append(moves) or real_position(self, moves))
+    monkeypatch.setattr(
+        serve.GameService, "position", lambda self, moves: evaluated.append(moves) or real_position(self, moves)
+    )
     server = serve.make_server(agents.load_agent("random"), port=0)
     server.server_close()
     assert evaluated == [[]]
@@ -350,8 +366,11 @@ def fuzz_request(rng: random.Random):
     """A random request, and whether the client hangs up without reading the reply."""
     # weighted towards requests that reach the API, so that bodies and lengths get checked
     method = rng.choice(["POST"] * 6 + ["GET", "HEAD", "PUT", "DELETE", "PATCH", "OPTIONS", "FOO", "get"])
-    path = rng.choice(["/api/position"] * 3 + ["/api/model-move"] * 2 + ["/", "/index.html", "/api/info",
-                                                                        "/api/nothing", "/api/position?x=1", "*"])
+    path = rng.choice(
+        ["/api/position"] * 3
+        + ["/api/model-move"] * 2
+        + ["/", "/index.html", "/api/info", "/api/nothing", "/api/position?x=1", "*"]
+    )
     if rng.random() < 0.1:
         path += bytes(rng.randrange(256) for _ in range(rng.randrange(1, 8))).decode("latin-1")
     version = rng.choice([" HTTP/1.1"] * 6 + [" HTTP/1.0", "", " HTTP/2.0", " HTTP/x"])
@@ -373,9 +392,15 @@ def fuzz_request(rng: random.Random):
         headers.append("X-Garbage: " + bytes(rng.randrange(32, 256) for _ in range(20)).decode("latin-1"))
     length = rng.choice(["right"] * 6 + ["short", "none", "-1", "abc", "huge", "twice"])
     short = len(body) + rng.randrange(1, 50)  # promises more than it sends: a 408 after the read timeout
-    headers += {"right": [f"Content-Length: {len(body)}"], "short": [f"Content-Length: {short}"], "none": [],
-                "-1": ["Content-Length: -1"], "abc": ["Content-Length: abc"], "huge": ["Content-Length: 99999999999"],
-                "twice": [f"Content-Length: {len(body)}", f"Content-Length: {len(body) + 1}"]}[length]
+    headers += {
+        "right": [f"Content-Length: {len(body)}"],
+        "short": [f"Content-Length: {short}"],
+        "none": [],
+        "-1": ["Content-Length: -1"],
+        "abc": ["Content-Length: abc"],
+        "huge": ["Content-Length: 99999999999"],
+        "twice": [f"Content-Length: {len(body)}", f"Content-Length: {len(body) + 1}"],
+    }[length]
     head = f"{method} {path}{version}\r\n" + "".join(h + "\r\n" for h in headers) + "\r\n"
     request = head.encode("latin-1") + body
     return request, rng.random() < 0.1

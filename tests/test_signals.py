@@ -8,8 +8,22 @@ import time
 
 from czjax.util import checkpoint
 
-TRAIN = [sys.executable, "-m", "czjax.cli", "train", "--preset", "default", "--games-per-batch", "4", "--batches-per-chunk", "1",
-         "--eval-games", "2", "--batches", "1000000"]
+TRAIN = [
+    sys.executable,
+    "-m",
+    "czjax.cli",
+    "train",
+    "--preset",
+    "default",
+    "--games-per-batch",
+    "4",
+    "--batches-per-chunk",
+    "1",
+    "--eval-games",
+    "2",
+    "--batches",
+    "1000000",
+]
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 
 
@@ -41,14 +55,23 @@ def test_sigterm_saves_a_second_process_is_refused_and_a_broken_pipe_saves(tmp_p
     first = start([*TRAIN, "--out", str(out)])
     wait_for(first, "batch 2")
     # a second process on the same folder: one line naming the first, the run's files untouched
-    second = subprocess.run([sys.executable, "-m", "czjax.cli", "train", "--resume", "--out", str(out)], capture_output=True, text=True,
-                            env=ENV, timeout=120)
+    second = subprocess.run(
+        [sys.executable, "-m", "czjax.cli", "train", "--resume", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+    )
     assert second.returncode == 2 and f"in use by another czjax run (process {first.pid})" in second.stderr
     assert len(second.stderr.strip().splitlines()) == 1
     # SIGTERM: saved, told how to continue, exit 143
     first.send_signal(signal.SIGTERM)
     rest, _ = first.communicate(timeout=120)
-    assert first.returncode == 143 and "SIGTERM: saved the last completed chunk" in rest and "continue with: czjax train --resume" in rest
+    assert (
+        first.returncode == 143
+        and "SIGTERM: saved the last completed chunk" in rest
+        and "continue with: czjax train --resume" in rest
+    )
     saved = steps(out)
     assert saved >= 2
     # the output's reader goes away (| head, or killed by the same Ctrl-C): the run saves and stops, 141

@@ -12,7 +12,18 @@ import pytest
 
 from czjax import cli
 
-TINY = ["--preset", "default", "--games-per-batch", "4", "--batches-per-chunk", "1", "--eval-games", "2", "--batches", "3"]
+TINY = [
+    "--preset",
+    "default",
+    "--games-per-batch",
+    "4",
+    "--batches-per-chunk",
+    "1",
+    "--eval-games",
+    "2",
+    "--batches",
+    "3",
+]
 
 
 def tfrecords(path: Path):
@@ -41,7 +52,11 @@ def tensorboard_scalars(folder: Path) -> dict[tuple[str, int], float]:
 
 
 def logged_metrics(row: dict) -> dict:
-    return {k: v for k, v in row.items() if k not in ("batches", "config", "setting", "seed") and isinstance(v, (int, float))}
+    return {
+        k: v
+        for k, v in row.items()
+        if k not in ("batches", "config", "setting", "seed") and isinstance(v, (int, float))
+    }
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -56,13 +71,28 @@ def assert_same(rows: list[dict], scalars: dict):
 
 
 def test_tensorboard_gets_the_rows_of_each_scan_configuration(tmp_path):
-    assert cli.main(["scan", *TINY, "--grid", "learning_rate=0.001,0.01", "--out", str(tmp_path / "scan"),
-                     "--tensorboard", str(tmp_path / "tb-scan")]) == 0
+    assert (
+        cli.main(
+            [
+                "scan",
+                *TINY,
+                "--grid",
+                "learning_rate=0.001,0.01",
+                "--out",
+                str(tmp_path / "scan"),
+                "--tensorboard",
+                str(tmp_path / "tb-scan"),
+            ]
+        )
+        == 0
+    )
     rows = read_rows(tmp_path / "scan" / "metrics.jsonl")
     configs = sorted({r["config"] for r in rows})
     assert sorted(p.name for p in (tmp_path / "tb-scan").iterdir()) == [f"config-{c:03d}" for c in configs]
     for c in configs:
-        assert_same([r for r in rows if r["config"] == c], tensorboard_scalars(tmp_path / "tb-scan" / f"config-{c:03d}"))
+        assert_same(
+            [r for r in rows if r["config"] == c], tensorboard_scalars(tmp_path / "tb-scan" / f"config-{c:03d}")
+        )
 
 
 def test_tensorboard_shows_a_resumed_run_once(tmp_path):
@@ -105,7 +135,10 @@ def test_a_run_logs_its_rows_to_tensorboard_and_to_wandb_offline(tmp_path, monke
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
     out = tmp_path / "run"
-    assert cli.main(["train", *TINY, "--out", str(out), "--wandb", "czjax-test", "--tensorboard", str(tmp_path / "tb")]) == 0
+    assert (
+        cli.main(["train", *TINY, "--out", str(out), "--wandb", "czjax-test", "--tensorboard", str(tmp_path / "tb")])
+        == 0
+    )
     assert_same(read_rows(out / "metrics.jsonl"), tensorboard_scalars(tmp_path / "tb"))
     [path] = out.glob("wandb/offline-run-*/run-*.wandb")
     history = []

@@ -13,13 +13,13 @@ import pytest
 import torch  # the test extra installs it: pip install -e ".[test]"
 
 from czjax import agents, cli, game, models, rollout
-from czjax.util import checkpoint
-from czjax.run import loop
-from czjax.util import precision
-from czjax.models import torch_layout
 from czjax.learn.train import HParams, PromotionSettings, TrainConfig, make_trainer
+from czjax.models import torch_layout
+from czjax.run import loop
+from czjax.util import checkpoint, precision
 from tests.reference import random_game
 from tests.torch_reference import TORCH_MODELS, a2c_loss, ppo_update, rwb_loss
+
 
 @pytest.fixture(autouse=True)
 def full_float32():
@@ -53,7 +53,9 @@ def test_imported_weights_give_pytorchs_outputs(name):
     model = random_torch_model(name)
     state_dict = {k: v.numpy() for k, v in model.state_dict().items()}
     assert torch_layout.detect_model(state_dict) == name
-    assert sum(v.size for v in state_dict.values()) == models.count_params(models.init_params(models.get_model(name), jax.random.key(0)))
+    assert sum(v.size for v in state_dict.values()) == models.count_params(
+        models.init_params(models.get_model(name), jax.random.key(0))
+    )
     params = torch_layout.from_state_dict(name, state_dict)
     boards = random_boards()
     logits, values = models.apply_model(models.get_model(name), params, jnp.asarray(boards))
@@ -129,7 +131,9 @@ def torch_update(name, params, algorithm, batch, lr, beta, value_weight, gamma, 
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     legal = xs[:, 0, :] == 0
     if algorithm == "ppo":
-        losses, kls, steps = ppo_update(model, optimizer, xs, legal, acts, returns, clip, epochs, target_kl, beta, value_weight)
+        losses, kls, steps = ppo_update(
+            model, optimizer, xs, legal, acts, returns, clip, epochs, target_kl, beta, value_weight
+        )
         return model, losses[0], (kls, steps)
     if algorithm == "a2c":
         loss = a2c_loss(model, xs, legal, acts, rewards, done, gamma, beta, value_weight)
@@ -175,12 +179,16 @@ def test_one_update_matches_pytorch(algorithm, name, lr, value_weight, ppo_steps
     trainer = make_trainer(config)
     # every parameter off its default: at mlp3's initialisation (LayerNorm offsets 0) the empty
     # board's activations are exactly 0, and LayerNorm scales a step's 1e-7 change up to O(1)
-    params = torch_layout.from_state_dict(name, {k: v.numpy() for k, v in random_torch_model(name).state_dict().items()})
+    params = torch_layout.from_state_dict(
+        name, {k: v.numpy() for k, v in random_torch_model(name).state_dict().items()}
+    )
     opt_state = trainer.init(3).opt_state  # Adam's moments start at 0 whatever the parameters
     hp = HParams.create(learning_rate=lr, entropy_bonus=beta, value_weight=value_weight, discount=gamma)
     traj, results = rollout.play_games(jax.random.key(5), trainer.learner, params, trainer.learner, params, n)
     batch = learner_batch(traj, results.outcome, gamma)
-    update = functools.partial(torch_update, name, params, algorithm, batch, lr, beta, value_weight, gamma, config.ppo.clip, config.ppo.epochs)
+    update = functools.partial(
+        torch_update, name, params, algorithm, batch, lr, beta, value_weight, gamma, config.ppo.clip, config.ppo.epochs
+    )
     steps, target_kl = 1, None
     if algorithm == "ppo":
         _, _, (kls, _) = update()
@@ -195,7 +203,9 @@ def test_one_update_matches_pytorch(algorithm, name, lr, value_weight, ppo_steps
         assert metrics["ppo_epochs"] == steps  # ... and so did czjax
         assert metrics["ppo_kl"] == pytest.approx(ppo[0][steps - 1], rel=1e-3)  # the KL of the last epoch run
     assert float(metrics["positions"]) == len(batch[1])
-    assert float(metrics["loss"] * metrics["positions"]) == pytest.approx(loss, rel=1e-4, abs=1e-4)  # before the first step
+    assert float(metrics["loss"] * metrics["positions"]) == pytest.approx(
+        loss, rel=1e-4, abs=1e-4
+    )  # before the first step
     new = torch_layout.to_state_dict(name, new_params)
     old = torch_layout.to_state_dict(name, params)
     moved = max(np.abs(new[k] - old[k]).max() for k in old)
@@ -250,7 +260,9 @@ def test_default_init_draws_each_layer_as_pytorch_does(name):
         w, g = w.numpy().astype(np.float64), got[key].astype(np.float64)
         layer = reference.get_submodule(key.rsplit(".", 1)[0])
         if isinstance(layer, (torch.nn.LayerNorm, torch.nn.GroupNorm)):
-            assert np.array_equal(g, w) and np.array_equal(w, np.ones_like(w) if key.endswith("weight") else np.zeros_like(w)), key
+            assert np.array_equal(g, w) and np.array_equal(
+                w, np.ones_like(w) if key.endswith("weight") else np.zeros_like(w)
+            ), key
             continue
         assert isinstance(layer, (torch.nn.Linear, torch.nn.Conv2d)), key
         fan_in = torch.nn.init._calculate_fan_in_and_fan_out(layer.weight)[0]
@@ -274,16 +286,37 @@ def test_a_run_starts_from_a_pth_and_resumes_without_it(tmp_path, capsys):
     pth = tmp_path / "start.pth"
     torch.save({"model_state_dict": model.state_dict(), "optimizer_state_dict": {}}, pth)
     out = tmp_path / "run"
-    flags = ["--preset", "ex2-entropy", "--games-per-batch", "8", "--eval-every", "2", "--eval-games", "4", "--out", str(out)]
+    flags = [
+        "--preset",
+        "ex2-entropy",
+        "--games-per-batch",
+        "8",
+        "--eval-every",
+        "2",
+        "--eval-games",
+        "4",
+        "--out",
+        str(out),
+    ]
     assert cli.main(["train", *flags, "--init-from", str(pth), "--time-budget", "0"]) == 0  # no batch: the step-0 state
     expected = torch_layout.from_state_dict("mlp", {k: v.numpy() for k, v in model.state_dict().items()})
-    trainer = make_trainer(TrainConfig(model="mlp", games_per_batch=8, opponent="self", batches_per_chunk=2, eval_games=4,
-                                       promotion=PromotionSettings(every_games=20000)))
+    trainer = make_trainer(
+        TrainConfig(
+            model="mlp",
+            games_per_batch=8,
+            opponent="self",
+            batches_per_chunk=2,
+            eval_games=4,
+            promotion=PromotionSettings(every_games=20000),
+        )
+    )
     state, meta = checkpoint.load(out / loop.CHECKPOINT, trainer.init(0), "mlp")
     assert int(state.step) == 0
     assert loop.params_equal(state.params, expected) and loop.params_equal(state.opponent_params, expected)
     assert loop.params_equal(state.opt_state, trainer.init(0, expected).opt_state)  # fresh: zero moments, count 0
-    assert meta["extra"]["init_from"] == str(pth) and json.loads((out / "run.json").read_text())["run"]["init_from"] == str(pth)
+    assert meta["extra"]["init_from"] == str(pth) and json.loads((out / "run.json").read_text())["run"][
+        "init_from"
+    ] == str(pth)
     pth.unlink()
     assert cli.main(["train", "--resume", "--out", str(out), "--batches", "2"]) == 0
     state, meta = checkpoint.load(out / loop.CHECKPOINT, trainer.init(0), "mlp")
@@ -293,8 +326,16 @@ def test_a_run_starts_from_a_pth_and_resumes_without_it(tmp_path, capsys):
     # another model's file, or a file that is not PyTorch's: one-line errors, nothing written
     torch.save({"model_state_dict": TORCH_MODELS["mlp3"]().state_dict()}, tmp_path / "mlp3.pth")
     (tmp_path / "junk.pth").write_bytes(b"not a torch file")
-    for bad, message in (("mlp3.pth", "holds a Connect4MLP3 (mlp3), not mlp"), ("junk.pth", "not a readable PyTorch file")):
-        assert cli.main(["train", *flags[:-1], str(tmp_path / "new"), "--init-from", str(tmp_path / bad), "--batches", "1"]) == 2
+    for bad, message in (
+        ("mlp3.pth", "holds a Connect4MLP3 (mlp3), not mlp"),
+        ("junk.pth", "not a readable PyTorch file"),
+    ):
+        assert (
+            cli.main(
+                ["train", *flags[:-1], str(tmp_path / "new"), "--init-from", str(tmp_path / bad), "--batches", "1"]
+            )
+            == 2
+        )
         err = capsys.readouterr().err.strip()
         assert err.startswith("czjax: error:") and message in err and len(err.splitlines()) == 1
         assert not (tmp_path / "new").exists()

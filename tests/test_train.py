@@ -8,23 +8,44 @@ import numpy as np
 import pytest
 
 from czjax import rollout
-from czjax.run import loop
 from czjax.learn import train
 from czjax.learn.train import HParams, PoolSettings, PromotionSettings, TrainConfig, make_trainer
+from czjax.run import loop
 
 # One small config shared by every test here, so the chunk compiles once.
 CONFIG = TrainConfig(
-    model="mlp", games_per_batch=8, opponent="self", promotion=PromotionSettings(every_games=16, window_games=16), eval_games=4, batches_per_chunk=2
+    model="mlp",
+    games_per_batch=8,
+    opponent="self",
+    promotion=PromotionSettings(every_games=16, window_games=16),
+    eval_games=4,
+    batches_per_chunk=2,
 )
 HP = HParams.create(learning_rate=1e-3, entropy_bonus=0.05, value_weight=0.0, discount=0.9)
 
 
 # CONFIG as czjax 1968a65 stored it: flat, without init (Flax's initialisation then) or ppo_kl_stop
 OLD_STORED_CONFIG = {
-    "model": "mlp", "games_per_batch": 8, "opponent": "self", "baseline": True, "weight_decay": 0.01, "promote_every_games": 16,
-    "promote_window_games": 16, "promote_threshold": 0.52, "eval_games": 4, "batches_per_chunk": 2, "algorithm": "reinforce",
-    "ppo_clip": 0.2, "ppo_epochs": 4, "target_kl": 0.01, "mirror": False, "pool": [], "pool_ema": 0.1, "league": False,
-    "league_slots": 8, "league_threshold": 0.6,
+    "model": "mlp",
+    "games_per_batch": 8,
+    "opponent": "self",
+    "baseline": True,
+    "weight_decay": 0.01,
+    "promote_every_games": 16,
+    "promote_window_games": 16,
+    "promote_threshold": 0.52,
+    "eval_games": 4,
+    "batches_per_chunk": 2,
+    "algorithm": "reinforce",
+    "ppo_clip": 0.2,
+    "ppo_epochs": 4,
+    "target_kl": 0.01,
+    "mirror": False,
+    "pool": [],
+    "pool_ema": 0.1,
+    "league": False,
+    "league_slots": 8,
+    "league_threshold": 0.6,
 }
 
 
@@ -63,13 +84,22 @@ def test_mixed_precision_trains_float32_parameters():
     state = mixed.init(0)
     assert loop.params_equal(state.params, make_trainer(CONFIG).init(0).params)
     new, metrics = mixed.train_step(state, HP, jax.random.key(5))
-    assert {x.dtype for x in jax.tree.leaves((new.params, new.opt_state)) if jnp.issubdtype(x.dtype, jnp.floating)} == {jnp.dtype("float32")}
+    assert {x.dtype for x in jax.tree.leaves((new.params, new.opt_state)) if jnp.issubdtype(x.dtype, jnp.floating)} == {
+        jnp.dtype("float32")
+    }
     assert all(np.isfinite(float(v)) for v in metrics.values()) and not loop.params_equal(new.params, state.params)
 
 
 def test_value_head_model_trains_with_baseline_and_without():
     for baseline in (True, False):
-        cfg = TrainConfig(model="mlp3", games_per_batch=4, opponent="random-punisher", eval_games=2, batches_per_chunk=1, baseline=baseline)
+        cfg = TrainConfig(
+            model="mlp3",
+            games_per_batch=4,
+            opponent="random-punisher",
+            eval_games=2,
+            batches_per_chunk=1,
+            baseline=baseline,
+        )
         tr = make_trainer(cfg)
         _, metrics = tr.train_step(tr.init(0), HP, jax.random.key(0))
         assert (float(metrics["value_loss"]) > 0) == baseline
@@ -84,8 +114,11 @@ def test_promotion_on_scripted_win_rates(trainer):
     for earlier_points, expect in ((16, True), (0, False)):
         # the previous batch of the window scored `earlier_points` of 16 half-points (8 games);
         # this batch is the check batch (step 2)
-        s = state.replace(step=jnp.int32(1), window_wins=jnp.array([earlier_points, 0], jnp.int32),
-                          window_games=jnp.array([16, 0], jnp.int32))
+        s = state.replace(
+            step=jnp.int32(1),
+            window_wins=jnp.array([earlier_points, 0], jnp.int32),
+            window_games=jnp.array([16, 0], jnp.int32),
+        )
         new, metrics = step(s, HP, jax.random.key(2))
         batch_points = 2 * round(float(metrics["win_rate"]) * 8) + round(float(metrics["draw_rate"]) * 8)
         assert ((earlier_points + batch_points) / 32 > 0.52) == expect
@@ -94,11 +127,11 @@ def test_promotion_on_scripted_win_rates(trainer):
         if expect:
             assert int(new.window_games.sum()) == 0  # a new checkpoint starts a new window
     # not a check batch: no promotion even at 100%
-    s = state.replace(step=jnp.int32(0), window_wins=jnp.array([8, 8], jnp.int32), window_games=jnp.array([8, 8], jnp.int32))
+    s = state.replace(
+        step=jnp.int32(0), window_wins=jnp.array([8, 8], jnp.int32), window_games=jnp.array([8, 8], jnp.int32)
+    )
     new, _ = step(s, HP, jax.random.key(2))
     assert int(new.promotions) == 0
-
-
 
 
 @pytest.mark.parametrize("draws_count_half, expect", [(True, True), (False, False)])
@@ -108,8 +141,12 @@ def test_a_draw_counts_half_a_win_for_promotion(draws_count_half, expect):
     config = CONFIG.override({"promotion.draws_count_half": draws_count_half})
     setup = train.make_setup(config, None)
     state = train.init_state(setup, 0)
-    results = rollout.GameResults(outcome=jnp.array([1, 1, 1, 1, 0, 0, 0, 0], jnp.int8), length=jnp.full((8,), 42, jnp.int32),
-                                  a_first=jnp.arange(8) < 4, final=None)
+    results = rollout.GameResults(
+        outcome=jnp.array([1, 1, 1, 1, 0, 0, 0, 0], jnp.int8),
+        length=jnp.full((8,), 42, jnp.int32),
+        a_first=jnp.arange(8) < 4,
+        final=None,
+    )
     state, _ = train.record_batch(setup, state, state.params, state.opt_state, results, None)  # batch 1 of the window
     assert int(state.promotions) == 0  # not a check batch
     state, _ = train.record_batch(setup, state, state.params, state.opt_state, results, None)  # batch 2: the check

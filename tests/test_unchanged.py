@@ -42,10 +42,9 @@ def params_hash(tree) -> str:
 
 
 def run_case(preset_name: str, out_dir: Path) -> dict:
-    from czjax.util import checkpoint
-    from czjax.run import loop
-    from czjax.run import presets
     from czjax.learn.train import HParams, make_trainer
+    from czjax.run import loop, presets
+    from czjax.util import checkpoint
 
     preset = presets.get_preset(preset_name)
     config = preset.config.override({**TINY, **CASES[preset_name]})
@@ -61,7 +60,9 @@ def rollout_program() -> str:
     from czjax.players import random_player, random_punisher
     from czjax.rollout import play_games
 
-    lowered = jax.jit(lambda key: play_games(key, random_punisher, None, random_player, None, 8)).lower(jax.random.key(0))
+    lowered = jax.jit(lambda key: play_games(key, random_punisher, None, random_player, None, 8)).lower(
+        jax.random.key(0)
+    )
     text = lowered.as_text()
     names: dict[str, str] = {}
     return re.sub(r"@[\w.$-]+", lambda m: names.setdefault(m.group(0), f"@f{len(names)}"), text)
@@ -86,8 +87,10 @@ def platform() -> dict:
 
 
 def fingerprint(folder: Path) -> dict:
-    return {"rollout_sha256": hashlib.sha256(rollout_program().encode()).hexdigest(),
-            "runs": {name: run_case(name, folder / name) for name in CASES}}
+    return {
+        "rollout_sha256": hashlib.sha256(rollout_program().encode()).hexdigest(),
+        "runs": {name: run_case(name, folder / name) for name in CASES},
+    }
 
 
 def assert_metrics_close(now: list, recorded: list, name: str) -> None:
@@ -107,11 +110,17 @@ def test_results_unchanged(tmp_path):
         assert now["rollout_sha256"] == record["rollout_sha256"], "the rollout's program changed"
         for name, recorded in record["runs"].items():
             assert now["runs"][name]["metrics"] == recorded["metrics"], f"{name}: the metrics changed"
-            assert now["runs"][name]["params_sha256"] == recorded["params_sha256"], f"{name}: the final parameters changed"
+            assert now["runs"][name]["params_sha256"] == recorded["params_sha256"], (
+                f"{name}: the final parameters changed"
+            )
     else:  # another platform: the same seed must give the same run twice ...
         again = {name: run_case(name, tmp_path / "b" / name) for name in CASES}
         assert again == now["runs"]
-        same_jax = [r for r in records if {k: r["platform"][k] for k in ("backend", "jax")} == {k: here[k] for k in ("backend", "jax")}]
+        same_jax = [
+            r
+            for r in records
+            if {k: r["platform"][k] for k in ("backend", "jax")} == {k: here[k] for k in ("backend", "jax")}
+        ]
         for record in same_jax[:1]:  # ... and, on the CPU with the same jax, metrics within float noise
             for name, recorded in record["runs"].items():
                 assert_metrics_close(now["runs"][name]["metrics"], recorded["metrics"], name)
@@ -124,6 +133,10 @@ if __name__ == "__main__" and "--record" in sys.argv:
 
     with tempfile.TemporaryDirectory() as folder:
         new = {"platform": platform(), **fingerprint(Path(folder))}
-    kept = [r for r in json.loads(RECORD.read_text())["records"] if r["platform"] != new["platform"]] if RECORD.exists() else []
+    kept = (
+        [r for r in json.loads(RECORD.read_text())["records"] if r["platform"] != new["platform"]]
+        if RECORD.exists()
+        else []
+    )
     RECORD.write_text(json.dumps({"records": [*kept, new]}, indent=1) + "\n")
     print(f"recorded {RECORD}")

@@ -10,7 +10,9 @@ from torch import nn
 class SimpleMLPModel(nn.Module):
     def __init__(self):
         super().__init__()
-        self.layers = nn.Sequential(nn.Flatten(), nn.Linear(42, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 7))
+        self.layers = nn.Sequential(
+            nn.Flatten(), nn.Linear(42, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 7)
+        )
 
     def forward(self, boards):
         return self.layers(boards.float()), None
@@ -41,15 +43,25 @@ class Connect4CNN_Mk4(nn.Module):
         super().__init__()
         self.feature_extractor = nn.Sequential(_conv(3, 64), nn.GroupNorm(16, 64), nn.ReLU())
         for i in (1, 2, 3):
-            setattr(self, f"resblock{i}", nn.Sequential(_conv(64, 64), nn.GroupNorm(16, 64), nn.ReLU(), _conv(64, 64), nn.GroupNorm(16, 64)))
+            setattr(
+                self,
+                f"resblock{i}",
+                nn.Sequential(_conv(64, 64), nn.GroupNorm(16, 64), nn.ReLU(), _conv(64, 64), nn.GroupNorm(16, 64)),
+            )
         self.downsample = nn.Conv2d(64, 64, (6, 1), bias=False)
         self.fc_layers = nn.Sequential(
-            nn.Linear(448, 128, bias=False), nn.LayerNorm(128), nn.ReLU(),
-            nn.Linear(128, 128, bias=False), nn.LayerNorm(128), nn.ReLU(),
+            nn.Linear(448, 128, bias=False),
+            nn.LayerNorm(128),
+            nn.ReLU(),
+            nn.Linear(128, 128, bias=False),
+            nn.LayerNorm(128),
+            nn.ReLU(),
             nn.Linear(128, 7),
         )
         self.value_head = (
-            nn.Sequential(nn.Linear(448, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 1), nn.Tanh()) if value_head else None
+            nn.Sequential(nn.Linear(448, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 1), nn.Tanh())
+            if value_head
+            else None
         )
 
     def forward(self, boards):
@@ -134,7 +146,9 @@ def ppo_update(model, optimizer, boards, legal, actions, returns, clip, epochs, 
             log_p, log_p_taken, entropy, values = _policy(model, boards, legal, actions)
         ratio = torch.exp(log_p_taken - old_log_p_taken)
         surrogate = torch.min(ratio * advantage, torch.clamp(ratio, 1.0 - clip, 1.0 + clip) * advantage)
-        loss = -surrogate.sum() + value_weight * (weight * (values - returns) ** 2).sum() - entropy_bonus * entropy.sum()
+        loss = (
+            -surrogate.sum() + value_weight * (weight * (values - returns) ** 2).sum() - entropy_bonus * entropy.sum()
+        )
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

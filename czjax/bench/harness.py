@@ -10,8 +10,9 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -49,7 +50,9 @@ def _timed_call(compiled, args) -> tuple[float, object]:
     return time.perf_counter() - start, out
 
 
-def time_compiled(fn: Callable, make_args: Callable[[int], tuple], runs: int, profile: str | Path | None = None) -> Timed:
+def time_compiled(
+    fn: Callable, make_args: Callable[[int], tuple], runs: int, profile: str | Path | None = None
+) -> Timed:
     """Compile ``fn`` for ``make_args(0)``, then time ``runs`` calls. With ``profile`` (a
     folder), one more call runs under the profiler, its trace written there and its time
     split into phases (czjax.bench.profiling)."""
@@ -155,7 +158,9 @@ def bench_rollout_pgx(batch: int, runs: int) -> dict | None:
     }
 
 
-ROLLOUT_HEADER = f"{'impl':6s} {'player':16s} {'batch':>7s} {'games/s':>12s} {'moves/s':>13s} {'median s':>9s} {'compile s':>9s}"
+ROLLOUT_HEADER = (
+    f"{'impl':6s} {'player':16s} {'batch':>7s} {'games/s':>12s} {'moves/s':>13s} {'median s':>9s} {'compile s':>9s}"
+)
 
 
 def format_rollout_row(row: dict) -> str:
@@ -174,8 +179,15 @@ def stderr(msg: str) -> None:
 PYTORCH_TRAIN_GAMES_PER_S = {("mlp", 50): 950.0, ("mlp", 4096): 14000.0, ("cnn-mk4", 50): 145.0}
 
 
-def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5, num_devices: int = 1, profile: str | Path | None = None,
-                **settings) -> dict:
+def bench_train(
+    model: str,
+    games_per_batch: int,
+    runs: int,
+    steps: int = 5,
+    num_devices: int = 1,
+    profile: str | Path | None = None,
+    **settings,
+) -> dict:
     """One compiled chunk of ``steps`` training iterations (self-play against a frozen copy, as
     in the blog's examples, and one AdamW update each), timed per iteration, each batch's games
     split over ``num_devices``. ``settings``: TrainConfig fields that change how the iteration
@@ -184,12 +196,12 @@ def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5, num
     ``profile``: a folder for a profiler trace of one more chunk, split into phases
     (``row["phases"]``: seconds per iteration per phase). ``row["peak_bytes"]``: the device's
     peak memory in use, where the backend reports it (GPUs do, the CPU does not)."""
-    from czjax.util import devices
-    from czjax.util import precision
     from czjax.learn.train import HParams, TrainConfig, make_trainer
+    from czjax.util import devices, precision
 
-    config = TrainConfig(model=model, games_per_batch=games_per_batch, opponent="self", eval_games=2, batches_per_chunk=steps,
-                         **settings)
+    config = TrainConfig(
+        model=model, games_per_batch=games_per_batch, opponent="self", eval_games=2, batches_per_chunk=steps, **settings
+    )
     num_devices = devices.available(num_devices)
     trainer = make_trainer(config, None, num_devices)
     hparams = devices.replicate(HParams.create(), num_devices)
@@ -197,7 +209,10 @@ def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5, num
     with precision.matmul(config.precision):
         compile_s, times, (_, metrics), phases = time_compiled(
             lambda st: trainer.run_chunk(st, hparams, steps),
-            lambda i: (devices.replicate(state.replace(key=jax.random.key(i)), num_devices),), runs, profile)
+            lambda i: (devices.replicate(state.replace(key=jax.random.key(i)), num_devices),),
+            runs,
+            profile,
+        )
     per_iteration = statistics.median(times) / steps
     positions = float(metrics["positions"]) / steps  # the learner's real positions per batch
     row = {
@@ -209,7 +224,10 @@ def bench_train(model: str, games_per_batch: int, runs: int, steps: int = 5, num
         "compile_s": compile_s,
         "times_s": times,
         "steps_per_run": steps,
-        **{name: getattr(config, name) for name in ("precision", "compaction", "conv", "norm", "unroll", "control_flow")},
+        **{
+            name: getattr(config, name)
+            for name in ("precision", "compaction", "conv", "norm", "unroll", "control_flow")
+        },
         "devices": num_devices,
     }
     if phases is not None:
@@ -242,13 +260,17 @@ def add_torch_peer(row: dict, runs: int, steps: int) -> bool:
     return True
 
 
-TRAIN_HEADER = (f"{'model':14s} {'devices':>7s} {'games/batch':>11s} {'games/s':>10s} {'positions/s':>12s} {'s/iteration':>11s} {'compile s':>9s}"
-                f"  {'PyTorch here':>12s} {'ratio':>6s}  vs PyTorch's published figure")
+TRAIN_HEADER = (
+    f"{'model':14s} {'devices':>7s} {'games/batch':>11s} {'games/s':>10s} {'positions/s':>12s} {'s/iteration':>11s} {'compile s':>9s}"
+    f"  {'PyTorch here':>12s} {'ratio':>6s}  vs PyTorch's published figure"
+)
 
 
 def format_train_row(row: dict) -> str:
     ref = f"{row['vs_pytorch']:.1f}x of {row['pytorch_games_per_s']:,.0f}" if "vs_pytorch" in row else ""
-    here = f"{row['torch_games_per_s']:12,.0f} {row['vs_torch']:5.1f}x" if "vs_torch" in row else f"{'-':>12s} {'-':>6s}"
+    here = (
+        f"{row['torch_games_per_s']:12,.0f} {row['vs_torch']:5.1f}x" if "vs_torch" in row else f"{'-':>12s} {'-':>6s}"
+    )
     return (
         f"{row['model'] + ('' if row.get('control_flow', 'auto') == 'auto' else ' ' + row['control_flow']):14s} {row['devices']:7d} {row['games_per_batch']:11d} {row['games_per_s']:10,.0f} {row['positions_per_s']:12,.0f} "
         f"{row['iteration_s']:11.4f} {row['compile_s']:9.1f}  {here}  {ref}"
@@ -258,10 +280,12 @@ def format_train_row(row: dict) -> str:
 def bench_scan(k: int, games_per_batch: int, steps: int, runs: int, model: str = "mlp") -> dict:
     """K configurations (entropy bonus spread over [0, 0.1], one seed each) for ``steps``
     batches: one vmapped compiled chunk, against the same K chunks run one after another."""
-    from czjax.run import scan
     from czjax.learn.train import HParams, TrainConfig, make_trainer
+    from czjax.run import scan
 
-    config = TrainConfig(model=model, games_per_batch=games_per_batch, opponent="self", eval_games=2, batches_per_chunk=steps)
+    config = TrainConfig(
+        model=model, games_per_batch=games_per_batch, opponent="self", eval_games=2, batches_per_chunk=steps
+    )
     base = dict(learning_rate=1e-3, entropy_bonus=0.05, value_weight=0.0, discount=0.9)
     settings = [{"entropy_bonus": 0.1 * i / max(1, k - 1)} for i in range(k)]
     configs = scan.configurations(settings, [0])
@@ -345,7 +369,9 @@ def search_network(params, planes):
 def search_network_player(params, boards, key):
     """The network as a czjax player: int8 boards -> own and opponent planes."""
     del key
-    planes = jnp.concatenate([(boards == 1).reshape(boards.shape[0], -1), (boards == -1).reshape(boards.shape[0], -1)], -1)
+    planes = jnp.concatenate(
+        [(boards == 1).reshape(boards.shape[0], -1), (boards == -1).reshape(boards.shape[0], -1)], -1
+    )
     logits, value = search_network(params, planes.astype(jnp.float32))
     return players.PlayerOutput(logits=logits, value=value)
 
@@ -408,15 +434,21 @@ def _mctx_over_czjax():
     def root_fn(params, boards):
         pos = game.pack(boards)
         logits, value, legal = search.evaluate(search_network_player, params, pos, None)
-        return mctx.RootFnOutput(prior_logits=logits, value=value, embedding=(pos, jnp.zeros(value.shape, bool))), ~legal
+        return mctx.RootFnOutput(
+            prior_logits=logits, value=value, embedding=(pos, jnp.zeros(value.shape, bool))
+        ), ~legal
 
     def recurrent_fn(params, key, action, embedding):
         pos, over = embedding
         nxt, won, done = game.position_step(pos, action)
         logits, value, _ = search.evaluate(search_network_player, params, nxt, key)
         ended = over | done
-        out = mctx.RecurrentFnOutput(reward=jnp.where(over, 0.0, won.astype(jnp.float32)), discount=jnp.where(ended, 0.0, -1.0),
-                                     prior_logits=logits, value=jnp.where(ended, 0.0, value))
+        out = mctx.RecurrentFnOutput(
+            reward=jnp.where(over, 0.0, won.astype(jnp.float32)),
+            discount=jnp.where(ended, 0.0, -1.0),
+            prior_logits=logits,
+            value=jnp.where(ended, 0.0, value),
+        )
         return out, (nxt, ended)
 
     return root_fn, recurrent_fn
@@ -443,8 +475,12 @@ def _mctx_over_pgx(env):
         state = step(state, action)
         logits, value = evaluate(params, state)
         reward = state.rewards[jnp.arange(mover.shape[0]), mover]
-        out = mctx.RecurrentFnOutput(reward=reward, discount=jnp.where(state.terminated, 0.0, -1.0), prior_logits=logits,
-                                     value=jnp.where(state.terminated, 0.0, value))
+        out = mctx.RecurrentFnOutput(
+            reward=reward,
+            discount=jnp.where(state.terminated, 0.0, -1.0),
+            prior_logits=logits,
+            value=jnp.where(state.terminated, 0.0, value),
+        )
         return out, state
 
     return root_fn, recurrent_fn
@@ -479,11 +515,25 @@ def bench_search(algo: str, batch: int, sims: int, runs: int, peers: bool = True
                     state = jax.vmap(env.step)(state, jnp.asarray(moves[:, t], jnp.int32))
                 impls.append(("mctx+pgx", _mctx_search(algo, sims, *_mctx_over_pgx(env)), state))
     rows = []
-    for impl, times, compile_s in _time_interleaved([(fn, lambda i, inputs=inputs: (params, inputs, jax.random.key(i))) for _, fn, inputs in impls],
-                                                     runs, [impl for impl, _, _ in impls]):
+    for impl, times, compile_s in _time_interleaved(
+        [(fn, lambda i, inputs=inputs: (params, inputs, jax.random.key(i))) for _, fn, inputs in impls],
+        runs,
+        [impl for impl, _, _ in impls],
+    ):
         median = statistics.median(times)
-        rows.append({"impl": impl, "algo": algo, "batch": batch, "sims": sims, "searches_per_s": batch / median,
-                     "simulations_per_s": batch * sims / median, "median_s": median, "times_s": times, "compile_s": compile_s})
+        rows.append(
+            {
+                "impl": impl,
+                "algo": algo,
+                "batch": batch,
+                "sims": sims,
+                "searches_per_s": batch / median,
+                "simulations_per_s": batch * sims / median,
+                "median_s": median,
+                "times_s": times,
+                "compile_s": compile_s,
+            }
+        )
     czjax_rate = rows[0]["searches_per_s"]
     for row in rows:
         row["czjax_vs_this"] = czjax_rate / row["searches_per_s"]

@@ -20,8 +20,20 @@ from pathlib import Path
 
 import jax
 
-PHASES = ("selfplay", "evaluation", "update", "bookkeeping", "targets", "gradient", "optimizer", "network", "rules", "compaction",
-          "descend", "backup")
+PHASES = (
+    "selfplay",
+    "evaluation",
+    "update",
+    "bookkeeping",
+    "targets",
+    "gradient",
+    "optimizer",
+    "network",
+    "rules",
+    "compaction",
+    "descend",
+    "backup",
+)
 _INSTRUCTION = re.compile(r'^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=.*?op_name="([^"]*)"')
 
 
@@ -88,8 +100,11 @@ def device_busy(folder: str | Path) -> tuple[float, float] | None:
     means the program waits on launches and host round trips, not on arithmetic."""
     events = _events(Path(folder))
     processes = {e["pid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
-    spans = sorted((e["ts"], e["ts"] + e.get("dur", 0.0)) for e in events
-                   if e.get("ph") == "X" and processes.get(e["pid"], "").startswith("/device:"))
+    spans = sorted(
+        (e["ts"], e["ts"] + e.get("dur", 0.0))
+        for e in events
+        if e.get("ph") == "X" and processes.get(e["pid"], "").startswith("/device:")
+    )
     if not spans:
         return None
     busy, end = 0.0, spans[0][0]

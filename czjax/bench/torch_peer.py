@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -58,12 +58,28 @@ def build_model(name: str):
                 conv = lambda c_in: nn.Conv2d(c_in, 64, 3, padding=1, bias=False)  # noqa: E731
                 self.feature_extractor = nn.Sequential(conv(3), nn.GroupNorm(16, 64), nn.ReLU())
                 for i in (1, 2, 3):
-                    setattr(self, f"resblock{i}", nn.Sequential(conv(64), nn.GroupNorm(16, 64), nn.ReLU(), conv(64), nn.GroupNorm(16, 64)))
+                    setattr(
+                        self,
+                        f"resblock{i}",
+                        nn.Sequential(conv(64), nn.GroupNorm(16, 64), nn.ReLU(), conv(64), nn.GroupNorm(16, 64)),
+                    )
                 self.downsample = nn.Conv2d(64, 64, (6, 1), bias=False)
-                self.fc_layers = nn.Sequential(nn.Linear(448, 128, bias=False), nn.LayerNorm(128), nn.ReLU(),
-                                               nn.Linear(128, 128, bias=False), nn.LayerNorm(128), nn.ReLU(), nn.Linear(128, 7))
-                self.value_head = (nn.Sequential(nn.Linear(448, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 1), nn.Tanh())
-                                   if name == "cnn-mk4-value" else None)
+                self.fc_layers = nn.Sequential(
+                    nn.Linear(448, 128, bias=False),
+                    nn.LayerNorm(128),
+                    nn.ReLU(),
+                    nn.Linear(128, 128, bias=False),
+                    nn.LayerNorm(128),
+                    nn.ReLU(),
+                    nn.Linear(128, 7),
+                )
+                self.value_head = (
+                    nn.Sequential(
+                        nn.Linear(448, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 1), nn.Tanh()
+                    )
+                    if name == "cnn-mk4-value"
+                    else None
+                )
 
         def forward(self, boards):
             if self.kind == "mlp":
@@ -203,13 +219,33 @@ def train_iteration(model, opponent, optimizer, games: int, entropy_bonus=0.05, 
     return metrics
 
 
-def iteration(model, opponent, optimizer, games: int, rng: np.random.Generator = None, entropy_bonus=0.05, value_weight=0.5, gamma=0.9) -> int:
+def iteration(
+    model,
+    opponent,
+    optimizer,
+    games: int,
+    rng: np.random.Generator = None,
+    entropy_bonus=0.05,
+    value_weight=0.5,
+    gamma=0.9,
+) -> int:
     """One training iteration; returns the number of learner positions trained on (the
     benchmark's unit). ``rng`` is unused: sampling draws from PyTorch's generator."""
     return train_iteration(model, opponent, optimizer, games, entropy_bonus, value_weight, gamma)["positions"]
 
 
-ROW_MEANS = ("loss", "policy_loss", "value_loss", "entropy", "returns_std", "advantage_std", "win_rate", "draw_rate", "score", "game_length")
+ROW_MEANS = (
+    "loss",
+    "policy_loss",
+    "value_loss",
+    "entropy",
+    "returns_std",
+    "advantage_std",
+    "win_rate",
+    "draw_rate",
+    "score",
+    "game_length",
+)
 
 
 def self_play(
@@ -266,7 +302,9 @@ def self_play(
     return rows
 
 
-def bench_train(model_name: str, games_per_batch: int, runs: int, steps: int, threads: int = 2, device: str | None = None) -> dict:
+def bench_train(
+    model_name: str, games_per_batch: int, runs: int, steps: int, threads: int = 2, device: str | None = None
+) -> dict:
     """Median seconds per iteration over ``runs`` runs of ``steps`` iterations (after a warm-up
     one), on ``device`` (default: CUDA when PyTorch sees a GPU, else the CPU with ``threads``)."""
     torch = _torch()

@@ -11,7 +11,6 @@ import shlex
 import sys
 from pathlib import Path
 
-
 # JAX's integers are 32-bit unless x64 is enabled: a count or seed beyond this does not fit.
 INT32_MAX = 2**31 - 1
 
@@ -24,7 +23,9 @@ def _int_at_least(text: str, low: int, what: str) -> int:
     if value < low:
         raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
     if value > INT32_MAX:
-        raise argparse.ArgumentTypeError(f"{value} does not fit in a 32-bit integer: expected {what} up to {INT32_MAX:,}")
+        raise argparse.ArgumentTypeError(
+            f"{value} does not fit in a 32-bit integer: expected {what} up to {INT32_MAX:,}"
+        )
     return value
 
 
@@ -59,7 +60,9 @@ def _bench(args, what: str, header: str, settings, measure, fmt) -> int:
     from czjax.bench import harness
 
     log = harness.stderr if args.json else print
-    log(f"czjax bench {what} on {harness.machine_description()}; median of {args.runs} timed runs, compile time separate")
+    log(
+        f"czjax bench {what} on {harness.machine_description()}; median of {args.runs} timed runs, compile time separate"
+    )
     log(header)
     rows = []
     for setting in settings:
@@ -72,8 +75,7 @@ def _bench(args, what: str, header: str, settings, measure, fmt) -> int:
 
 
 def cmd_bench_rollout(args) -> int:
-    from czjax.bench import harness
-    from czjax.bench import profiling
+    from czjax.bench import harness, profiling
 
     def measure(setting, log):
         player, batch = setting
@@ -100,7 +102,9 @@ def cmd_bench_rollout(args) -> int:
         if "czjax_speedup" in row:
             extra = f"   czjax/pgx = {row['czjax_speedup']:.1f}x"
         elif "vs_pytorch" in row:
-            extra = f"   {row['vs_pytorch']:,.0f}x the PyTorch project's {harness.PYTORCH_PUNISHER_GAMES_PER_S:.0f} games/s"
+            extra = (
+                f"   {row['vs_pytorch']:,.0f}x the PyTorch project's {harness.PYTORCH_PUNISHER_GAMES_PER_S:.0f} games/s"
+            )
         return harness.format_rollout_row(row) + extra
 
     settings = [(player, batch) for player in args.player for batch in args.batch]
@@ -108,11 +112,15 @@ def cmd_bench_rollout(args) -> int:
 
 
 def cmd_bench_train(args) -> int:
-    from czjax.bench import harness
-    from czjax.bench import profiling
+    from czjax.bench import harness, profiling
 
-    settings = [(model, games, n, flow) for model in args.model for games in args.games_per_batch for n in args.devices
-                for flow in args.control_flow]
+    settings = [
+        (model, games, n, flow)
+        for model in args.model
+        for games in args.games_per_batch
+        for n in args.devices
+        for flow in args.control_flow
+    ]
 
     def measure(setting, log):
         model, games, n, flow = setting
@@ -128,22 +136,41 @@ def cmd_bench_train(args) -> int:
             args.no_peer = True
         return [row]
 
-    return _bench(args, f"train ({args.steps} iterations per run)", harness.TRAIN_HEADER, settings, measure, harness.format_train_row)
+    return _bench(
+        args,
+        f"train ({args.steps} iterations per run)",
+        harness.TRAIN_HEADER,
+        settings,
+        measure,
+        harness.format_train_row,
+    )
 
 
 def cmd_bench_scan(args) -> int:
     from czjax.bench import harness
 
-    return _bench(args, "scan (vmapped and sequential interleaved)", harness.SCAN_HEADER, args.k,
-                  lambda k, log: [harness.bench_scan(k, args.games_per_batch, args.steps, args.runs, args.model)], harness.format_scan_row)
+    return _bench(
+        args,
+        "scan (vmapped and sequential interleaved)",
+        harness.SCAN_HEADER,
+        args.k,
+        lambda k, log: [harness.bench_scan(k, args.games_per_batch, args.steps, args.runs, args.model)],
+        harness.format_scan_row,
+    )
 
 
 def cmd_bench_search(args) -> int:
     from czjax.bench import harness
 
     settings = [(algo, batch, sims) for algo in args.algo for batch in args.batch for sims in args.sims]
-    return _bench(args, "search (czjax's tree; mctx over czjax's rules and over pgx, same network)", harness.SEARCH_HEADER, settings,
-                  lambda s, log: harness.bench_search(*s, args.runs, peers=not args.no_peer), harness.format_search_row)
+    return _bench(
+        args,
+        "search (czjax's tree; mctx over czjax's rules and over pgx, same network)",
+        harness.SEARCH_HEADER,
+        settings,
+        lambda s, log: harness.bench_search(*s, args.runs, peers=not args.no_peer),
+        harness.format_search_row,
+    )
 
 
 def _non_negative_float(text: str) -> float:
@@ -159,12 +186,35 @@ def _non_negative_float(text: str) -> float:
 # Flags that change what is compiled (TrainConfig, nested settings as "group.name"); with
 # --resume they come from the run folder instead.
 SETTING_FLAGS = {
-    "model": "model", "init": "init", "games_per_batch": "games_per_batch", "opponent": "opponent",
-    "algorithm": "algorithm", "search": "search", "mirror": "mirror", "batches_per_chunk": "batches_per_chunk", "eval_games": "eval_games",
-    "ppo_epochs": "ppo.epochs", "ppo_clip": "ppo.clip", "target_kl": "ppo.target_kl", "ppo_kl_stop": "ppo.kl_stop", "ppo_bootstrap": "ppo.bootstrap",
-    "pool": "pool.members", "league": "pool.league", "precision": "precision", "compaction": "compaction", "conv": "conv", "sample_plies": "sample_plies", "unroll": "unroll", "norm": "norm",
-    "replay_capacity": "replay.capacity", "replay_batch": "replay.batch", "replay_steps": "replay.steps",
-    "openings": "openings", "both_sides": "both_sides", "solver_eval": "solver_eval", "control_flow": "control_flow",
+    "model": "model",
+    "init": "init",
+    "games_per_batch": "games_per_batch",
+    "opponent": "opponent",
+    "algorithm": "algorithm",
+    "search": "search",
+    "mirror": "mirror",
+    "batches_per_chunk": "batches_per_chunk",
+    "eval_games": "eval_games",
+    "ppo_epochs": "ppo.epochs",
+    "ppo_clip": "ppo.clip",
+    "target_kl": "ppo.target_kl",
+    "ppo_kl_stop": "ppo.kl_stop",
+    "ppo_bootstrap": "ppo.bootstrap",
+    "pool": "pool.members",
+    "league": "pool.league",
+    "precision": "precision",
+    "compaction": "compaction",
+    "conv": "conv",
+    "sample_plies": "sample_plies",
+    "unroll": "unroll",
+    "norm": "norm",
+    "replay_capacity": "replay.capacity",
+    "replay_batch": "replay.batch",
+    "replay_steps": "replay.steps",
+    "openings": "openings",
+    "both_sides": "both_sides",
+    "solver_eval": "solver_eval",
+    "control_flow": "control_flow",
 }
 
 
@@ -175,9 +225,11 @@ def _hparam_flags() -> tuple[str, ...]:
 
 
 HPARAM_ALIASES = {"learning_rate": ("--lr",), "discount": ("--gamma",)}
-HPARAM_HELP = {"temperature": "sampling temperature of the learner (default: the preset's)",
-               "value_mix": "search-based training: the weight m of the search's root value in the value target, "
-                            "(1 - m) * return + m * Q (default 0: the return alone)"}
+HPARAM_HELP = {
+    "temperature": "sampling temperature of the learner (default: the preset's)",
+    "value_mix": "search-based training: the weight m of the search's root value in the value target, "
+    "(1 - m) * return + m * Q (default 0: the return alone)",
+}
 
 
 def _setting_overrides(args) -> dict:
@@ -192,12 +244,13 @@ def _setting_overrides(args) -> dict:
 def train_settings(args):
     """(config, hparams, run) from the preset and the flags, or from the run folder on --resume;
     ``run`` holds seed, batches, time_budget_s and title."""
-    from czjax.run import loop
-    from czjax.run import presets
     from czjax.learn.train import HParams, TrainConfig
+    from czjax.run import loop, presets
 
     flags = (*SETTING_FLAGS, *_hparam_flags(), "no_baseline", "seed", "preset", "init_from")
-    given = [f for f in flags if getattr(args, f) is not None and getattr(args, f) is not False]  # 0 and 0.0 are given values
+    given = [
+        f for f in flags if getattr(args, f) is not None and getattr(args, f) is not False
+    ]  # 0 and 0.0 are given values
     if args.resume:
         if given:
             raise ValueError(f"--resume continues with the run's settings; drop --{given[0].replace('_', '-')}")
@@ -206,7 +259,9 @@ def train_settings(args):
         if args.batches is not None or args.time_budget is not None:  # a new target extends (or shortens) the run
             run.update(batches=args.batches, time_budget_s=args.time_budget)
         if run.get("batches") is None and run.get("time_budget_s") is None:
-            raise ValueError(f"the run in {args.out} stores no target (an older czjax wrote it): give --batches or --time-budget")
+            raise ValueError(
+                f"the run in {args.out} stores no target (an older czjax wrote it): give --batches or --time-budget"
+            )
         return TrainConfig.from_dict(stored["config"]), HParams.create(**stored["hparams"]), run
     preset_name = args.preset or "default"
     preset = presets.get_preset(preset_name)
@@ -218,14 +273,18 @@ def train_settings(args):
     hp.update({k: getattr(args, k) for k in _hparam_flags() if getattr(args, k) is not None})
     batches = args.batches if args.batches is not None else (None if args.time_budget else preset.batches)
     seed = args.seed or 0
-    run = {"seed": seed, "batches": batches, "time_budget_s": args.time_budget,
-           "title": f"czjax train --preset {preset_name} (seed {seed})", "init_from": args.init_from}
+    run = {
+        "seed": seed,
+        "batches": batches,
+        "time_budget_s": args.time_budget,
+        "title": f"czjax train --preset {preset_name} (seed {seed})",
+        "init_from": args.init_from,
+    }
     return config, HParams.create(**hp), run
 
 
 def cmd_train(args) -> int:
-    from czjax.run import loop
-    from czjax.run import sinks
+    from czjax.run import loop, sinks
 
     if args.out is None:
         if args.resume:
@@ -240,18 +299,37 @@ def cmd_train(args) -> int:
     loop.check_unlocked(Path(args.out))  # another process training there: one line, and its files untouched
     if not args.resume and not args.coordinator:  # before the header, so a refused run prints one line only
         loop.guard_fresh(Path(args.out), loop.RUN_FILES, args.overwrite)
-    print(f"training {config.model} ({config.algorithm}) against {config.opponent}, {config.games_per_batch} games per batch, "
-          f"{loop.describe_target(run['batches'], run['time_budget_s'])}"
-          f"{', starting from the weights in ' + run['init_from'] if run.get('init_from') and not args.resume else ''}"
-          f"; hyperparameters {hparams.to_dict()}; "
-          f"outputs in {args.out}/", flush=True)
-    with sinks.opened(args.tensorboard, args.wandb, run.get("title") or str(args.out),
-                      {"config": config.to_dict(), "hparams": hparams.to_dict(), **run}, Path(args.out)) as active:
+    print(
+        f"training {config.model} ({config.algorithm}) against {config.opponent}, {config.games_per_batch} games per batch, "
+        f"{loop.describe_target(run['batches'], run['time_budget_s'])}"
+        f"{', starting from the weights in ' + run['init_from'] if run.get('init_from') and not args.resume else ''}"
+        f"; hyperparameters {hparams.to_dict()}; "
+        f"outputs in {args.out}/",
+        flush=True,
+    )
+    with sinks.opened(
+        args.tensorboard,
+        args.wandb,
+        run.get("title") or str(args.out),
+        {"config": config.to_dict(), "hparams": hparams.to_dict(), **run},
+        Path(args.out),
+    ) as active:
         summary = loop.run(
-            config, hparams, args.out, seed=run["seed"], batches=run["batches"], time_budget_s=run["time_budget_s"],
-            resume=args.resume, overwrite=args.overwrite, checkpoint_every=args.checkpoint_every,
-            checkpoint_every_s=args.checkpoint_seconds, log=lambda m: print(m, flush=True), title=run.get("title", ""),
-            num_devices=args.devices, init_from=run.get("init_from"), sinks=active,
+            config,
+            hparams,
+            args.out,
+            seed=run["seed"],
+            batches=run["batches"],
+            time_budget_s=run["time_budget_s"],
+            resume=args.resume,
+            overwrite=args.overwrite,
+            checkpoint_every=args.checkpoint_every,
+            checkpoint_every_s=args.checkpoint_seconds,
+            log=lambda m: print(m, flush=True),
+            title=run.get("title", ""),
+            num_devices=args.devices,
+            init_from=run.get("init_from"),
+            sinks=active,
         )
     try:
         report_run(args, config, summary)
@@ -281,10 +359,7 @@ def report_run(args, config, summary) -> None:
 
 
 def cmd_scan(args) -> int:
-    from czjax.run import loop
-    from czjax.run import presets
-    from czjax.run import scan
-    from czjax.run import sinks
+    from czjax.run import loop, presets, scan, sinks
 
     preset = presets.get_preset(args.preset)
     grid = scan.parse_grid(args.grid)
@@ -298,112 +373,250 @@ def cmd_scan(args) -> int:
     loop.check_unlocked(out, "scan")
     if args.resume:
         scan.check_resumable(out)  # before the header
-    print(f"scan of {len(settings)} settings x {len(seeds)} seeds = {len(settings) * len(seeds)} configurations of "
-          f"{config.model} against {config.opponent}, {config.games_per_batch} games per batch, {batches:,} batches each; "
-          f"outputs in {out}/", flush=True)
+    print(
+        f"scan of {len(settings)} settings x {len(seeds)} seeds = {len(settings) * len(seeds)} configurations of "
+        f"{config.model} against {config.opponent}, {config.games_per_batch} games per batch, {batches:,} batches each; "
+        f"outputs in {out}/",
+        flush=True,
+    )
     try:
-        with loop.sigterm_as_stop(), sinks.opened(args.tensorboard, args.wandb, f"scan {out}",
-                                                  {"config": config.to_dict(), "grid": args.grid, "seeds": seeds}, out) as active:
-            rows = scan.run_scan(config, dict(preset.hparams), settings, seeds, out, batches, chunk=args.chunk, resume=args.resume,
-                                 overwrite=args.overwrite, log=lambda m: print(m, flush=True), num_devices=args.devices, sinks=active)
+        with (
+            loop.sigterm_as_stop(),
+            sinks.opened(
+                args.tensorboard,
+                args.wandb,
+                f"scan {out}",
+                {"config": config.to_dict(), "grid": args.grid, "seeds": seeds},
+                out,
+            ) as active,
+        ):
+            rows = scan.run_scan(
+                config,
+                dict(preset.hparams),
+                settings,
+                seeds,
+                out,
+                batches,
+                chunk=args.chunk,
+                resume=args.resume,
+                overwrite=args.overwrite,
+                log=lambda m: print(m, flush=True),
+                num_devices=args.devices,
+                sinks=active,
+            )
     except (KeyboardInterrupt, loop.Stopped) as stop:
-        print(f"{'SIGTERM' if isinstance(stop, loop.Stopped) else 'interrupted'}: the scan is saved after its last completed chunk; "
-              f"continue with the same command and --resume", file=sys.stderr)
+        print(
+            f"{'SIGTERM' if isinstance(stop, loop.Stopped) else 'interrupted'}: the scan is saved after its last completed chunk; "
+            f"continue with the same command and --resume",
+            file=sys.stderr,
+        )
         return 143 if isinstance(stop, loop.Stopped) else 130
-    print(scan.write_report(rows, out, list(grid), args.sort, f"czjax scan --preset {args.preset} " + " ".join(args.grid)))
+    print(
+        scan.write_report(rows, out, list(grid), args.sort, f"czjax scan --preset {args.preset} " + " ".join(args.grid))
+    )
     return 0
 
 
-
 def _add_sink_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tensorboard", default=None, metavar="DIR",
-                        help="also log every metrics.jsonl row to TensorBoard event files in DIR (a scan: a subfolder per "
-                             "configuration); needs pip install 'czjax[tensorboard]'")
-    parser.add_argument("--wandb", default=None, metavar="PROJECT",
-                        help="also log every metrics.jsonl row to a Weights & Biases run in PROJECT (a scan: one run, a series "
-                             "per configuration; WANDB_MODE=offline keeps it local); needs pip install 'czjax[wandb]'")
+    parser.add_argument(
+        "--tensorboard",
+        default=None,
+        metavar="DIR",
+        help="also log every metrics.jsonl row to TensorBoard event files in DIR (a scan: a subfolder per "
+        "configuration); needs pip install 'czjax[tensorboard]'",
+    )
+    parser.add_argument(
+        "--wandb",
+        default=None,
+        metavar="PROJECT",
+        help="also log every metrics.jsonl row to a Weights & Biases run in PROJECT (a scan: one run, a series "
+        "per configuration; WANDB_MODE=offline keeps it local); needs pip install 'czjax[wandb]'",
+    )
 
 
 def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     """The static settings (SETTING_FLAGS) that override a preset, for train and scan."""
-    from czjax.learn.algorithms import ALGORITHMS
-    from czjax.models import CONV_METHODS, INITS, MODELS, NORM_METHODS
     from czjax.compaction import COMPACTION_MODES
-    from czjax.util.precision import PRECISIONS
+    from czjax.learn.algorithms import ALGORITHMS
     from czjax.learn.train import OPPONENTS, PPO_KL_STOPS
+    from czjax.models import CONV_METHODS, INITS, MODELS, NORM_METHODS
+    from czjax.util.precision import PRECISIONS
 
-    parser.add_argument("--model", default=None, help=f"the network: {', '.join(MODELS)}, or resnet[:blocks=B,channels=C] (default 5 x 64) (default: the preset's)")
+    parser.add_argument(
+        "--model",
+        default=None,
+        help=f"the network: {', '.join(MODELS)}, or resnet[:blocks=B,channels=C] (default 5 x 64) (default: the preset's)",
+    )
     parser.add_argument("--games-per-batch", type=_batch, default=None, help="games per batch (one update each)")
-    parser.add_argument("--opponent", default=None,
-                        help=f"{', '.join(OPPONENTS)}: self is a frozen copy of the learner, promoted at 52%%; current is the "
-                             "learner itself (AlphaZero's self-play); pool needs --pool")
-    parser.add_argument("--algorithm", default=None, choices=list(ALGORITHMS),
-                        help="; ".join(f"{name}: {a.description}" for name, a in ALGORITHMS.items()))
-    parser.add_argument("--search", default=None, metavar="SEARCH[:OPTIONS]",
-                        help="the search that plays the games of alpha and alphazero, e.g. mcts:sims=32,noise=0.25 or "
-                             "rollout:width=4,depth=4 (searches and options as in a player spec: czjax eval accuracy --help)")
+    parser.add_argument(
+        "--opponent",
+        default=None,
+        help=f"{', '.join(OPPONENTS)}: self is a frozen copy of the learner, promoted at 52%%; current is the "
+        "learner itself (AlphaZero's self-play); pool needs --pool",
+    )
+    parser.add_argument(
+        "--algorithm",
+        default=None,
+        choices=list(ALGORITHMS),
+        help="; ".join(f"{name}: {a.description}" for name, a in ALGORITHMS.items()),
+    )
+    parser.add_argument(
+        "--search",
+        default=None,
+        metavar="SEARCH[:OPTIONS]",
+        help="the search that plays the games of alpha and alphazero, e.g. mcts:sims=32,noise=0.25 or "
+        "rollout:width=4,depth=4 (searches and options as in a player spec: czjax eval accuracy --help)",
+    )
     parser.add_argument("--mirror", action="store_true", default=None, help="add every position flipped left-right")
-    parser.add_argument("--pool", nargs="+", default=None, metavar="PLAYER",
-                        help="opponents for --opponent pool: random, random-punisher, checkpoint files; each batch draws one, "
-                             "favouring those the learner beats least")
-    parser.add_argument("--league", action="store_true", default=None,
-                        help="add a frozen copy of the learner to the pool whenever it beats every member")
+    parser.add_argument(
+        "--pool",
+        nargs="+",
+        default=None,
+        metavar="PLAYER",
+        help="opponents for --opponent pool: random, random-punisher, checkpoint files; each batch draws one, "
+        "favouring those the learner beats least",
+    )
+    parser.add_argument(
+        "--league",
+        action="store_true",
+        default=None,
+        help="add a frozen copy of the learner to the pool whenever it beats every member",
+    )
     parser.add_argument("--ppo-epochs", type=_positive_int, default=None)
     parser.add_argument("--target-kl", type=_non_negative_float, default=None)
     parser.add_argument("--ppo-clip", type=_non_negative_float, default=None)
-    parser.add_argument("--ppo-bootstrap", action=argparse.BooleanOptionalAction, default=None,
-                        help="PPO with A2C's one-step TD target in place of the Monte-Carlo return, as the PyTorch project's "
-                             "example 5 (bootstrap_value=True; the ex5-ppo preset's default)")
-    parser.add_argument("--ppo-kl-stop", default=None, choices=list(PPO_KL_STOPS),
-                        help="after-step (default, as the PyTorch project): the epoch whose KL exceeds --target-kl still "
-                             "takes its step, then PPO stops; before-step: it stops without that step")
-    parser.add_argument("--batches-per-chunk", "--eval-every", dest="batches_per_chunk", type=_positive_int, default=None, metavar="BATCHES",
-                        help="batches per compiled chunk: log, evaluate against RandomPunisher, and check the clock this often")
-    parser.add_argument("--eval-games", type=_batch, default=None, help="games against RandomPunisher per evaluation (default 100)")
-    parser.add_argument("--precision", default=None, metavar="|".join(PRECISIONS),
-                        help="float32 matrix products: default (the backend's: TF32-class on an NVIDIA GPU, exact on a CPU), "
-                             "highest (full float32), bf16 (bfloat16 products) or mixed (bfloat16 activations and products, "
-                             "float32 parameters and optimizer state)")
-    parser.add_argument("--replay-capacity", type=_non_negative_int, default=None, metavar="POSITIONS",
-                        help="search-based training from an on-device replay buffer of this many positions (circular; "
-                             "default 0: train on each batch as it comes)")
-    parser.add_argument("--replay-batch", type=_positive_int, default=None, metavar="POSITIONS",
-                        help="positions drawn uniformly from the replay buffer for each step (default 1024)")
-    parser.add_argument("--replay-steps", type=_positive_int, default=None, metavar="STEPS",
-                        help="gradient steps per batch of games, each on a fresh draw from the replay buffer (default 1); "
-                             "a position is trained on about STEPS x POSITIONS / positions-per-batch times (metric replay_reuse)")
-    parser.add_argument("--openings", type=_non_negative_int, default=None, metavar="PLIES",
-                        help="start each game from a position drawn uniformly from every distinct position 0..PLIES plies deep "
-                             "(at most 6; default 0: the empty board)")
-    parser.add_argument("--control-flow", choices=("auto", "cond", "static"), default=None,
-                        help="cond: skip finished pairs of plies, idle chunks and PPO's stopped epochs with lax.cond; static: compute "
-                             "them under masks, a program with no data-dependent branch (a GPU's host round trip per step at small "
-                             "batches); the same results; auto: by backend (default)")
-    parser.add_argument("--solver-eval", choices=("off", "network", "search"), default=None,
-                        help="after every chunk, score the network's (or the training search's) move on Pons' six sets and the "
-                             "public solver positions, on the device: metrics pons_*_error (%%, AlphaZero.jl's measure), "
-                             "public_optimal, public_keeps (default: network for the search-based presets, else off)")
-    parser.add_argument("--both-sides", action="store_true", default=None,
-                        help="with --opponent current and a search-based algorithm: train on both players' positions")
-    parser.add_argument("--sample-plies", type=_non_negative_int, default=None, metavar="PLIES",
-                        help="sample moves at the temperature on the game's first PLIES plies only, then play the most likely "
-                             "(the most visited, for a search): AlphaZero's schedule (default: sample throughout)")
-    parser.add_argument("--unroll", type=_positive_int, default=None, metavar="PAIRS",
-                        help="pairs of plies per step of the rollout's compiled loop (default 1): fewer loop steps, which "
-                             "each wait on the host on a GPU, for a larger program; the same games")
-    parser.add_argument("--norm", default=None, metavar="|".join(NORM_METHODS),
-                        help="Mk4's GroupNorm layers: flax (nn.GroupNorm), grouped (normalised in the grouped shape) or auto "
-                             "(the default: chosen per backend by measurement)")
-    parser.add_argument("--conv", default=None, metavar="|".join(CONV_METHODS),
-                        help="Mk4's 3x3 convolutions: im2col (patches and one matmul), xla (lax.conv: cuDNN on a GPU) or "
-                             "auto (the default: chosen per backend by measurement, im2col on a CPU)")
-    parser.add_argument("--compaction", default=None, metavar="|".join(COMPACTION_MODES),
-                        help="skip finished games in the rollout and invalid positions in the gradient when the model is "
-                             "expensive enough: on (both), loss (the gradient only), off (neither), auto (the default: on, "
-                             "except that on a GPU rollouts of fewer than 4,096 games evaluate every board, as measured)")
-    parser.add_argument("--init", default=None, metavar="|".join(INITS),
-                        help="fresh parameters: torch (PyTorch's default initialisation, as the PyTorch project; the default) "
-                             "or flax (Flax's LeCun-normal kernels and zero biases, czjax's before)")
+    parser.add_argument(
+        "--ppo-bootstrap",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="PPO with A2C's one-step TD target in place of the Monte-Carlo return, as the PyTorch project's "
+        "example 5 (bootstrap_value=True; the ex5-ppo preset's default)",
+    )
+    parser.add_argument(
+        "--ppo-kl-stop",
+        default=None,
+        choices=list(PPO_KL_STOPS),
+        help="after-step (default, as the PyTorch project): the epoch whose KL exceeds --target-kl still "
+        "takes its step, then PPO stops; before-step: it stops without that step",
+    )
+    parser.add_argument(
+        "--batches-per-chunk",
+        "--eval-every",
+        dest="batches_per_chunk",
+        type=_positive_int,
+        default=None,
+        metavar="BATCHES",
+        help="batches per compiled chunk: log, evaluate against RandomPunisher, and check the clock this often",
+    )
+    parser.add_argument(
+        "--eval-games", type=_batch, default=None, help="games against RandomPunisher per evaluation (default 100)"
+    )
+    parser.add_argument(
+        "--precision",
+        default=None,
+        metavar="|".join(PRECISIONS),
+        help="float32 matrix products: default (the backend's: TF32-class on an NVIDIA GPU, exact on a CPU), "
+        "highest (full float32), bf16 (bfloat16 products) or mixed (bfloat16 activations and products, "
+        "float32 parameters and optimizer state)",
+    )
+    parser.add_argument(
+        "--replay-capacity",
+        type=_non_negative_int,
+        default=None,
+        metavar="POSITIONS",
+        help="search-based training from an on-device replay buffer of this many positions (circular; "
+        "default 0: train on each batch as it comes)",
+    )
+    parser.add_argument(
+        "--replay-batch",
+        type=_positive_int,
+        default=None,
+        metavar="POSITIONS",
+        help="positions drawn uniformly from the replay buffer for each step (default 1024)",
+    )
+    parser.add_argument(
+        "--replay-steps",
+        type=_positive_int,
+        default=None,
+        metavar="STEPS",
+        help="gradient steps per batch of games, each on a fresh draw from the replay buffer (default 1); "
+        "a position is trained on about STEPS x POSITIONS / positions-per-batch times (metric replay_reuse)",
+    )
+    parser.add_argument(
+        "--openings",
+        type=_non_negative_int,
+        default=None,
+        metavar="PLIES",
+        help="start each game from a position drawn uniformly from every distinct position 0..PLIES plies deep "
+        "(at most 6; default 0: the empty board)",
+    )
+    parser.add_argument(
+        "--control-flow",
+        choices=("auto", "cond", "static"),
+        default=None,
+        help="cond: skip finished pairs of plies, idle chunks and PPO's stopped epochs with lax.cond; static: compute "
+        "them under masks, a program with no data-dependent branch (a GPU's host round trip per step at small "
+        "batches); the same results; auto: by backend (default)",
+    )
+    parser.add_argument(
+        "--solver-eval",
+        choices=("off", "network", "search"),
+        default=None,
+        help="after every chunk, score the network's (or the training search's) move on Pons' six sets and the "
+        "public solver positions, on the device: metrics pons_*_error (%%, AlphaZero.jl's measure), "
+        "public_optimal, public_keeps (default: network for the search-based presets, else off)",
+    )
+    parser.add_argument(
+        "--both-sides",
+        action="store_true",
+        default=None,
+        help="with --opponent current and a search-based algorithm: train on both players' positions",
+    )
+    parser.add_argument(
+        "--sample-plies",
+        type=_non_negative_int,
+        default=None,
+        metavar="PLIES",
+        help="sample moves at the temperature on the game's first PLIES plies only, then play the most likely "
+        "(the most visited, for a search): AlphaZero's schedule (default: sample throughout)",
+    )
+    parser.add_argument(
+        "--unroll",
+        type=_positive_int,
+        default=None,
+        metavar="PAIRS",
+        help="pairs of plies per step of the rollout's compiled loop (default 1): fewer loop steps, which "
+        "each wait on the host on a GPU, for a larger program; the same games",
+    )
+    parser.add_argument(
+        "--norm",
+        default=None,
+        metavar="|".join(NORM_METHODS),
+        help="Mk4's GroupNorm layers: flax (nn.GroupNorm), grouped (normalised in the grouped shape) or auto "
+        "(the default: chosen per backend by measurement)",
+    )
+    parser.add_argument(
+        "--conv",
+        default=None,
+        metavar="|".join(CONV_METHODS),
+        help="Mk4's 3x3 convolutions: im2col (patches and one matmul), xla (lax.conv: cuDNN on a GPU) or "
+        "auto (the default: chosen per backend by measurement, im2col on a CPU)",
+    )
+    parser.add_argument(
+        "--compaction",
+        default=None,
+        metavar="|".join(COMPACTION_MODES),
+        help="skip finished games in the rollout and invalid positions in the gradient when the model is "
+        "expensive enough: on (both), loss (the gradient only), off (neither), auto (the default: on, "
+        "except that on a GPU rollouts of fewer than 4,096 games evaluate every board, as measured)",
+    )
+    parser.add_argument(
+        "--init",
+        default=None,
+        metavar="|".join(INITS),
+        help="fresh parameters: torch (PyTorch's default initialisation, as the PyTorch project; the default) "
+        "or flax (Flax's LeCun-normal kernels and zero biases, czjax's before)",
+    )
 
 
 def _print_report(args, report: dict, fmt) -> int:
@@ -441,7 +654,9 @@ def cmd_eval_pons(args) -> int:
     from czjax.evaluate import solver
 
     sets = solver.load_pons(args.dir)
-    agent = _announced(agents.load_agent(args.player), sum(len(data["boards"]) for data in sets.values()), "Pons' positions")
+    agent = _announced(
+        agents.load_agent(args.player), sum(len(data["boards"]) for data in sets.values()), "Pons' positions"
+    )
     return _print_report(args, solver.pons(agent, sets, log=_stderr), solver.format_pons)
 
 
@@ -455,8 +670,8 @@ def cmd_eval_puzzles(args) -> int:
 
 
 def cmd_eval_make_puzzles(args) -> int:
-    from czjax.run import loop
     from czjax.evaluate import puzzles
+    from czjax.run import loop
 
     loop.check_out_file(Path(args.out))  # before generating
     print(f"generating {args.per_kind:,} puzzles of each kind from seed {args.seed}", file=sys.stderr)
@@ -474,7 +689,11 @@ def cmd_tournament(args) -> int:
     log = (lambda m: print(m, file=sys.stderr)) if args.json else print
     log(f"round robin between {len(players)} players, {args.games} games per pair")
     for agent in players:  # a search's moves: about 11 per game, in every pair it plays
-        _announced(agent, args.games * AVERAGE_MOVES_PER_SIDE * (len(players) - 1), f"its {args.games * (len(players) - 1):,} games")
+        _announced(
+            agent,
+            args.games * AVERAGE_MOVES_PER_SIDE * (len(players) - 1),
+            f"its {args.games * (len(players) - 1):,} games",
+        )
     report = tournament.tournament(players, args.games, anchor=args.anchor, seed=args.seed, log=log)
     return _print_report(args, report, tournament.format_tournament)
 
@@ -492,7 +711,9 @@ def cmd_analyze(args) -> int:
     from czjax import agents
     from czjax.evaluate import interactive
 
-    report = interactive.analyze(agents.load_agent(args.player), args.moves, temperature=args.temperature, seed=args.seed)
+    report = interactive.analyze(
+        agents.load_agent(args.player), args.moves, temperature=args.temperature, seed=args.seed
+    )
     return _print_report(args, report, interactive.format_analysis)
 
 
@@ -500,8 +721,12 @@ def cmd_openings(args) -> int:
     from czjax import agents
     from czjax.evaluate import interactive
 
-    agent = _announced(agents.load_agent(args.player), args.games * 2 * AVERAGE_MOVES_PER_SIDE, f"{args.games:,} games against itself")
-    report = interactive.openings(agent, args.games, args.depth, args.top, temperature=args.temperature, seed=args.seed, log=_stderr)
+    agent = _announced(
+        agents.load_agent(args.player), args.games * 2 * AVERAGE_MOVES_PER_SIDE, f"{args.games:,} games against itself"
+    )
+    report = interactive.openings(
+        agent, args.games, args.depth, args.top, temperature=args.temperature, seed=args.seed, log=_stderr
+    )
     return _print_report(args, report, interactive.format_openings)
 
 
@@ -515,9 +740,9 @@ def cmd_import_torch(args) -> int:
 
 
 def cmd_export_torch(args) -> int:
-    from czjax.util import checkpoint
     from czjax.interop import torch_io
     from czjax.models import torch_layout
+    from czjax.util import checkpoint
 
     model = torch_io.export_torch(checkpoint.resolve(args.checkpoint), args.out)
     print(f"exported {model} as a {torch_layout.TORCH_CLASSES[model]} state dict: {args.out}")
@@ -528,17 +753,32 @@ def cmd_distill(args) -> int:
     from czjax import agents
     from czjax.run import distill
 
-    teacher = _announced(agents.load_agent(args.teacher), args.games * 4 * AVERAGE_MOVES_PER_SIDE,
-                         f"{args.games:,} games against itself and the labels of their positions")
+    teacher = _announced(
+        agents.load_agent(args.teacher),
+        args.games * 4 * AVERAGE_MOVES_PER_SIDE,
+        f"{args.games:,} games against itself and the labels of their positions",
+    )
     log = (lambda m: print(m, file=sys.stderr, flush=True)) if args.json else (lambda m: print(m, flush=True))
-    report = distill.distill(teacher, args.model, args.out, args.games, args.epochs, args.batch_size, args.lr, args.value_weight,
-                             args.temperature, args.seed, args.overwrite, log)
+    report = distill.distill(
+        teacher,
+        args.model,
+        args.out,
+        args.games,
+        args.epochs,
+        args.batch_size,
+        args.lr,
+        args.value_weight,
+        args.temperature,
+        args.seed,
+        args.overwrite,
+        log,
+    )
     return _print_report(args, report, distill.format_report)
 
 
 def cmd_export_onnx(args) -> int:
-    from czjax.util import checkpoint
     from czjax.interop import onnx_export
+    from czjax.util import checkpoint
 
     ckpt = checkpoint.resolve(args.checkpoint)
     model = onnx_export.export(ckpt, args.out, batched=args.batch)
@@ -561,11 +801,16 @@ def cmd_serve(args) -> int:
     agent = agents.load_agent(args.player)
     print(f"compiling {agent.name} (the page opens once it is ready) ...", flush=True)
     try:
-        server = serve.make_server(agent, args.host, args.port, temperature=agent.temperature(args.temperature), seed=args.seed)
+        server = serve.make_server(
+            agent, args.host, args.port, temperature=agent.temperature(args.temperature), seed=args.seed
+        )
     except OSError as err:  # port taken, host unknown
         raise ValueError(f"cannot serve on {args.host}:{args.port}: {err.strerror or err}") from None
     host, port = server.server_address[:2]
-    print(f"playing {agent.name} at temperature {agent.temperature(args.temperature):g} at http://{host}:{port}/  (Ctrl-C stops)", flush=True)
+    print(
+        f"playing {agent.name} at temperature {agent.temperature(args.temperature):g} at http://{host}:{port}/  (Ctrl-C stops)",
+        flush=True,
+    )
     try:
         server.serve_forever()
     finally:
@@ -573,8 +818,10 @@ def cmd_serve(args) -> int:
     return 0
 
 
-TEMPERATURE_HELP = ("the opponent's sampling temperature; 0 plays its most likely column, 1 samples its policy "
-                    "(default: 0 for a checkpoint, 1 for the built-in random and random-punisher)")
+TEMPERATURE_HELP = (
+    "the opponent's sampling temperature; 0 plays its most likely column, 1 samples its policy "
+    "(default: 0 for a checkpoint, 1 for the built-in random and random-punisher)"
+)
 
 
 def player_help() -> str:
@@ -592,12 +839,16 @@ def _add_player_arg(parser: argparse.ArgumentParser, default: str | None = None)
     if default is None:
         parser.add_argument("player", metavar="PLAYER", help=player_help())
     else:
-        parser.add_argument("player", metavar="PLAYER", nargs="?", default=default, help=f"{player_help()} (default: {default})")
+        parser.add_argument(
+            "player", metavar="PLAYER", nargs="?", default=default, help=f"{player_help()} (default: {default})"
+        )
 
 
 def _add_evaluation_commands(commands) -> None:
     json_help = "print the results as one JSON object"
-    evaluate = commands.add_parser("eval", help="measure a model: solver-labelled accuracy, tactical puzzles, values on Pons' sets")
+    evaluate = commands.add_parser(
+        "eval", help="measure a model: solver-labelled accuracy, tactical puzzles, values on Pons' sets"
+    )
     eval_commands = evaluate.add_subparsers(dest="eval_command", metavar="WHAT", required=True)
     acc = eval_commands.add_parser(
         "accuracy",
@@ -610,7 +861,9 @@ def _add_evaluation_commands(commands) -> None:
         ),
     )
     _add_player_arg(acc)
-    acc.add_argument("--positions", default=None, metavar="FILE", help="a JSON Lines file in the same format (moves, scores)")
+    acc.add_argument(
+        "--positions", default=None, metavar="FILE", help="a JSON Lines file in the same format (moves, scores)"
+    )
     acc.add_argument("--json", action="store_true", help=json_help)
     acc.set_defaults(func=cmd_eval_accuracy)
     puz = eval_commands.add_parser(
@@ -637,7 +890,9 @@ def _add_evaluation_commands(commands) -> None:
         ),
     )
     _add_player_arg(pons)
-    pons.add_argument("--dir", default=None, metavar="DIR", help="a folder of Test_L*_R* files (default: the shipped sets)")
+    pons.add_argument(
+        "--dir", default=None, metavar="DIR", help="a folder of Test_L*_R* files (default: the shipped sets)"
+    )
     pons.add_argument("--json", action="store_true", help=json_help)
     pons.set_defaults(func=cmd_eval_pons)
     make = eval_commands.add_parser(
@@ -646,10 +901,11 @@ def _add_evaluation_commands(commands) -> None:
         description="Plays random games on device, keeps distinct win and block positions, and draws a seeded sample of each kind.",
     )
     make.add_argument("--seed", type=_seed, default=0, help="(default: %(default)s; seed 0 is the shipped set)")
-    make.add_argument("--per-kind", type=_positive_int, default=5000, help="puzzles of each kind (default: %(default)s)")
+    make.add_argument(
+        "--per-kind", type=_positive_int, default=5000, help="puzzles of each kind (default: %(default)s)"
+    )
     make.add_argument("-o", "--out", required=True, metavar="FILE")
     make.set_defaults(func=cmd_eval_make_puzzles)
-
 
 
 def _add_play_commands(commands) -> None:
@@ -678,7 +934,9 @@ def _add_play_commands(commands) -> None:
         description="You against a model (or a built-in player) in the terminal: type a column 1-7, q to quit.",
     )
     _add_player_arg(play, default=DEFAULT_OPPONENT)
-    play.add_argument("--first", default="human", choices=["human", "model", "random"], help="who starts (default: %(default)s)")
+    play.add_argument(
+        "--first", default="human", choices=["human", "model", "random"], help="who starts (default: %(default)s)"
+    )
     play.add_argument("--temperature", type=_non_negative_float, default=None, help=TEMPERATURE_HELP)
     play.add_argument("--seed", type=_seed, default=0)
     play.set_defaults(func=cmd_play)
@@ -690,7 +948,12 @@ def _add_play_commands(commands) -> None:
     )
     _add_player_arg(analyze)
     analyze.add_argument("--moves", default=None, help="e.g. 4453 (default: a self-play game of the model)")
-    analyze.add_argument("--temperature", type=_non_negative_float, default=1.0, help="sampling temperature of the self-play game (default: %(default)s)")
+    analyze.add_argument(
+        "--temperature",
+        type=_non_negative_float,
+        default=1.0,
+        help="sampling temperature of the self-play game (default: %(default)s)",
+    )
     analyze.add_argument("--seed", type=_seed, default=0)
     analyze.add_argument("--json", action="store_true", help=json_help)
     analyze.set_defaults(func=cmd_analyze)
@@ -710,7 +973,6 @@ def _add_play_commands(commands) -> None:
     openings.set_defaults(func=cmd_openings)
 
 
-
 def _add_exchange_commands(commands) -> None:
     from czjax.agents import DEFAULT_OPPONENT
 
@@ -727,8 +989,15 @@ def _add_exchange_commands(commands) -> None:
     )
     dist.add_argument("teacher", metavar="TEACHER", help="the teacher: " + player_help())
     dist.add_argument("--model", default="mlp3", help="the student's model (default: %(default)s)")
-    dist.add_argument("--games", type=_batch, default=2000, help="self-play games of the teacher (default: %(default)s)")
-    dist.add_argument("--temperature", type=_non_negative_float, default=1.0, help="the teacher's sampling temperature (default: %(default)s)")
+    dist.add_argument(
+        "--games", type=_batch, default=2000, help="self-play games of the teacher (default: %(default)s)"
+    )
+    dist.add_argument(
+        "--temperature",
+        type=_non_negative_float,
+        default=1.0,
+        help="the teacher's sampling temperature (default: %(default)s)",
+    )
     dist.add_argument("--epochs", type=_positive_int, default=10, help="(default: %(default)s)")
     dist.add_argument("--batch-size", type=_positive_int, default=256, help="(default: %(default)s)")
     dist.add_argument("--lr", type=_non_negative_float, default=1e-3, help="AdamW learning rate (default: %(default)s)")
@@ -811,7 +1080,10 @@ def _add_bench_commands(commands) -> None:
     from czjax.models import CONV_METHODS, NORM_METHODS
     from czjax.util.precision import PRECISIONS
 
-    bench = commands.add_parser("bench", help="measure throughput: `czjax bench rollout`, `czjax bench train`, `czjax bench scan`, `czjax bench search`")
+    bench = commands.add_parser(
+        "bench",
+        help="measure throughput: `czjax bench rollout`, `czjax bench train`, `czjax bench scan`, `czjax bench search`",
+    )
     bench_commands = bench.add_subparsers(dest="bench_command", metavar="WHAT", required=True)
     rollout = bench_commands.add_parser(
         "rollout",
@@ -822,17 +1094,32 @@ def _add_bench_commands(commands) -> None:
             "same process when pgx is installed (pip install 'czjax[bench]')."
         ),
     )
-    rollout.add_argument("--batch", type=_batch, nargs="+", default=[1024, 4096, 16384, 65536], help="games per batch (default: %(default)s)")
     rollout.add_argument(
-        "--player", nargs="+", default=["random", "random-punisher"], choices=["random", "random-punisher"],
+        "--batch",
+        type=_batch,
+        nargs="+",
+        default=[1024, 4096, 16384, 65536],
+        help="games per batch (default: %(default)s)",
+    )
+    rollout.add_argument(
+        "--player",
+        nargs="+",
+        default=["random", "random-punisher"],
+        choices=["random", "random-punisher"],
         help="players; both sides play the same one (default: %(default)s)",
     )
     rollout.add_argument("--runs", type=_positive_int, default=5, help="timed runs per setting (default: %(default)s)")
     rollout.add_argument("--no-peer", action="store_true", help="skip the pgx comparison")
-    rollout.add_argument("--profile", metavar="DIR", default=None,
-                         help="also trace one more batch per setting with jax.profiler into DIR/PLAYER-BATCH and print how its "
-                              "time splits (rules, sampling and the rest; see czjax bench train --profile)")
-    rollout.add_argument("--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)")
+    rollout.add_argument(
+        "--profile",
+        metavar="DIR",
+        default=None,
+        help="also trace one more batch per setting with jax.profiler into DIR/PLAYER-BATCH and print how its "
+        "time splits (rules, sampling and the rest; see czjax bench train --profile)",
+    )
+    rollout.add_argument(
+        "--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)"
+    )
     rollout.set_defaults(func=cmd_bench_rollout)
     train_bench = bench_commands.add_parser(
         "train",
@@ -846,31 +1133,79 @@ def _add_bench_commands(commands) -> None:
         ),
     )
     train_bench.add_argument("--model", nargs="+", default=["mlp", "cnn-mk4"], help="models (default: %(default)s)")
-    train_bench.add_argument("--games-per-batch", type=_batch, nargs="+", default=[50, 4096], help="(default: %(default)s)")
-    train_bench.add_argument("--runs", type=_positive_int, default=3, help="timed runs per setting (default: %(default)s)")
-    train_bench.add_argument("--steps", type=_positive_int, default=5, help="iterations per timed run (default: %(default)s)")
-    train_bench.add_argument("--no-peer", action="store_true", help="skip the PyTorch iteration (czjax.bench.torch_peer) timed beside czjax")
-    train_bench.add_argument("--peer-steps", type=_positive_int, default=None, help="PyTorch iterations per timed run (default: --steps)")
-    train_bench.add_argument("--devices", type=_positive_int, nargs="+", default=[1], metavar="N",
-                             help="split each batch's games over N devices; several values are measured side by side (default: 1)")
-    train_bench.add_argument("--precision", default="default", choices=list(PRECISIONS),
-                             help="float32 matrix products of the compiled iteration (default: %(default)s; see czjax train --help)")
-    train_bench.add_argument("--control-flow", nargs="+", default=["auto"], choices=["auto", "cond", "static"],
-                             help="skip finished work with lax.cond, or compute it masked; several are timed in the same run "
-                                  "(default: auto; see czjax train --help)")
-    train_bench.add_argument("--unroll", type=_positive_int, default=1, metavar="PAIRS",
-                             help="pairs of plies per step of the rollout's loop (default: %(default)s; see czjax train --help)")
-    train_bench.add_argument("--norm", default="auto", choices=list(NORM_METHODS),
-                             help="Mk4's GroupNorm layers (default: %(default)s; see czjax train --help)")
-    train_bench.add_argument("--conv", default="auto", choices=list(CONV_METHODS),
-                             help="Mk4's 3x3 convolutions (default: %(default)s; see czjax train --help)")
-    train_bench.add_argument("--compaction", default="auto", choices=list(COMPACTION_MODES),
-                             help="skipping of finished games and invalid positions (default: %(default)s; see czjax train --help)")
-    train_bench.add_argument("--profile", metavar="DIR", default=None,
-                             help="also trace one more chunk per setting with jax.profiler into DIR/MODEL-GAMES-Ndev and print how "
-                                  "its time splits into phases (self-play: network, rules, compaction; update: targets, "
-                                  "gradient, optimizer; evaluation)")
-    train_bench.add_argument("--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)")
+    train_bench.add_argument(
+        "--games-per-batch", type=_batch, nargs="+", default=[50, 4096], help="(default: %(default)s)"
+    )
+    train_bench.add_argument(
+        "--runs", type=_positive_int, default=3, help="timed runs per setting (default: %(default)s)"
+    )
+    train_bench.add_argument(
+        "--steps", type=_positive_int, default=5, help="iterations per timed run (default: %(default)s)"
+    )
+    train_bench.add_argument(
+        "--no-peer", action="store_true", help="skip the PyTorch iteration (czjax.bench.torch_peer) timed beside czjax"
+    )
+    train_bench.add_argument(
+        "--peer-steps", type=_positive_int, default=None, help="PyTorch iterations per timed run (default: --steps)"
+    )
+    train_bench.add_argument(
+        "--devices",
+        type=_positive_int,
+        nargs="+",
+        default=[1],
+        metavar="N",
+        help="split each batch's games over N devices; several values are measured side by side (default: 1)",
+    )
+    train_bench.add_argument(
+        "--precision",
+        default="default",
+        choices=list(PRECISIONS),
+        help="float32 matrix products of the compiled iteration (default: %(default)s; see czjax train --help)",
+    )
+    train_bench.add_argument(
+        "--control-flow",
+        nargs="+",
+        default=["auto"],
+        choices=["auto", "cond", "static"],
+        help="skip finished work with lax.cond, or compute it masked; several are timed in the same run "
+        "(default: auto; see czjax train --help)",
+    )
+    train_bench.add_argument(
+        "--unroll",
+        type=_positive_int,
+        default=1,
+        metavar="PAIRS",
+        help="pairs of plies per step of the rollout's loop (default: %(default)s; see czjax train --help)",
+    )
+    train_bench.add_argument(
+        "--norm",
+        default="auto",
+        choices=list(NORM_METHODS),
+        help="Mk4's GroupNorm layers (default: %(default)s; see czjax train --help)",
+    )
+    train_bench.add_argument(
+        "--conv",
+        default="auto",
+        choices=list(CONV_METHODS),
+        help="Mk4's 3x3 convolutions (default: %(default)s; see czjax train --help)",
+    )
+    train_bench.add_argument(
+        "--compaction",
+        default="auto",
+        choices=list(COMPACTION_MODES),
+        help="skipping of finished games and invalid positions (default: %(default)s; see czjax train --help)",
+    )
+    train_bench.add_argument(
+        "--profile",
+        metavar="DIR",
+        default=None,
+        help="also trace one more chunk per setting with jax.profiler into DIR/MODEL-GAMES-Ndev and print how "
+        "its time splits into phases (self-play: network, rules, compaction; update: targets, "
+        "gradient, optimizer; evaluation)",
+    )
+    train_bench.add_argument(
+        "--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)"
+    )
     train_bench.set_defaults(func=cmd_bench_train)
     scan_bench = bench_commands.add_parser(
         "scan",
@@ -881,12 +1216,16 @@ def _add_bench_commands(commands) -> None:
             "both times and the ratio."
         ),
     )
-    scan_bench.add_argument("--k", type=_positive_int, nargs="+", default=[16], help="configurations (default: %(default)s)")
+    scan_bench.add_argument(
+        "--k", type=_positive_int, nargs="+", default=[16], help="configurations (default: %(default)s)"
+    )
     scan_bench.add_argument("--model", default="mlp", help="(default: %(default)s)")
     scan_bench.add_argument("--games-per-batch", type=_batch, default=256, help="(default: %(default)s)")
     scan_bench.add_argument("--steps", type=_positive_int, default=5, help="batches per run (default: %(default)s)")
     scan_bench.add_argument("--runs", type=_positive_int, default=3, help="timed runs (default: %(default)s)")
-    scan_bench.add_argument("--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)")
+    scan_bench.add_argument(
+        "--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)"
+    )
     scan_bench.set_defaults(func=cmd_bench_scan)
     search_bench = bench_commands.add_parser(
         "search",
@@ -900,14 +1239,27 @@ def _add_bench_commands(commands) -> None:
             "second over that row's."
         ),
     )
-    search_bench.add_argument("--algo", nargs="+", default=["gumbel", "mcts"], choices=["gumbel", "mcts"], help="(default: %(default)s)")
-    search_bench.add_argument("--batch", type=_positive_int, nargs="+", default=[1024, 4096], help="positions searched at once (default: %(default)s)")
-    search_bench.add_argument("--sims", type=_positive_int, nargs="+", default=[32], help="simulations per search (default: %(default)s)")
-    search_bench.add_argument("--runs", type=_positive_int, default=5, help="timed runs per setting (default: %(default)s)")
+    search_bench.add_argument(
+        "--algo", nargs="+", default=["gumbel", "mcts"], choices=["gumbel", "mcts"], help="(default: %(default)s)"
+    )
+    search_bench.add_argument(
+        "--batch",
+        type=_positive_int,
+        nargs="+",
+        default=[1024, 4096],
+        help="positions searched at once (default: %(default)s)",
+    )
+    search_bench.add_argument(
+        "--sims", type=_positive_int, nargs="+", default=[32], help="simulations per search (default: %(default)s)"
+    )
+    search_bench.add_argument(
+        "--runs", type=_positive_int, default=5, help="timed runs per setting (default: %(default)s)"
+    )
     search_bench.add_argument("--no-peer", action="store_true", help="czjax only (no mctx rows)")
-    search_bench.add_argument("--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)")
+    search_bench.add_argument(
+        "--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)"
+    )
     search_bench.set_defaults(func=cmd_bench_search)
-
 
 
 def _add_train_command(commands) -> None:
@@ -925,35 +1277,86 @@ def _add_train_command(commands) -> None:
     )
     train.add_argument("--preset", default=None, help="named settings (default: default); flags override them")
     _add_setting_flags(train)
-    train.add_argument("--batches", type=_positive_int, default=None, help="stop after this many batches in all (default: the preset's)")
-    train.add_argument("--time-budget", type=_non_negative_float, default=None, metavar="SECONDS", help="stop after this many seconds of training in all (a resumed run counts its earlier time)")
+    train.add_argument(
+        "--batches",
+        type=_positive_int,
+        default=None,
+        help="stop after this many batches in all (default: the preset's)",
+    )
+    train.add_argument(
+        "--time-budget",
+        type=_non_negative_float,
+        default=None,
+        metavar="SECONDS",
+        help="stop after this many seconds of training in all (a resumed run counts its earlier time)",
+    )
     for name in _hparam_flags():  # one flag per traced hyperparameter (train.HParams)
-        train.add_argument(f"--{name.replace('_', '-')}", *HPARAM_ALIASES.get(name, ()), dest=name, type=_non_negative_float,
-                           default=None, help=HPARAM_HELP.get(name, "(default: the preset's)"))
+        train.add_argument(
+            f"--{name.replace('_', '-')}",
+            *HPARAM_ALIASES.get(name, ()),
+            dest=name,
+            type=_non_negative_float,
+            default=None,
+            help=HPARAM_HELP.get(name, "(default: the preset's)"),
+        )
     train.add_argument("--no-baseline", action="store_true", help="plain REINFORCE even with a value head")
     train.add_argument("--out", default=None, help="output folder (default: runs/PRESET-seedSEED)")
     _add_sink_flags(train)
     train.add_argument("--seed", type=_seed, default=None, help="(default: 0)")
-    train.add_argument("--resume", action="store_true",
-                       help="continue the run in --out with its stored settings and target (--batches or --time-budget change the target)")
-    train.add_argument("--init-from", default=None, metavar="FILE",
-                       help="start the learner and its frozen opponent from these weights: a PyTorch project .pth/.pt, or a "
-                            "czjax checkpoint (run folder or .msgpack; its parameters only, fresh optimizer state)")
-    train.add_argument("--overwrite", action="store_true", help="start again in an --out that already holds a run, deleting it")
-    train.add_argument("--devices", type=_positive_int, default=None, metavar="N",
-                       help="split each batch's games over N devices (default: all of them, every host's; the same run on any number)")
-    hosts = train.add_argument_group("several hosts", "one `czjax train` per host, the same flags on each but --process-id; "
-                                     "--out on a filesystem they share (process 0 writes it)")
-    hosts.add_argument("--coordinator", default=None, metavar="HOST:PORT",
-                       help="process 0's address, or auto to let JAX detect the cluster (SLURM, Open MPI, Kubernetes, Cloud TPU)")
-    hosts.add_argument("--num-processes", type=_positive_int, default=None, metavar="N", help="processes (hosts) in all")
-    hosts.add_argument("--process-id", type=_non_negative_int, default=None, metavar="I", help="this process's number, 0 to N-1")
-    train.add_argument("--checkpoint-every", type=_positive_int, default=10, metavar="CHUNKS",
-                       help="checkpoint at least every this many chunks (default: %(default)s)")
-    train.add_argument("--checkpoint-seconds", type=_non_negative_float, default=60.0, metavar="SECONDS",
-                       help="and at least every this many seconds of training, so a kill loses at most this much (default: %(default)s)")
+    train.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --out with its stored settings and target (--batches or --time-budget change the target)",
+    )
+    train.add_argument(
+        "--init-from",
+        default=None,
+        metavar="FILE",
+        help="start the learner and its frozen opponent from these weights: a PyTorch project .pth/.pt, or a "
+        "czjax checkpoint (run folder or .msgpack; its parameters only, fresh optimizer state)",
+    )
+    train.add_argument(
+        "--overwrite", action="store_true", help="start again in an --out that already holds a run, deleting it"
+    )
+    train.add_argument(
+        "--devices",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="split each batch's games over N devices (default: all of them, every host's; the same run on any number)",
+    )
+    hosts = train.add_argument_group(
+        "several hosts",
+        "one `czjax train` per host, the same flags on each but --process-id; "
+        "--out on a filesystem they share (process 0 writes it)",
+    )
+    hosts.add_argument(
+        "--coordinator",
+        default=None,
+        metavar="HOST:PORT",
+        help="process 0's address, or auto to let JAX detect the cluster (SLURM, Open MPI, Kubernetes, Cloud TPU)",
+    )
+    hosts.add_argument(
+        "--num-processes", type=_positive_int, default=None, metavar="N", help="processes (hosts) in all"
+    )
+    hosts.add_argument(
+        "--process-id", type=_non_negative_int, default=None, metavar="I", help="this process's number, 0 to N-1"
+    )
+    train.add_argument(
+        "--checkpoint-every",
+        type=_positive_int,
+        default=10,
+        metavar="CHUNKS",
+        help="checkpoint at least every this many chunks (default: %(default)s)",
+    )
+    train.add_argument(
+        "--checkpoint-seconds",
+        type=_non_negative_float,
+        default=60.0,
+        metavar="SECONDS",
+        help="and at least every this many seconds of training, so a kill loses at most this much (default: %(default)s)",
+    )
     train.set_defaults(func=cmd_train)
-
 
 
 def _add_scan_command(commands) -> None:
@@ -967,21 +1370,38 @@ def _add_scan_command(commands) -> None:
         ),
     )
     scan.add_argument("--preset", default="ex2-entropy", help="base settings (default: %(default)s)")
-    scan.add_argument("--grid", nargs="+", default=[], metavar="NAME=V1,V2",
-                      help="values to scan: " + ", ".join(_hparam_flags()))
+    scan.add_argument(
+        "--grid", nargs="+", default=[], metavar="NAME=V1,V2", help="values to scan: " + ", ".join(_hparam_flags())
+    )
     scan.add_argument("--seeds", type=_positive_int, default=1, help="seeds per setting (default: %(default)s)")
     scan.add_argument("--seed", type=_seed, default=0, help="first seed (default: %(default)s)")
-    scan.add_argument("--batches", type=_positive_int, default=None, help="batches per configuration (default: the preset's)")
+    scan.add_argument(
+        "--batches", type=_positive_int, default=None, help="batches per configuration (default: the preset's)"
+    )
     _add_setting_flags(scan)
-    scan.add_argument("--chunk", type=_positive_int, default=None, metavar="N",
-                      help="run the configurations N at a time (same results, less memory)")
-    scan.add_argument("--sort", default="eval_win_rate", help="summary order: eval_win_rate, win_rate, entropy or game_length")
+    scan.add_argument(
+        "--chunk",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="run the configurations N at a time (same results, less memory)",
+    )
+    scan.add_argument(
+        "--sort", default="eval_win_rate", help="summary order: eval_win_rate, win_rate, entropy or game_length"
+    )
     _add_sink_flags(scan)
     scan.add_argument("--out", default=None, help="output folder (default: runs/scan-PRESET)")
     scan.add_argument("--resume", action="store_true", help="continue the scan in --out")
-    scan.add_argument("--overwrite", action="store_true", help="start again in an --out that already holds a scan, deleting it")
-    scan.add_argument("--devices", type=_positive_int, default=None, metavar="N",
-                      help="spread each group's configurations over N local devices (default: all of them)")
+    scan.add_argument(
+        "--overwrite", action="store_true", help="start again in an --out that already holds a scan, deleting it"
+    )
+    scan.add_argument(
+        "--devices",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="spread each group's configurations over N local devices (default: all of them)",
+    )
     scan.set_defaults(func=cmd_scan)
 
 
@@ -1036,8 +1456,10 @@ def out_of_memory(err: BaseException) -> bool:
 
 def out_of_memory_line(err: BaseException) -> str:
     detail = str(err).split("\n", 1)[0].replace("RESOURCE_EXHAUSTED: ", "").strip()
-    return (f"out of memory{f' ({detail})' if detail else ''}: play fewer games at once (--games-per-batch, --eval-games, "
-            "--games), or use a smaller --model or fewer simulations; a run that had not saved yet left nothing behind")
+    return (
+        f"out of memory{f' ({detail})' if detail else ''}: play fewer games at once (--games-per-batch, --eval-games, "
+        "--games), or use a smaller --model or fewer simulations; a run that had not saved yet left nothing behind"
+    )
 
 
 if __name__ == "__main__":

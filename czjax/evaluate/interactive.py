@@ -7,7 +7,7 @@ the column numbers 1-7 underneath; columns are typed and printed 1-based, as in 
 from __future__ import annotations
 
 import collections
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import numpy as np
@@ -79,8 +79,10 @@ def play(
     human_side = 0 if human_first else 1
     marks = ("X", "O")
     how = "its most likely column" if temperature == 0 else "sampled from its move probabilities"
-    write(f"You play {marks[human_side]} ({'first' if human_first else 'second'}) against {agent.name}, which plays at "
-          f"temperature {temperature:g} ({how}; --temperature changes it). Type a column 1-7 and Enter; q quits.")
+    write(
+        f"You play {marks[human_side]} ({'first' if human_first else 'second'}) against {agent.name}, which plays at "
+        f"temperature {temperature:g} ({how}; --temperature changes it). Type a column 1-7 and Enter; q quits."
+    )
     moves: list[int] = []
     result = None
     while result is None:
@@ -113,7 +115,11 @@ def play(
             col = choose_move(probs, greedy, temperature, rng)
             value_text = "" if np.isnan(value) else f"; its value for this position {value:+.2f}"
             shares = visit_shares(agent, board[None])
-            spread = f"visit shares {format_probs(shares[0], board[0] == 0)}" if shares is not None else f"probabilities {format_probs(probs)}"
+            spread = (
+                f"visit shares {format_probs(shares[0], board[0] == 0)}"
+                if shares is not None
+                else f"probabilities {format_probs(probs)}"
+            )
             write(f"{agent.name} plays {col + 1} ({spread}{value_text})")
         moves.append(col)
         outcome = game_result(moves)
@@ -173,19 +179,29 @@ def analyze(agent: Agent, moves: str | None = None, temperature: float = 1.0, se
 
 
 def format_analysis(report: dict) -> str:
-    lines = [f"{report['player']} on the game {report['moves']}", f"{'ply':>4s} {'who':>3s} {'col':>3s} {'p(move)':>8s} {'entropy':>8s} {'value':>6s}  favourite"]
+    lines = [
+        f"{report['player']} on the game {report['moves']}",
+        f"{'ply':>4s} {'who':>3s} {'col':>3s} {'p(move)':>8s} {'entropy':>8s} {'value':>6s}  favourite",
+    ]
     for r in report["plies"]:
         value = "   -  " if r["value"] is None else f"{r['value']:+6.2f}"
         mark = "" if r["best"] == r["column"] else f"  {r['best']} ({r['best_prob']:.2f})"
-        lines.append(f"{r['ply']:4d} {r['player']:>3s} {r['column']:3d} {r['prob']:8.3f} {r['entropy']:8.3f} {value}{mark or '  ='}")
+        lines.append(
+            f"{r['ply']:4d} {r['player']:>3s} {r['column']:3d} {r['prob']:8.3f} {r['entropy']:8.3f} {value}{mark or '  ='}"
+        )
         if "visits" in r:
-            cells = [f"{c + 1}:{n}/{'  -  ' if x is None else f'{x:+.2f}'}" for c, (n, x) in enumerate(zip(r["visits"], r["q"]))]
+            cells = [
+                f"{c + 1}:{n}/{'  -  ' if x is None else f'{x:+.2f}'}"
+                for c, (n, x) in enumerate(zip(r["visits"], r["q"]))
+            ]
             lines.append(f"{'':15s} visits/Q  " + "  ".join(cells))
     lines += ["", show_board(game.parse_moves(report["moves"])), f"result: {report['result']}"]
     return "\n".join(lines)
 
 
-def openings(agent: Agent, games: int = 1000, depth: int = 4, top: int = 10, temperature: float = 1.0, seed: int = 0, log=None) -> dict:
+def openings(
+    agent: Agent, games: int = 1000, depth: int = 4, top: int = 10, temperature: float = 1.0, seed: int = 0, log=None
+) -> dict:
     """The most frequent first ``depth`` moves when ``agent`` plays itself ``games`` times
     (sampled at ``temperature``), as the PyTorch project's joseki script lists them; ``log``:
     progress lines while the games are played (:func:`czjax.agents.self_play`'s slices)."""
@@ -196,7 +212,9 @@ def openings(agent: Agent, games: int = 1000, depth: int = 4, top: int = 10, tem
     traj = self_play(agent, games, jax.random.key(seed), temperature, Progress(log, "games", games))
     actions = np.asarray(traj.actions)[:depth].T  # (G, depth)
     valid = np.asarray(traj.valid)[:depth].T
-    counts = collections.Counter("".join(str(int(c) + 1) for c, v in zip(row, ok) if v) for row, ok in zip(actions, valid))
+    counts = collections.Counter(
+        "".join(str(int(c) + 1) for c, v in zip(row, ok) if v) for row, ok in zip(actions, valid)
+    )
     return {
         "player": agent.name,
         "games": games,

@@ -28,11 +28,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from czjax import game
-from czjax.util.progress import Progress
 from czjax.agents import Agent, policy
 from czjax.evaluate.solver import read_game_records
 from czjax.players import random_player, winning_columns
 from czjax.rollout import play_games
+from czjax.util.progress import Progress
 
 KINDS = ("win", "block")
 DEFAULT_PER_KIND = 5000
@@ -72,7 +72,9 @@ def generate(seed: int = DEFAULT_SEED, per_kind: int = DEFAULT_PER_KIND, log=Non
     draws = 0
     while min(len(v) for v in found.values()) < per_kind:
         if draws >= 64:
-            raise RuntimeError(f"could not find {per_kind} distinct puzzles of each kind in {draws * GAMES_PER_DRAW} games")
+            raise RuntimeError(
+                f"could not find {per_kind} distinct puzzles of each kind in {draws * GAMES_PER_DRAW} games"
+            )
         key, draw_key = jax.random.split(key)
         history, plies, boards = _candidate_positions(draw_key, GAMES_PER_DRAW)
         wins, threats = (np.asarray(x) for x in _classify(jnp.asarray(boards)))
@@ -83,7 +85,9 @@ def generate(seed: int = DEFAULT_SEED, per_kind: int = DEFAULT_PER_KIND, log=Non
                 found[kind].setdefault(boards[i].tobytes(), (history[i, : plies[i]], answers[i]))
         draws += 1
         if log:
-            log(f"  {draws * GAMES_PER_DRAW:,} random games: {len(found['win']):,} win and {len(found['block']):,} block positions")
+            log(
+                f"  {draws * GAMES_PER_DRAW:,} random games: {len(found['win']):,} win and {len(found['block']):,} block positions"
+            )
     rng = np.random.default_rng(seed)
     records = []
     for kind in KINDS:

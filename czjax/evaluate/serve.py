@@ -110,7 +110,7 @@ class GameService:
     def parse(body: dict) -> list[int]:
         moves = body.get("moves", "") if isinstance(body, dict) else None
         if not isinstance(moves, str):
-            raise ValueError("expected {\"moves\": \"4453...\"}")
+            raise ValueError('expected {"moves": "4453..."}')
         cols = game.parse_moves(moves)
         game.apply_moves(cols, column_base=1)  # ValueError for a full column or a move after the end
         return cols
@@ -242,15 +242,16 @@ class ApiHandler(BaseHTTPRequestHandler):
     # -- the answers
 
     def _no_such_path(self) -> RequestError:
-        return RequestError(404, f"no page or endpoint {self.path}: the page is /, the API POST /api/position "
-                                 "and POST /api/model-move")
+        return RequestError(
+            404, f"no page or endpoint {self.path}: the page is /, the API POST /api/position and POST /api/model-move"
+        )
 
     def _refuse_method(self):
         allowed = self._allowed_methods()
         if allowed is None:
             raise self._no_such_path()
         if allowed == "POST":
-            message = f"{self.path} takes POST with a JSON body such as {{\"moves\": \"4453\"}}, not {self.command}"
+            message = f'{self.path} takes POST with a JSON body such as {{"moves": "4453"}}, not {self.command}'
         else:
             message = f"{self.path} takes {allowed}, not {self.command}"
         raise RequestError(405, message, {"Allow": allowed})
@@ -278,8 +279,9 @@ class ApiHandler(BaseHTTPRequestHandler):
         try:
             body = self.rfile.read(length)
         except TimeoutError:
-            raise RequestError(408, f"the body stopped arriving for {self.timeout:g} s before its "
-                                    f"Content-Length of {length} bytes") from None
+            raise RequestError(
+                408, f"the body stopped arriving for {self.timeout:g} s before its Content-Length of {length} bytes"
+            ) from None
         if len(body) < length:  # the client closed its side early
             raise RequestError(400, f"the body has {len(body)} bytes, fewer than its Content-Length of {length}")
         return body
@@ -298,8 +300,11 @@ class ApiServer(ThreadingHTTPServer):
         err = sys.exc_info()[1]
         if isinstance(err, DISCONNECTS):  # the client hung up or stalled: its business, not a fault
             return
-        print(f"czjax serve: a request from {client_address[0]} failed: {type(err).__name__}: {err}",
-              file=sys.stderr, flush=True)
+        print(
+            f"czjax serve: a request from {client_address[0]} failed: {type(err).__name__}: {err}",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def shutdown_request(self, request):
         """Close a connection after reading and dropping what the client still sends (a refused
@@ -319,16 +324,28 @@ class ApiServer(ThreadingHTTPServer):
         self.close_request(request)
 
 
-def make_server(agent: Agent, host: str = "127.0.0.1", port: int = 8000, temperature: float | None = None,
-                seed: int = 0, read_timeout: float = READ_TIMEOUT) -> ThreadingHTTPServer:
+def make_server(
+    agent: Agent,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    temperature: float | None = None,
+    seed: int = 0,
+    read_timeout: float = READ_TIMEOUT,
+) -> ThreadingHTTPServer:
     """An HTTP server for the page and the API, bound and with the player compiled (not started:
     call ``serve_forever``). ``temperature`` None: the agent's default (sampling for built-in
     players, greedy for models). ``read_timeout``: seconds a client may stall mid-request."""
     service = GameService(agent, temperature, seed)
-    handler = type("Handler", (ApiHandler,), {
-        "service": service, "page": page_html(agent).encode(), "timeout": read_timeout,
-        "routes": {"/api/position": service.position, "/api/model-move": service.model_move},
-    })
+    handler = type(
+        "Handler",
+        (ApiHandler,),
+        {
+            "service": service,
+            "page": page_html(agent).encode(),
+            "timeout": read_timeout,
+            "routes": {"/api/position": service.position, "/api/model-move": service.model_move},
+        },
+    )
     server = ApiServer((host, port), handler)  # bind first: a port in use fails before the compile
     try:
         # compile the player now: the first move would otherwise wait for it (7-9 s for the

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from czjax import game
-from czjax.util.progress import Progress
 from czjax.agents import Agent, policy
+from czjax.util.progress import Progress
 
 PLY_BIN = 5
 ACCURACY_KEYS = ("greedy_optimal", "greedy_keeps_outcome", "sampled_optimal", "sampled_keeps_outcome")
@@ -43,7 +43,7 @@ def read_game_records(path, what: str, required: tuple[str, ...]):
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"no {what} file at {path}")
-    with (gzip.open(path, "rt") if path.suffix == ".gz" else path.open()) as f:
+    with gzip.open(path, "rt") if path.suffix == ".gz" else path.open() as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue
@@ -74,7 +74,9 @@ def load_positions(path=None) -> dict[str, np.ndarray]:
         legal = board[0] == 0
         for c, (s, ok) in enumerate(zip(row, legal)):
             if ok != (s is not None) or (s is not None and not isinstance(s, (int, float))):
-                raise ValueError(f"{where}: score of column {c + 1} must be a number for a legal column and null for a full one")
+                raise ValueError(
+                    f"{where}: score of column {c + 1} must be a number for a legal column and null for a full one"
+                )
         if not legal.any():
             raise ValueError(f"{where}: the board is full")
         if "board" in record and game.to_string(board) != record["board"]:
@@ -169,13 +171,33 @@ DRAW_BAND = 1.0 / 3.0  # a value within +-1/3 reads as a draw
 # AlphaZero.jl's Connect Four benchmark: the error rate (%) of a player's move on each set, an
 # error being a move that does not keep the game-theoretic outcome. Its order and names:
 PONS_REFERENCE_ORDER = ("Test_L1_R1", "Test_L2_R1", "Test_L3_R1", "Test_L1_R2", "Test_L2_R2", "Test_L1_R3")
-PONS_NAMES = {"Test_L1_R1": "beginning-easy", "Test_L2_R1": "middle-easy", "Test_L3_R1": "end-easy",
-              "Test_L1_R2": "beginning-medium", "Test_L2_R2": "middle-medium", "Test_L1_R3": "beginning-hard"}
+PONS_NAMES = {
+    "Test_L1_R1": "beginning-easy",
+    "Test_L2_R1": "middle-easy",
+    "Test_L3_R1": "end-easy",
+    "Test_L1_R2": "beginning-medium",
+    "Test_L2_R2": "middle-medium",
+    "Test_L1_R3": "beginning-hard",
+}
 # Read off AlphaZero.jl's plot (its Connect Four tutorial): depth-5 minimax, and its MCTS player
 # after 15 iterations (5x128 ResNet, 5,000 games x 600 simulations each).
 PONS_REFERENCE = {
-    "minimax-5": {"Test_L1_R1": 1.7, "Test_L2_R1": 0.7, "Test_L3_R1": 1.4, "Test_L1_R2": 7.3, "Test_L2_R2": 9.2, "Test_L1_R3": 23.5},
-    "AlphaZero.jl": {"Test_L1_R1": 0.0, "Test_L2_R1": 0.0, "Test_L3_R1": 0.0, "Test_L1_R2": 2.0, "Test_L2_R2": 2.5, "Test_L1_R3": 7.0},
+    "minimax-5": {
+        "Test_L1_R1": 1.7,
+        "Test_L2_R1": 0.7,
+        "Test_L3_R1": 1.4,
+        "Test_L1_R2": 7.3,
+        "Test_L2_R2": 9.2,
+        "Test_L1_R3": 23.5,
+    },
+    "AlphaZero.jl": {
+        "Test_L1_R1": 0.0,
+        "Test_L2_R1": 0.0,
+        "Test_L3_R1": 0.0,
+        "Test_L1_R2": 2.0,
+        "Test_L2_R2": 2.5,
+        "Test_L1_R3": 7.0,
+    },
 }
 
 
@@ -193,12 +215,19 @@ def load_pons_moves(path=None) -> dict[str, dict]:
     7)", "moves"}}`` in AlphaZero.jl's order."""
     positions = load_positions(path if path is not None else default_pons_moves_path())
     names = [n for n in PONS_REFERENCE_ORDER if n in positions["set"]] + sorted(
-        {n for n in positions["set"] if n not in PONS_REFERENCE_ORDER and n is not None})
+        {n for n in positions["set"] if n not in PONS_REFERENCE_ORDER and n is not None}
+    )
     if not names:
         raise ValueError(f"{path}: no record names its Pons set ('set')")
     which = np.asarray(positions["set"], dtype=object)
-    return {name: {"boards": positions["boards"][which == name], "scores": positions["scores"][which == name],
-                   "moves": [m for m, s in zip(positions["moves"], positions["set"]) if s == name]} for name in names}
+    return {
+        name: {
+            "boards": positions["boards"][which == name],
+            "scores": positions["scores"][which == name],
+            "moves": [m for m, s in zip(positions["moves"], positions["set"]) if s == name],
+        }
+        for name in names
+    }
 
 
 def load_pons(directory=None) -> dict[str, dict]:
@@ -244,7 +273,9 @@ def move_errors(scores: np.ndarray, probs: np.ndarray, greedy: np.ndarray) -> tu
     game-theoretic outcome (AlphaZero.jl's error), and the probability that a move drawn from
     ``probs`` does not."""
     _, keeps, _ = good_columns(np.asarray(scores, np.float64))
-    return (~keeps[np.arange(len(greedy)), greedy]).astype(np.float64), 1.0 - (np.asarray(probs, np.float64) * keeps).sum(1)
+    return (~keeps[np.arange(len(greedy)), greedy]).astype(np.float64), 1.0 - (
+        np.asarray(probs, np.float64) * keeps
+    ).sum(1)
 
 
 def pons(agent: Agent, sets: dict, log=None) -> dict:
@@ -257,8 +288,13 @@ def pons(agent: Agent, sets: dict, log=None) -> dict:
     progress = Progress(log, "positions", sum(len(data["boards"]) for data in sets.values()))
     with_value = agent.has_value or agent.search is not None
     samples = agent.temperature() > 0
-    report: dict = {"player": agent.name, "draw_band": DRAW_BAND, "move": "expected over its draw" if samples else "greedy",
-                    "reference": PONS_REFERENCE, "sets": []}
+    report: dict = {
+        "player": agent.name,
+        "draw_band": DRAW_BAND,
+        "move": "expected over its draw" if samples else "greedy",
+        "reference": PONS_REFERENCE,
+        "sets": [],
+    }
     for name, data in sets.items():
         probs, value, greedy = policy(agent, data["boards"], progress=progress)
         row: dict = {"set": name, "name": PONS_NAMES.get(name, name), "n": int(len(data["boards"]))}
@@ -271,8 +307,10 @@ def pons(agent: Agent, sets: dict, log=None) -> dict:
             truth = np.sign(data["value"])
             guess = value_outcome(value)
             decided = truth != 0
-            row.update(outcome=float((guess == truth).mean()),
-                       sign_on_decided=float((np.sign(value[decided]) == truth[decided]).mean()) if decided.any() else None)
+            row.update(
+                outcome=float((guess == truth).mean()),
+                sign_on_decided=float((np.sign(value[decided]) == truth[decided]).mean()) if decided.any() else None,
+            )
             for outcome, label in zip((-1, 0, 1), OUTCOMES):
                 mask = truth == outcome
                 row[f"n_{label}"] = int(mask.sum())
@@ -288,17 +326,23 @@ def format_pons(report: dict) -> str:
         return " " * (width - 1) + "-" if x is None else fmt.format(x)
 
     refs = list(report["reference"])
-    lines = [f"{report['player']}: move error (%), a move that does not keep the game-theoretic outcome "
-             f"(AlphaZero.jl's measure; {report['move']} move)"]
+    lines = [
+        f"{report['player']}: move error (%), a move that does not keep the game-theoretic outcome "
+        f"(AlphaZero.jl's measure; {report['move']} move)"
+    ]
     lines.append(f"{'set':>11s} {'':16s} {'n':>5s} {'error':>6s} " + " ".join(f"{r:>12s}" for r in refs))
     for r in report["sets"]:
-        lines.append(f"{r['set']:>11s} {r['name']:16s} {r['n']:5d} {cell(r.get('move_error'), 6, '{:6.1f}')} "
-                     + " ".join(f"{cell(r[f'ref_{k}'], 12, '{:12.1f}')}" for k in refs))
+        lines.append(
+            f"{r['set']:>11s} {r['name']:16s} {r['n']:5d} {cell(r.get('move_error'), 6, '{:6.1f}')} "
+            + " ".join(f"{cell(r[f'ref_{k}'], 12, '{:12.1f}')}" for k in refs)
+        )
     if report["mean_move_error"] is not None:
         lines.append(f"{'mean':>11s} {'':16s} {'':5s} {report['mean_move_error']:6.1f}")
     if any("outcome" in r for r in report["sets"]):
         lines.append(f"outcome read from the value (a draw within +-{report['draw_band']:.2f}):")
-        lines.append(f"{'set':>11s} {'n':>5s} {'outcome':>8s} {'win':>11s} {'draw':>11s} {'loss':>11s} {'sign (decided)':>15s}")
+        lines.append(
+            f"{'set':>11s} {'n':>5s} {'outcome':>8s} {'win':>11s} {'draw':>11s} {'loss':>11s} {'sign (decided)':>15s}"
+        )
         for r in report["sets"]:
             per = "".join(f" {cell(r[k])} ({r[f'n_{k}']:4d})" for k in ("win", "draw", "loss"))
             lines.append(f"{r['set']:>11s} {r['n']:5d} {r['outcome']:8.3f}{per} {cell(r['sign_on_decided']):>15s}")

@@ -22,8 +22,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from czjax.agents import Agent
-from czjax.util.progress import Progress
 from czjax.rollout import play_games
+from czjax.util.progress import Progress
 
 ELO = 400.0 / math.log(10.0)  # Elo points per unit of log-odds
 PRIOR_SD_ELO = 4000.0
@@ -57,9 +57,12 @@ def round_robin(agents: list[Agent], games: int, seed: int = 0, log=None) -> np.
             return jnp.stack([(res.outcome > 0).sum(), (res.outcome == 0).sum(), (res.outcome < 0).sum()])
 
         matches = jax.jit(jax.vmap(match))
-        counts = progress.step(lambda: np.asarray(matches(keys[np.asarray(members)], params_a, params_b)), games * len(members),
-                               f"{len(members)} match{'es' if len(members) > 1 else ''} of {games} games: "
-                               f"{agents[pairs[members[0]][0]].name} vs {agents[pairs[members[0]][1]].name}")
+        counts = progress.step(
+            lambda: np.asarray(matches(keys[np.asarray(members)], params_a, params_b)),
+            games * len(members),
+            f"{len(members)} match{'es' if len(members) > 1 else ''} of {games} games: "
+            f"{agents[pairs[members[0]][0]].name} vs {agents[pairs[members[0]][1]].name}",
+        )
         for p, (win_a, draw, win_b) in zip(members, counts):
             i, j = pairs[p]
             results[i, j] = (win_a, draw, win_b)
@@ -69,7 +72,9 @@ def round_robin(agents: list[Agent], games: int, seed: int = 0, log=None) -> np.
     return results
 
 
-def fit_ratings(results: np.ndarray, anchor: int = 0, anchor_rating: float = 0.0, iterations: int = 100) -> tuple[np.ndarray, np.ndarray]:
+def fit_ratings(
+    results: np.ndarray, anchor: int = 0, anchor_rating: float = 0.0, iterations: int = 100
+) -> tuple[np.ndarray, np.ndarray]:
     """``(ratings, half_widths)`` in Elo points from ``results (P, P, 3)`` (see :func:`round_robin`);
     95% intervals are ``ratings +- half_widths`` (0 for the anchor, relative to it)."""
     results = np.asarray(results, np.float64)
@@ -115,12 +120,25 @@ def tournament(agents: list[Agent], games: int, anchor: str | None = None, seed:
         "anchor": anchor,
         "players": names,
         "results": [
-            {"a": names[i], "b": names[j], "wins_a": int(results[i, j, 0]), "draws": int(results[i, j, 1]), "wins_b": int(results[i, j, 2])}
+            {
+                "a": names[i],
+                "b": names[j],
+                "wins_a": int(results[i, j, 0]),
+                "draws": int(results[i, j, 1]),
+                "wins_b": int(results[i, j, 2]),
+            }
             for i, j in itertools.combinations(range(len(names)), 2)
         ],
         "ratings": sorted(
-            ({"player": name, "elo": float(r), "ci95": float(h), "score": float((results[k, :, 0] + 0.5 * results[k, :, 1]).sum() / results[k].sum())}
-             for k, (name, r, h) in enumerate(zip(names, ratings, half))),
+            (
+                {
+                    "player": name,
+                    "elo": float(r),
+                    "ci95": float(h),
+                    "score": float((results[k, :, 0] + 0.5 * results[k, :, 1]).sum() / results[k].sum()),
+                }
+                for k, (name, r, h) in enumerate(zip(names, ratings, half))
+            ),
             key=lambda row: -row["elo"],
         ),
     }
@@ -129,7 +147,10 @@ def tournament(agents: list[Agent], games: int, anchor: str | None = None, seed:
 def format_tournament(report: dict) -> str:
     names = report["players"]
     width = max(10, *(len(n) for n in names))
-    lines = [f"{report['games_per_pair']} games per pair, half with each side first; row's wins/draws/losses against column", ""]
+    lines = [
+        f"{report['games_per_pair']} games per pair, half with each side first; row's wins/draws/losses against column",
+        "",
+    ]
     table = {(r["a"], r["b"]): (r["wins_a"], r["draws"], r["wins_b"]) for r in report["results"]}
     table.update({(b, a): (l, d, w) for (a, b), (w, d, l) in list(table.items())})
     lines.append(" " * width + "".join(f" {n:>{width}s}" for n in names))

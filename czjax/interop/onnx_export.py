@@ -60,7 +60,9 @@ class _Graph:
         return self.op("Add", y, self.const(bias, "b")) if bias is not None else y
 
     def layer_norm(self, x: str, scale: np.ndarray, bias: np.ndarray) -> str:
-        return self.op("LayerNormalization", x, self.const(scale, "scale"), self.const(bias, "bias"), axis=-1, epsilon=EPS)
+        return self.op(
+            "LayerNormalization", x, self.const(scale, "scale"), self.const(bias, "bias"), axis=-1, epsilon=EPS
+        )
 
     def conv(self, x: str, weight: np.ndarray, pad: int) -> str:
         return self.op("Conv", x, self.const(weight, "conv"), pads=[pad] * 4)
@@ -74,7 +76,9 @@ class _Graph:
         normed = self.op("Div", centred, self.op("Sqrt", self.op("Add", var, self.const(np.float32(EPS)))))
         y = self.op("Reshape", normed, shape)
         per_channel = (1, -1, 1, 1)
-        return self.op("Add", self.op("Mul", y, self.const(scale.reshape(per_channel))), self.const(bias.reshape(per_channel)))
+        return self.op(
+            "Add", self.op("Mul", y, self.const(scale.reshape(per_channel))), self.const(bias.reshape(per_channel))
+        )
 
 
 def _body(g: _Graph, model_name: str, sd: dict[str, np.ndarray], boards: str) -> tuple[str, str | None]:
@@ -90,8 +94,20 @@ def _body(g: _Graph, model_name: str, sd: dict[str, np.ndarray], boards: str) ->
             x = g.dense(x, sd[f"layers.{3 * i + 1}.weight"])
             x = relu(g.layer_norm(x, sd[f"layers.{3 * i + 2}.weight"], sd[f"layers.{3 * i + 2}.bias"]))
         out = g.dense(x, sd["layers.22.weight"], sd["layers.22.bias"])
-        logits = g.op("Slice", out, g.const(np.array([0], np.int64)), g.const(np.array([7], np.int64)), g.const(np.array([1], np.int64)))
-        raw_value = g.op("Slice", out, g.const(np.array([7], np.int64)), g.const(np.array([8], np.int64)), g.const(np.array([1], np.int64)))
+        logits = g.op(
+            "Slice",
+            out,
+            g.const(np.array([0], np.int64)),
+            g.const(np.array([7], np.int64)),
+            g.const(np.array([1], np.int64)),
+        )
+        raw_value = g.op(
+            "Slice",
+            out,
+            g.const(np.array([7], np.int64)),
+            g.const(np.array([8], np.int64)),
+            g.const(np.array([1], np.int64)),
+        )
         return logits, g.op("Tanh", g.op("Reshape", raw_value, g.const(np.array([-1], np.int64))))
 
     # Mk4: one-hot planes (own, opponent, empty) in NCHW
@@ -100,14 +116,24 @@ def _body(g: _Graph, model_name: str, sd: dict[str, np.ndarray], boards: str) ->
         is_v = g.op("Cast", g.op("Equal", boards, g.const(np.int8(v))), to=g.onnx.TensorProto.FLOAT)
         planes.append(g.op("Unsqueeze", is_v, g.const(np.array([1], np.int64))))
     x = g.op("Concat", *planes, axis=1)
-    x = relu(g.group_norm(g.conv(x, sd["feature_extractor.0.weight"], 1), sd["feature_extractor.1.weight"], sd["feature_extractor.1.bias"]))
+    x = relu(
+        g.group_norm(
+            g.conv(x, sd["feature_extractor.0.weight"], 1),
+            sd["feature_extractor.1.weight"],
+            sd["feature_extractor.1.bias"],
+        )
+    )
     for b in (1, 2, 3):
         p = f"resblock{b}"
         y = relu(g.group_norm(g.conv(x, sd[f"{p}.0.weight"], 1), sd[f"{p}.1.weight"], sd[f"{p}.1.bias"]))
         y = g.group_norm(g.conv(y, sd[f"{p}.3.weight"], 1), sd[f"{p}.4.weight"], sd[f"{p}.4.bias"])
         x = relu(g.op("Add", x, y))
-    features = g.op("Reshape", g.conv(x, sd["downsample.weight"], 0), g.const(np.array([-1, 448], np.int64)))  # channel * 7 + col
-    p = relu(g.layer_norm(g.dense(features, sd["fc_layers.0.weight"]), sd["fc_layers.1.weight"], sd["fc_layers.1.bias"]))
+    features = g.op(
+        "Reshape", g.conv(x, sd["downsample.weight"], 0), g.const(np.array([-1, 448], np.int64))
+    )  # channel * 7 + col
+    p = relu(
+        g.layer_norm(g.dense(features, sd["fc_layers.0.weight"]), sd["fc_layers.1.weight"], sd["fc_layers.1.bias"])
+    )
     p = relu(g.layer_norm(g.dense(p, sd["fc_layers.3.weight"]), sd["fc_layers.4.weight"], sd["fc_layers.4.bias"]))
     logits = g.dense(p, sd["fc_layers.6.weight"], sd["fc_layers.6.bias"])
     if "value_head.0.weight" not in sd:
@@ -148,7 +174,9 @@ def build_model(model_name: str, params, batched: bool = False):
             onnx.helper.make_tensor_value_info("logits", T.FLOAT, [7]),
             onnx.helper.make_tensor_value_info("value", T.FLOAT, []),
         ]
-    graph = onnx.helper.make_graph(g.nodes, f"czjax_{model_name.replace('-', '_')}", [board_in], outputs, initializer=g.inits)
+    graph = onnx.helper.make_graph(
+        g.nodes, f"czjax_{model_name.replace('-', '_')}", [board_in], outputs, initializer=g.inits
+    )
     model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", OPSET)], producer_name="czjax")
     model.ir_version = 8  # readable by onnxruntime 1.14+ and onnxruntime-web
     onnx.checker.check_model(model, full_check=True)
@@ -192,8 +220,8 @@ def max_difference(onnx_path, checkpoint_path, boards: np.ndarray) -> float | No
     import jax.numpy as jnp
 
     from czjax import models
-    from czjax.util import precision
     from czjax.agents import load_params
+    from czjax.util import precision
 
     model_name, params, _ = load_params(checkpoint_path)
     with precision.parity():  # a parity path: full float32 on every backend

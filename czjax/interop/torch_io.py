@@ -24,7 +24,9 @@ def import_torch(pth_path, out_path, model_name: str | None = None, seed: int = 
     detected, params = read_params(pth_path, model_name)
     config = TrainConfig(model=detected)
     state = make_trainer(config).init(seed, params)
-    checkpoint.save(out_path, state, config.to_dict(), HParams.create().to_dict(), {"seed": seed, "init_from": str(pth_path)})
+    checkpoint.save(
+        out_path, state, config.to_dict(), HParams.create().to_dict(), {"seed": seed, "init_from": str(pth_path)}
+    )
     return detected
 
 

@@ -16,7 +16,8 @@ A new algorithm is a new :class:`Algorithm` in :data:`ALGORITHMS`; its loss term
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -24,9 +25,18 @@ import optax
 from jax import lax
 
 from czjax import compaction, game, models, rollout
-from czjax.util import devices
-from czjax.learn.losses import LossInputs, a2c_targets, discounted_returns, imitation_sums, metrics_from_sums, mirror, policy_gradient_sums, ppo_sums
+from czjax.learn.losses import (
+    LossInputs,
+    a2c_targets,
+    discounted_returns,
+    imitation_sums,
+    metrics_from_sums,
+    mirror,
+    policy_gradient_sums,
+    ppo_sums,
+)
 from czjax.players import masked_log_probs
+from czjax.util import devices
 
 
 class UpdateContext(NamedTuple):
@@ -57,7 +67,9 @@ def apply_step(ctx: UpdateContext, params, opt_state, grads, hp):
         return jax.tree.map(lambda p, u: p - hp.learning_rate * u, params, updates), opt_state
 
 
-def sparse_value_and_grad(chunk_loss: Callable, params, boards, batch: LossInputs, num_chunks: int = compaction.LOSS_CHUNKS, axis_name=None):
+def sparse_value_and_grad(
+    chunk_loss: Callable, params, boards, batch: LossInputs, num_chunks: int = compaction.LOSS_CHUNKS, axis_name=None
+):
     """Gradient and summed statistics of a loss that is a sum over positions, computed only
     where positions are valid.
 
@@ -76,7 +88,9 @@ def sparse_value_and_grad(chunk_loss: Callable, params, boards, batch: LossInput
         (_, sums), grads = grad_fn(params, *chunk)
         return grads, sums
 
-    return compaction.over_valid_chunks(chunk_grads, (boards, batch), batch.valid, num_chunks, axis_name, accumulate=True)
+    return compaction.over_valid_chunks(
+        chunk_grads, (boards, batch), batch.valid, num_chunks, axis_name, accumulate=True
+    )
 
 
 def learner_batch(ctx: UpdateContext, traj: rollout.Trajectory, outcome, discount, value_mix=0.0):
@@ -86,8 +100,11 @@ def learner_batch(ctx: UpdateContext, traj: rollout.Trajectory, outcome, discoun
     values (a search's root value), ``value_mix`` of it is mixed into the returns: ``(1 - m) G +
     m Q`` (AlphaZero's variant of the value target)."""
     if ctx.both_sides:
-        mine = jax.tree.map(lambda a, b: jnp.concatenate([a, b], axis=1),
-                            rollout.player_plies(traj, ctx.games, player=0), rollout.player_plies(traj, ctx.games, player=1))
+        mine = jax.tree.map(
+            lambda a, b: jnp.concatenate([a, b], axis=1),
+            rollout.player_plies(traj, ctx.games, player=0),
+            rollout.player_plies(traj, ctx.games, player=1),
+        )
         outcome = jnp.concatenate([outcome, -outcome])  # (2n,): each side's result
     else:
         mine = rollout.player_plies(traj, ctx.games, player=0)  # (21, n)
@@ -125,7 +142,9 @@ def td_returns(ctx, values, batch, outcome, discount):
     """One-step TD targets ``r + gamma * V(next own position)`` (:func:`a2c_targets`) for the
     learner's positions, each copy of the batch (the mirror half too) with its own values."""
     shape = (2 if ctx.mirror else 1, rollout.PLIES // 2, ctx.games)
-    targets = jax.vmap(a2c_targets, in_axes=(0, 0, None, None))(values.reshape(shape), batch.valid.reshape(shape), outcome, discount)
+    targets = jax.vmap(a2c_targets, in_axes=(0, 0, None, None))(
+        values.reshape(shape), batch.valid.reshape(shape), outcome, discount
+    )
     return targets.reshape(-1)
 
 
@@ -164,7 +183,9 @@ def gradient_step(ctx: UpdateContext, params, opt_state, boards, batch: LossInpu
 
     def chunk_loss(params, chunk_boards, chunk_batch):
         logits, values = models.apply_model(ctx.model, params, chunk_boards)
-        return policy_gradient_sums(logits, values if ctx.baseline else None, chunk_batch, hp.entropy_bonus, hp.value_weight)
+        return policy_gradient_sums(
+            logits, values if ctx.baseline else None, chunk_batch, hp.entropy_bonus, hp.value_weight
+        )
 
     return _one_step(ctx, chunk_loss, params, opt_state, boards, batch, hp)
 
@@ -203,7 +224,9 @@ def ppo_step(ctx: UpdateContext, params, opt_state, boards, batch: LossInputs, h
         params, opt_state, stopped = carry
 
         def run(_):
-            grads, sums = sparse_value_and_grad(chunk_loss, params, boards, batch, ctx.num_chunks, axis_name=ctx.axis_name)
+            grads, sums = sparse_value_and_grad(
+                chunk_loss, params, boards, batch, ctx.num_chunks, axis_name=ctx.axis_name
+            )
             kl = sums["kl"] / jnp.maximum(sums["positions"], 1.0)
             # The first epoch starts at the starting policy, whose KL is 0 (PyTorch reuses the
             # starting forward pass; here it is 0 up to rounding): it never stops.
@@ -213,7 +236,12 @@ def ppo_step(ctx: UpdateContext, params, opt_state, boards, batch: LossInputs, h
             take = ~stopped if step_then_stop else ~stopped & ~exceeded
             new_params, new_opt_state = apply_step(ctx, params, opt_state, grads, hp)
             keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(take, a, b), new, old)  # noqa: E731
-            return (keep(new_params, params), keep(new_opt_state, opt_state), stopped | exceeded), (sums, kl, ~stopped, take)
+            return (keep(new_params, params), keep(new_opt_state, opt_state), stopped | exceeded), (
+                sums,
+                kl,
+                ~stopped,
+                take,
+            )
 
         def skip(_):
             zeros = jax.eval_shape(run, None)[1]
@@ -243,19 +271,35 @@ class Algorithm:
     targets: Callable  # (ctx, params, boards, batch, outcome, hparams) -> batch
     step: Callable  # (ctx, params, opt_state, boards, batch, hparams) -> (params, opt_state, metrics)
     needs_search: bool = False  # trains on the moves of a search (TrainConfig.search) that plays the games
-    records_policy_targets: bool = False  # the rollout keeps the players' policy targets and values (search-based training)
+    records_policy_targets: bool = (
+        False  # the rollout keeps the players' policy targets and values (search-based training)
+    )
 
 
 ALGORITHMS: dict[str, Algorithm] = {
-    "reinforce": Algorithm("REINFORCE, with baseline when the model has a value head", False, monte_carlo_targets, gradient_step),
+    "reinforce": Algorithm(
+        "REINFORCE, with baseline when the model has a value head", False, monte_carlo_targets, gradient_step
+    ),
     "a2c": Algorithm("A2C: one-step TD targets from the value head", True, td_targets, gradient_step),
     "ppo": Algorithm("PPO: clipped ratio objective, several epochs, KL stop", True, ppo_targets, ppo_step),
-    "alphazero": Algorithm("AlphaZero: --search plays; cross-entropy to its policy (visit counts, or Gumbel's improved policy) "
-                           "and value MSE to the return", True, search_policy_targets, imitation_step, needs_search=True,
-                           records_policy_targets=True),
-    "alpha": Algorithm("Connect-Zero's alpha mode: --search plays; cross-entropy to the move it played (a hard target) and "
-                       "value MSE to the return", True, played_move_targets, imitation_step, needs_search=True,
-                       records_policy_targets=True),
+    "alphazero": Algorithm(
+        "AlphaZero: --search plays; cross-entropy to its policy (visit counts, or Gumbel's improved policy) "
+        "and value MSE to the return",
+        True,
+        search_policy_targets,
+        imitation_step,
+        needs_search=True,
+        records_policy_targets=True,
+    ),
+    "alpha": Algorithm(
+        "Connect-Zero's alpha mode: --search plays; cross-entropy to the move it played (a hard target) and "
+        "value MSE to the return",
+        True,
+        played_move_targets,
+        imitation_step,
+        needs_search=True,
+        records_policy_targets=True,
+    ),
 }
 
 

@@ -83,7 +83,9 @@ def mirror(boards: jax.Array, batch: LossInputs) -> tuple[jax.Array, LossInputs]
         valid=cat(batch.valid, batch.valid),
         old_log_probs=cat(batch.old_log_probs, None if batch.old_log_probs is None else flip_cols(batch.old_log_probs)),
         advantages=cat(batch.advantages, batch.advantages),
-        policy_targets=cat(batch.policy_targets, None if batch.policy_targets is None else flip_cols(batch.policy_targets)),
+        policy_targets=cat(
+            batch.policy_targets, None if batch.policy_targets is None else flip_cols(batch.policy_targets)
+        ),
     )
 
 
@@ -126,7 +128,9 @@ def ppo_sums(logits, values, batch: LossInputs, clip, entropy_bonus, value_weigh
     surrogate = jnp.minimum(ratio * advantage, clipped_ratio * advantage)
     policy_loss = -(mask * surrogate).sum()
     value_loss = _value_loss(mask, values, batch.returns)
-    loss, sums = _loss_and_sums(mask, policy_loss, value_loss, entropy, batch.returns, advantage, entropy_bonus, value_weight)
+    loss, sums = _loss_and_sums(
+        mask, policy_loss, value_loss, entropy, batch.returns, advantage, entropy_bonus, value_weight
+    )
     p_old = jnp.exp(batch.old_log_probs)
     kl = (p_old * (batch.old_log_probs - log_p)).sum(-1)
     sums["kl"] = jax.lax.stop_gradient((mask * kl).sum())
@@ -170,7 +174,9 @@ def imitation_sums(logits, values, batch: LossInputs, entropy_bonus, value_weigh
     targets = batch.policy_targets
     policy_loss = -(mask * (targets * log_p).sum(-1)).sum()
     value_loss = (mask * (values - batch.returns) ** 2).sum()
-    loss, sums = _loss_and_sums(mask, policy_loss, value_loss, entropy, batch.returns, batch.returns - values, entropy_bonus, value_weight)
+    loss, sums = _loss_and_sums(
+        mask, policy_loss, value_loss, entropy, batch.returns, batch.returns - values, entropy_bonus, value_weight
+    )
     target_entropy = -(targets * jnp.log(jnp.where(targets > 0, targets, 1.0))).sum(-1)
     sums["target_entropy"] = (mask * target_entropy).sum()
     sums["disagree"] = jax.lax.stop_gradient((mask * (jnp.argmax(targets, -1) != jnp.argmax(log_p, -1))).sum())

@@ -81,7 +81,9 @@ def update_pool(pool: PoolState, params, chosen, batch_win_rate, num_members: in
         return pool.replace(win_rate=win_rate), jnp.zeros((), bool)
     add = league_ready(win_rate, pool.available(), threshold)
     slot = pool.league_next
-    league_params = jax.tree.map(lambda stack, p: jnp.where(add, stack.at[slot].set(p), stack), pool.league_params, params)
+    league_params = jax.tree.map(
+        lambda stack, p: jnp.where(add, stack.at[slot].set(p), stack), pool.league_params, params
+    )
     pool = pool.replace(
         win_rate=jnp.where(add, win_rate.at[num_members + slot].set(0.5), win_rate),
         league_params=league_params,
@@ -91,8 +93,18 @@ def update_pool(pool: PoolState, params, chosen, batch_win_rate, num_members: in
     return pool, add
 
 
-def play_against_pool(key, pool: PoolState, members: list, learner, params, num_games: int, temperature, axis_name=None, devices=1,
-                      chunks=None):
+def play_against_pool(
+    key,
+    pool: PoolState,
+    members: list,
+    learner,
+    params,
+    num_games: int,
+    temperature,
+    axis_name=None,
+    devices=1,
+    chunks=None,
+):
     """One batch of the learner against a member drawn by weight (a league slot plays the
     learner's model with the slot's parameters); returns ``(trajectory, results, chosen)``."""
     choice_key, key = jax.random.split(key)
@@ -100,11 +112,24 @@ def play_against_pool(key, pool: PoolState, members: list, learner, params, num_
     num_members = len(members)
 
     def against(player, member_params):
-        return rollout.play_games(key, learner, params, player, member_params, num_games, temperature, 1.0, axis_name=axis_name,
-                                  devices=devices, chunks=chunks)
+        return rollout.play_games(
+            key,
+            learner,
+            params,
+            player,
+            member_params,
+            num_games,
+            temperature,
+            1.0,
+            axis_name=axis_name,
+            devices=devices,
+            chunks=chunks,
+        )
 
     branches = [lambda pool, k=k: against(members[k][0], pool.member_params[k]) for k in range(num_members)]
     if pool.league_active.shape[0]:  # one branch for every league slot: same player, the slot's parameters
-        branches.append(lambda pool: against(learner, jax.tree.map(lambda x: x[chosen - num_members], pool.league_params)))
+        branches.append(
+            lambda pool: against(learner, jax.tree.map(lambda x: x[chosen - num_members], pool.league_params))
+        )
     traj, results = lax.switch(jnp.minimum(chosen, len(branches) - 1), branches, pool)
     return traj, results, chosen

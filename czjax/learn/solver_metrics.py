@@ -47,8 +47,13 @@ def load() -> SolverBenchmark:
     group = np.concatenate([np.full(len(b), i, np.int32) for i, (_, b, _) in enumerate(parts)])
     # NumPy arrays (host memory): cached across traces, they enter each compiled program as
     # constants; a device array made inside one trace would leak its tracer into the next
-    return SolverBenchmark(boards=boards.astype(np.int8), keeps=keeps, optimal=optimal, group=group,
-                           names=tuple(name for name, _, _ in parts))
+    return SolverBenchmark(
+        boards=boards.astype(np.int8),
+        keeps=keeps,
+        optimal=optimal,
+        group=group,
+        names=tuple(name for name, _, _ in parts),
+    )
 
 
 def metrics(player: Player, params, bench: SolverBenchmark, key=None) -> dict[str, jax.Array]:

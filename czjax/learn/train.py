@@ -21,7 +21,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import chex
 import jax
@@ -29,12 +30,9 @@ import jax.numpy as jnp
 from jax import lax
 
 from czjax import compaction, models, players, rollout, search
-from czjax.learn import algorithms
-from czjax.util import devices
-from czjax.util import precision
-from czjax.learn import replay
-from czjax.learn import solver_metrics
+from czjax.learn import algorithms, replay, solver_metrics
 from czjax.learn.pool import init_pool, load_member, play_against_pool, update_pool
+from czjax.util import devices, precision
 
 # self: a frozen copy of the learner, promoted when it is beaten; current: the learner itself
 # (AlphaZero's self-play: both sides play with the current parameters)
@@ -65,7 +63,7 @@ class HParams:
     value_mix: chex.Array = 0.0  # search-based training: the root's value mixed into the value target, (1 - m) G + m Q
 
     @classmethod
-    def create(cls, **values) -> "HParams":
+    def create(cls, **values) -> HParams:
         unknown = sorted(set(values) - set(hparam_names()))
         if unknown:
             raise ValueError(f"unknown hyperparameter {unknown[0]!r}; choose from {', '.join(hparam_names())}")
@@ -157,15 +155,28 @@ class ReplaySettings:
 
 # Flat names of settings that are now nested (configs stored before the nesting use them).
 FLAT_SETTINGS = {
-    "ppo_clip": ("ppo", "clip"), "ppo_epochs": ("ppo", "epochs"), "target_kl": ("ppo", "target_kl"),
-    "ppo_kl_stop": ("ppo", "kl_stop"), "promote_every_games": ("promotion", "every_games"),
-    "promote_window_games": ("promotion", "window_games"), "promote_threshold": ("promotion", "threshold"),
-    "pool": ("pool", "members"), "pool_ema": ("pool", "ema"), "league": ("pool", "league"),
-    "league_slots": ("pool", "league_slots"), "league_threshold": ("pool", "league_threshold"),
-    "promote_draws_count_half": ("promotion", "draws_count_half"), "ppo_bootstrap": ("ppo", "bootstrap"),
+    "ppo_clip": ("ppo", "clip"),
+    "ppo_epochs": ("ppo", "epochs"),
+    "target_kl": ("ppo", "target_kl"),
+    "ppo_kl_stop": ("ppo", "kl_stop"),
+    "promote_every_games": ("promotion", "every_games"),
+    "promote_window_games": ("promotion", "window_games"),
+    "promote_threshold": ("promotion", "threshold"),
+    "pool": ("pool", "members"),
+    "pool_ema": ("pool", "ema"),
+    "league": ("pool", "league"),
+    "league_slots": ("pool", "league_slots"),
+    "league_threshold": ("pool", "league_threshold"),
+    "promote_draws_count_half": ("promotion", "draws_count_half"),
+    "ppo_bootstrap": ("ppo", "bootstrap"),
 }
 # What a stored config that predates a setting did (see TrainConfig.from_dict).
-SETTINGS_BEFORE_THEY_EXISTED = {"init": "flax", "ppo_kl_stop": "before-step", "promote_draws_count_half": False, "ppo_bootstrap": False}
+SETTINGS_BEFORE_THEY_EXISTED = {
+    "init": "flax",
+    "ppo_kl_stop": "before-step",
+    "promote_draws_count_half": False,
+    "ppo_bootstrap": False,
+}
 NESTED = {"ppo": PPOSettings, "promotion": PromotionSettings, "pool": PoolSettings, "replay": ReplaySettings}
 
 
@@ -178,21 +189,35 @@ class TrainConfig:
     games_per_batch: int = 50
     opponent: str = "self"  # one of OPPONENTS
     algorithm: str = "reinforce"  # a name in algorithms.ALGORITHMS
-    search: str = ""  # a search that plays the learner's games (alpha, alphazero): "mcts:sims=32,noise=0.25" (czjax.search)
+    search: str = (
+        ""  # a search that plays the learner's games (alpha, alphazero): "mcts:sims=32,noise=0.25" (czjax.search)
+    )
     baseline: bool = True  # REINFORCE with baseline when the model has a value head
     weight_decay: float = 0.01  # AdamW, as torch.optim.AdamW's default
     mirror: bool = False  # add every position flipped left-right to the batch
     eval_games: int = 100  # against RandomPunisher after every chunk
     batches_per_chunk: int = 20  # iterations per compiled chunk: the logging and evaluation interval
     precision: str = "default"  # float32 matrix products of the compiled chunk (czjax.util.precision.PRECISIONS)
-    unroll: int = 1  # pairs of plies per step of the rollout's compiled loop (rollout.play_games); the games are the same
-    sample_plies: int | None = None  # moves are sampled on the game's first plies only, then the most likely (None: always)
+    unroll: int = (
+        1  # pairs of plies per step of the rollout's compiled loop (rollout.play_games); the games are the same
+    )
+    sample_plies: int | None = (
+        None  # moves are sampled on the game's first plies only, then the most likely (None: always)
+    )
     openings: int = 0  # games start from a position drawn uniformly from all positions 0..openings plies deep (rollout.opening_positions)
-    both_sides: bool = False  # opponent "current": train on both players' positions (both play with the learner's parameters)
-    control_flow: str = "auto"  # one of CONTROL_FLOWS: skip finished work with lax.cond, or compute it masked (the same results)
+    both_sides: bool = (
+        False  # opponent "current": train on both players' positions (both play with the learner's parameters)
+    )
+    control_flow: str = (
+        "auto"  # one of CONTROL_FLOWS: skip finished work with lax.cond, or compute it masked (the same results)
+    )
     solver_eval: str = "off"  # after each chunk, on Pons' sets and the public solver positions: off, network, search (czjax.learn.solver_metrics)
-    conv: str = "auto"  # how Mk4's 3x3 convolutions are computed: auto (measured per backend), im2col, xla (czjax.models)
-    norm: str = "auto"  # how Mk4's GroupNorm layers are computed: auto (measured per backend), flax, grouped (czjax.models)
+    conv: str = (
+        "auto"  # how Mk4's 3x3 convolutions are computed: auto (measured per backend), im2col, xla (czjax.models)
+    )
+    norm: str = (
+        "auto"  # how Mk4's GroupNorm layers are computed: auto (measured per backend), flax, grouped (czjax.models)
+    )
     compaction: str = "auto"  # skip finished games and invalid positions: auto (measured per backend), on, loss, off (czjax.compaction)
     ppo: PPOSettings = PPOSettings()
     promotion: PromotionSettings = PromotionSettings()
@@ -206,13 +231,21 @@ class TrainConfig:
         compaction.check_mode(self.compaction)
         algorithm = algorithms.get_algorithm(self.algorithm)
         if algorithm.needs_value_head and not models.has_value_head(model):
-            raise ValueError(f"{self.algorithm} needs a model with a value head (cnn-mk4-value or mlp3), not {self.model}")
+            raise ValueError(
+                f"{self.algorithm} needs a model with a value head (cnn-mk4-value or mlp3), not {self.model}"
+            )
         if algorithm.needs_search and not self.search:
-            raise ValueError(f"{self.algorithm} trains on a search's moves: give a search, e.g. --search mcts:sims=32,noise=0.25")
+            raise ValueError(
+                f"{self.algorithm} trains on a search's moves: give a search, e.g. --search mcts:sims=32,noise=0.25"
+            )
         if self.search and not algorithm.needs_search:
-            raise ValueError(f"a search plays the games of search-based algorithms only ({', '.join(a for a, v in algorithms.ALGORITHMS.items() if v.needs_search)}), not {self.algorithm}")
+            raise ValueError(
+                f"a search plays the games of search-based algorithms only ({', '.join(a for a, v in algorithms.ALGORITHMS.items() if v.needs_search)}), not {self.algorithm}"
+            )
         if self.replay.capacity and not algorithm.needs_search:
-            raise ValueError(f"a replay buffer serves search-based training (alpha, alphazero); {self.algorithm} learns on-policy")
+            raise ValueError(
+                f"a replay buffer serves search-based training (alpha, alphazero); {self.algorithm} learns on-policy"
+            )
         if self.search:
             self.searcher()  # one-line error for a bad search
             if self.opponent == "pool":
@@ -225,7 +258,9 @@ class TrainConfig:
             raise ValueError("a league grows an opponent pool: use it with opponent 'pool'")
         for name in ("games_per_batch", "eval_games"):
             if getattr(self, name) < 2:
-                raise ValueError(f"{name} must be at least 2 (half of the games with each side first), got {getattr(self, name)}")
+                raise ValueError(
+                    f"{name} must be at least 2 (half of the games with each side first), got {getattr(self, name)}"
+                )
         if self.unroll < 1:
             raise ValueError(f"unroll must be >= 1, got {self.unroll}")
         if self.control_flow not in CONTROL_FLOWS:
@@ -237,7 +272,9 @@ class TrainConfig:
         if not 0 <= self.openings <= 6:
             raise ValueError(f"openings must be between 0 and 6 plies, got {self.openings}")
         if self.both_sides and (self.opponent != "current" or not algorithm.needs_search):
-            raise ValueError("both_sides trains on the opponent's positions too: it needs opponent 'current' and a search-based algorithm")
+            raise ValueError(
+                "both_sides trains on the opponent's positions too: it needs opponent 'current' and a search-based algorithm"
+            )
         if self.sample_plies is not None and self.sample_plies < 0:
             raise ValueError(f"sample_plies must be >= 0, got {self.sample_plies}")
         if self.batches_per_chunk <= 0:
@@ -250,7 +287,11 @@ class TrainConfig:
     @property
     def static(self) -> bool:
         """Whether the compiled iteration has no data-dependent branch (``control_flow``)."""
-        flow = BACKEND_CONTROL_FLOW.get(jax.default_backend(), "cond") if self.control_flow == "auto" else self.control_flow
+        flow = (
+            BACKEND_CONTROL_FLOW.get(jax.default_backend(), "cond")
+            if self.control_flow == "auto"
+            else self.control_flow
+        )
         return flow == "static"
 
     def searcher(self):
@@ -273,7 +314,7 @@ class TrainConfig:
         """JSON-ready (nested settings as objects, the pool's members as a list)."""
         return json_ready(dataclasses.asdict(self))
 
-    def override(self, settings: dict) -> "TrainConfig":
+    def override(self, settings: dict) -> TrainConfig:
         """A copy with ``settings`` changed; a nested one is named ``"ppo.clip"`` and the like."""
         top = {k: v for k, v in settings.items() if "." not in k}
         for group in NESTED:
@@ -283,7 +324,7 @@ class TrainConfig:
         return dataclasses.replace(self, **top)
 
     @classmethod
-    def from_dict(cls, stored: dict) -> "TrainConfig":
+    def from_dict(cls, stored: dict) -> TrainConfig:
         """The config stored in a run.json, scan.json or checkpoint. A setting added since an
         old run was written reads as what that run did (``init`` as ``"flax"``, Flax's
         defaults; ``ppo_kl_stop`` as ``"before-step"``), and flat names of settings that are now
@@ -348,7 +389,9 @@ class Setup(NamedTuple):
     slots: int  # league slots
     axis_name: str | None
     devices: int  # a batch's games split across this many devices
-    rollout_chunks: int | None  # how a batch's rollout splits a player's boards: None the FLOP rule, 1 every board (czjax.compaction)
+    rollout_chunks: (
+        int | None
+    )  # how a batch's rollout splits a player's boards: None the FLOP rule, 1 every board (czjax.compaction)
     eval_chunks: int | None  # the same for the evaluation games
     solver_bench: Any  # czjax.learn.solver_metrics.SolverBenchmark when config.solver_eval is on, else None
 
@@ -356,7 +399,9 @@ class Setup(NamedTuple):
 def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1) -> Setup:
     model = config.build_model()
     learner = models.model_player(model)
-    positions = (rollout.PLIES // 2) * config.games_per_batch * (2 if config.mirror else 1) * (2 if config.both_sides else 1)  # the learner's batch
+    positions = (
+        (rollout.PLIES // 2) * config.games_per_batch * (2 if config.mirror else 1) * (2 if config.both_sides else 1)
+    )  # the learner's batch
     static = config.static  # no lax.cond: every board evaluated, every position in the gradient
     compact_gradient = compaction.in_gradient(config.compaction) and not static
 
@@ -372,7 +417,9 @@ def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1)
         both_sides=config.both_sides,
         baseline=config.baseline and models.has_value_head(model),
         ppo=config.ppo,
-        num_chunks=compaction.loss_chunks(compaction.flops_per_board(learner, shapes), positions) if compact_gradient else 1,
+        num_chunks=compaction.loss_chunks(compaction.flops_per_board(learner, shapes), positions)
+        if compact_gradient
+        else 1,
         axis_name=axis_name,
         devices=num_devices,
         static=static,
@@ -382,8 +429,21 @@ def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1)
     searcher = config.searcher()
     actor = learner if searcher is None else search.search_player(searcher, learner)
     bench = solver_metrics.load() if config.solver_eval != "off" else None
-    return Setup(config, model, learner, actor, ctx, algorithms.get_algorithm(config.algorithm), members, slots, axis_name, num_devices,
-                 rollout_chunks(config.games_per_batch), rollout_chunks(config.eval_games), bench)
+    return Setup(
+        config,
+        model,
+        learner,
+        actor,
+        ctx,
+        algorithms.get_algorithm(config.algorithm),
+        members,
+        slots,
+        axis_name,
+        num_devices,
+        rollout_chunks(config.games_per_batch),
+        rollout_chunks(config.eval_games),
+        bench,
+    )
 
 
 def init_state(setup: Setup, seed: int, params=None) -> TrainState:
@@ -415,16 +475,38 @@ def play_batch(setup: Setup, state: TrainState, hp: HParams, key):
     ``(trajectory, results, chosen pool member or None)``."""
     config, n = setup.config, setup.config.games_per_batch
     if config.opponent == "pool":
-        return play_against_pool(key, state.pool, setup.members, setup.learner, state.params, n, hp.temperature, setup.axis_name,
-                                 setup.devices, setup.rollout_chunks)
+        return play_against_pool(
+            key,
+            state.pool,
+            setup.members,
+            setup.learner,
+            state.params,
+            n,
+            hp.temperature,
+            setup.axis_name,
+            setup.devices,
+            setup.rollout_chunks,
+        )
     self_play = config.opponent in ("self", "current")
     opponent = setup.actor if self_play else players.BUILTIN_PLAYERS[config.opponent]
     opponent_params = {"self": state.opponent_params, "current": state.params}.get(config.opponent)
     traj, results = rollout.play_games(
-        key, setup.actor, state.params, opponent, opponent_params, n,
-        hp.temperature, hp.temperature if self_play else 1.0, axis_name=setup.axis_name, devices=setup.devices,
-        record_targets=setup.algorithm.records_policy_targets, chunks=setup.rollout_chunks, sample_plies=config.sample_plies,
-        unroll=config.unroll, openings=config.openings, skip_finished=not setup.ctx.static,
+        key,
+        setup.actor,
+        state.params,
+        opponent,
+        opponent_params,
+        n,
+        hp.temperature,
+        hp.temperature if self_play else 1.0,
+        axis_name=setup.axis_name,
+        devices=setup.devices,
+        record_targets=setup.algorithm.records_policy_targets,
+        chunks=setup.rollout_chunks,
+        sample_plies=config.sample_plies,
+        unroll=config.unroll,
+        openings=config.openings,
+        skip_finished=not setup.ctx.static,
     )
     return traj, results, None
 
@@ -445,8 +527,9 @@ def record_batch(setup: Setup, state: TrainState, params, opt_state, results, ch
         window_rate = window_wins.sum() / jnp.maximum(window_games.sum(), 1)
         promote = (step % config.promote_every == 0) & (window_rate > config.promotion.threshold)
     elif config.opponent == "pool":
-        pool, league_added = update_pool(state.pool, params, chosen, wins / n, len(setup.members), config.pool.ema,
-                                         config.pool.league_threshold)
+        pool, league_added = update_pool(
+            state.pool, params, chosen, wins / n, len(setup.members), config.pool.ema, config.pool.league_threshold
+        )
         metrics = {
             "pool_min_win_rate": jnp.min(jnp.where(pool.available(), pool.win_rate, jnp.inf)),
             "league_size": pool.league_active.sum().astype(jnp.float32),
@@ -473,10 +556,14 @@ def train_step(setup: Setup, state: TrainState, hp: HParams, key) -> tuple[Train
         traj, results, chosen = play_batch(setup, state, hp, key)
     with jax.named_scope("update"):
         if setup.config.replay.capacity:
-            params, opt_state, metrics, buffer = replay_update(setup, state, traj, results.outcome, hp, jax.random.fold_in(key, 1))
+            params, opt_state, metrics, buffer = replay_update(
+                setup, state, traj, results.outcome, hp, jax.random.fold_in(key, 1)
+            )
             state = state.replace(replay=buffer)
         else:
-            params, opt_state, metrics = algorithms.update(setup.ctx, setup.algorithm, state.params, state.opt_state, traj, results.outcome, hp)
+            params, opt_state, metrics = algorithms.update(
+                setup.ctx, setup.algorithm, state.params, state.opt_state, traj, results.outcome, hp
+            )
     with jax.named_scope("bookkeeping"):
         state, batch_metrics = record_batch(setup, state, params, opt_state, results, chosen)
     return state, {**metrics, **batch_metrics}
@@ -494,7 +581,9 @@ def replay_update(setup: Setup, state: TrainState, traj, outcome, hp, key):
 
     def one_step(carry, step_key):
         params, opt_state = carry
-        drawn = jax.tree.map(lambda x: devices.split(x, ctx.devices), replay.sample(buffer, step_key, config.replay.batch))
+        drawn = jax.tree.map(
+            lambda x: devices.split(x, ctx.devices), replay.sample(buffer, step_key, config.replay.batch)
+        )
         params, opt_state, metrics = setup.algorithm.step(ctx, params, opt_state, *drawn, hp)
         return (params, opt_state), metrics
 
@@ -520,8 +609,18 @@ def run_chunk(setup: Setup, state: TrainState, hp: HParams, num_batches: int) ->
     state = state.replace(key=key)
     with jax.named_scope("evaluation"):
         _, evaluation = rollout.play_games(
-            eval_key, setup.learner, state.params, players.random_punisher, None, setup.config.eval_games, hp.temperature, 1.0,
-            axis_name=setup.axis_name, devices=setup.devices, chunks=setup.eval_chunks, skip_finished=not setup.ctx.static,
+            eval_key,
+            setup.learner,
+            state.params,
+            players.random_punisher,
+            None,
+            setup.config.eval_games,
+            hp.temperature,
+            1.0,
+            axis_name=setup.axis_name,
+            devices=setup.devices,
+            chunks=setup.eval_chunks,
+            skip_finished=not setup.ctx.static,
         )
     metrics = {k: v.mean() for k, v in per_batch.items() if k != "positions"}
     metrics.update(
@@ -535,11 +634,13 @@ def run_chunk(setup: Setup, state: TrainState, hp: HParams, num_batches: int) ->
     if setup.solver_bench is not None:
         with jax.named_scope("solver_eval"):
             scored = setup.learner if setup.config.solver_eval == "network" else setup.actor
-            metrics.update(solver_metrics.metrics(scored, state.params, setup.solver_bench, jax.random.fold_in(eval_key, 1)))
+            metrics.update(
+                solver_metrics.metrics(scored, state.params, setup.solver_bench, jax.random.fold_in(eval_key, 1))
+            )
     return state, metrics
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def make_trainer(config: TrainConfig, axis_name: str | None = None, num_devices: int = 1) -> Trainer:
     """The compiled functions for ``config`` (cached: the same config gives the same jitted
     functions, so runs and tests with one config compile once). ``axis_name`` names the

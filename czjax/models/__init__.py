@@ -20,7 +20,8 @@ defaults (LeCun-normal kernels, zero biases), about sqrt(3) times PyTorch's spre
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import flax.linen as nn
 import jax
@@ -105,7 +106,9 @@ class Conv3x3(nn.Module):
             return lax.conv_general_dilated(x, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
         padded = jnp.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
         rows, cols = x.shape[1], x.shape[2]
-        patches = jnp.concatenate([padded[:, i : i + rows, j : j + cols, :] for i in range(3) for j in range(3)], axis=-1)
+        patches = jnp.concatenate(
+            [padded[:, i : i + rows, j : j + cols, :] for i in range(3) for j in range(3)], axis=-1
+        )
         return patches @ kernel.reshape(-1, self.features)
 
 
@@ -217,13 +220,17 @@ class ResNet(nn.Module):
         def norm(name):
             return nn.GroupNorm(num_groups=groups, epsilon=TORCH_EPS, dtype=dtype, name=name)
 
-        x = nn.relu(norm("stem_norm")(Conv3x3(width, self.conv, dtype, name="stem")(one_hot_planes(boards).astype(dtype))))
+        x = nn.relu(
+            norm("stem_norm")(Conv3x3(width, self.conv, dtype, name="stem")(one_hot_planes(boards).astype(dtype)))
+        )
         for i in range(self.blocks):
             y = nn.relu(norm(f"block{i}_norm0")(Conv3x3(width, self.conv, dtype, name=f"block{i}_conv0")(x)))
             y = norm(f"block{i}_norm1")(Conv3x3(width, self.conv, dtype, name=f"block{i}_conv1")(y))
             x = nn.relu(x + y)
         batch = x.shape[0]
-        p = nn.relu(nn.Dense(2, dtype=dtype, name="policy_conv")(x)).reshape(batch, -1)  # a 1x1 conv is a Dense per cell
+        p = nn.relu(nn.Dense(2, dtype=dtype, name="policy_conv")(x)).reshape(
+            batch, -1
+        )  # a 1x1 conv is a Dense per cell
         logits = nn.Dense(game.COLS, dtype=dtype, name="policy")(p).astype(jnp.float32)
         v = nn.relu(nn.Dense(1, dtype=dtype, name="value_conv")(x)).reshape(batch, -1)
         v = nn.relu(nn.Dense(width, dtype=dtype, name="value_hidden")(v))
@@ -242,7 +249,9 @@ def parse_resnet(name: str) -> dict:
         if not sep or key not in RESNET_DEFAULTS:
             raise ValueError(f"model {name!r}: resnet's options are blocks=B,channels=C, got {item!r}")
         if not value.isdigit() or int(value) < (0 if key == "blocks" else 1):
-            raise ValueError(f"model {name!r}: {key} must be a whole number{' >= 1' if key == 'channels' else ''}, got {value!r}")
+            raise ValueError(
+                f"model {name!r}: {key} must be a whole number{' >= 1' if key == 'channels' else ''}, got {value!r}"
+            )
         settings[key] = int(value)
     return settings
 
@@ -281,7 +290,9 @@ def get_model(name: str, dtype: str = "float32", conv: str = "auto", norm: str =
     try:
         build = MODELS[name]
     except KeyError:
-        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}, resnet[:blocks=B,channels=C]") from None
+        raise ValueError(
+            f"unknown model {name!r}; choose one of {', '.join(MODELS)}, resnet[:blocks=B,channels=C]"
+        ) from None
     return build(COMPUTE_DTYPES[dtype], conv, norm)
 
 

@@ -58,7 +58,10 @@ def _mk4_table(value_head: bool) -> list[tuple[str, str, str]]:
     table += [("Dense_2/kernel", "fc_layers.6.weight", DENSE), ("Dense_2/bias", "fc_layers.6.bias", VECTOR)]
     if value_head:
         for i, t in enumerate((0, 2, 4)):
-            table += [(f"value_{i}/kernel", f"value_head.{t}.weight", DENSE), (f"value_{i}/bias", f"value_head.{t}.bias", VECTOR)]
+            table += [
+                (f"value_{i}/kernel", f"value_head.{t}.weight", DENSE),
+                (f"value_{i}/bias", f"value_head.{t}.bias", VECTOR),
+            ]
     return table
 
 
@@ -95,7 +98,10 @@ def _to_flax(array: np.ndarray, kind: str) -> np.ndarray:
 def to_state_dict(model_name: str, params) -> dict[str, np.ndarray]:
     """czjax parameters -> a PyTorch state dict of NumPy float32 arrays (same key order as PyTorch)."""
     flat = {"/".join(k[1:]): np.asarray(v, np.float32) for k, v in flatten_dict(params).items()}
-    return {torch_key: np.ascontiguousarray(_to_torch(flat[flax_key], kind)) for flax_key, torch_key, kind in TABLES[model_name]}
+    return {
+        torch_key: np.ascontiguousarray(_to_torch(flat[flax_key], kind))
+        for flax_key, torch_key, kind in TABLES[model_name]
+    }
 
 
 def detect_model(state_dict: dict) -> str:
@@ -116,7 +122,9 @@ def from_state_dict(model_name: str, state_dict: dict):
     if model_name not in TABLES:
         raise ValueError(f"unknown model {model_name!r}; choose one of {', '.join(TABLES)}")
     table = TABLES[model_name]
-    template = flatten_dict(jax.eval_shape(lambda k: models.init_params(models.get_model(model_name), k), jax.random.key(0)))
+    template = flatten_dict(
+        jax.eval_shape(lambda k: models.init_params(models.get_model(model_name), k), jax.random.key(0))
+    )
     expected = {torch_key for _, torch_key, _ in table}
     missing, extra = sorted(expected - set(state_dict)), sorted(set(state_dict) - expected)
     if missing or extra:
@@ -127,7 +135,9 @@ def from_state_dict(model_name: str, state_dict: dict):
         array = _to_flax(np.asarray(state_dict[torch_key], np.float32), kind)
         path = ("params", *flax_key.split("/"))
         if array.shape != template[path].shape:
-            raise ValueError(f"{torch_key} has shape {tuple(_to_torch(array, kind).shape)}, {TORCH_CLASSES[model_name]} needs {tuple(_to_torch(np.zeros(template[path].shape), kind).shape)}")
+            raise ValueError(
+                f"{torch_key} has shape {tuple(_to_torch(array, kind).shape)}, {TORCH_CLASSES[model_name]} needs {tuple(_to_torch(np.zeros(template[path].shape), kind).shape)}"
+            )
         flat[path] = jax.numpy.asarray(array)
     return unflatten_dict(flat)
 
@@ -136,7 +146,9 @@ def _import_torch():
     try:
         import torch
     except ImportError:
-        raise ValueError("this command needs PyTorch: pip install 'czjax[torch]' (the CPU build: pip install torch==2.13.0)") from None
+        raise ValueError(
+            "this command needs PyTorch: pip install 'czjax[torch]' (the CPU build: pip install torch==2.13.0)"
+        ) from None
     return torch
 
 
@@ -163,7 +175,9 @@ def write_pth(path, state_dict: dict[str, np.ndarray]) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    torch.save({"model_state_dict": OrderedDict((k, torch.from_numpy(np.array(v))) for k, v in state_dict.items())}, tmp)
+    torch.save(
+        {"model_state_dict": OrderedDict((k, torch.from_numpy(np.array(v))) for k, v in state_dict.items())}, tmp
+    )
     tmp.replace(path)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -25,7 +25,7 @@ import optax
 
 from czjax import game, models
 from czjax.agents import Agent, in_batches, policy, self_play
-from czjax.players import masked_log_probs, mask_for_sampling
+from czjax.players import mask_for_sampling, masked_log_probs
 from czjax.util.progress import Progress, eta_text, time_left
 
 
@@ -55,8 +55,13 @@ def label(teacher: Agent, boards, batch_size: int = 1024, seed: int = 0, log=Non
     (values NaN for a teacher without one), in padded batches of ``batch_size``; ``log``:
     progress lines."""
     empty = (np.zeros((0, game.COLS), np.float32), np.zeros((0,), np.float32))
-    return in_batches(lambda chunk, i: _label(teacher.player, teacher.params, chunk, jax.random.key(seed * 100003 + i)),
-                      boards, batch_size, empty, Progress(log, "positions labelled", len(boards)))
+    return in_batches(
+        lambda chunk, i: _label(teacher.player, teacher.params, chunk, jax.random.key(seed * 100003 + i)),
+        boards,
+        batch_size,
+        empty,
+        Progress(log, "positions labelled", len(boards)),
+    )
 
 
 def student_loss(model, params, boards, targets, values, value_weight):
@@ -95,12 +100,24 @@ def make_epoch(model, optimizer: optax.GradientTransformation, batch_size: int, 
     return epoch
 
 
-def train_student(model_name: str, boards, targets, values, epochs: int = 10, batch_size: int = 256, learning_rate: float = 1e-3,
-                  value_weight: float = 1.0, seed: int = 0, log=None):
+def train_student(
+    model_name: str,
+    boards,
+    targets,
+    values,
+    epochs: int = 10,
+    batch_size: int = 256,
+    learning_rate: float = 1e-3,
+    value_weight: float = 1.0,
+    seed: int = 0,
+    log=None,
+):
     """``(params, losses per epoch)`` of a fresh ``model_name`` (PyTorch's initialisation)
     trained on the labelled positions with AdamW (weight decay 0.01, as PyTorch's)."""
     if len(boards) < batch_size:
-        raise ValueError(f"{len(boards)} labelled positions are fewer than one minibatch of {batch_size}: play more games")
+        raise ValueError(
+            f"{len(boards)} labelled positions are fewer than one minibatch of {batch_size}: play more games"
+        )
     model = models.get_model(model_name)
     init_key, key = jax.random.split(jax.random.key(seed))
     params = models.init_params(model, init_key)
@@ -120,20 +137,31 @@ def train_student(model_name: str, boards, targets, values, epochs: int = 10, ba
     return params, losses
 
 
-def distill(teacher: Agent, model_name: str, out_dir, games: int = 2000, epochs: int = 10, batch_size: int = 256,
-            learning_rate: float = 1e-3, value_weight: float = 1.0, temperature: float = 1.0, seed: int = 0,
-            overwrite: bool = False, log=print) -> dict:
+def distill(
+    teacher: Agent,
+    model_name: str,
+    out_dir,
+    games: int = 2000,
+    epochs: int = 10,
+    batch_size: int = 256,
+    learning_rate: float = 1e-3,
+    value_weight: float = 1.0,
+    temperature: float = 1.0,
+    seed: int = 0,
+    overwrite: bool = False,
+    log=print,
+) -> dict:
     """The whole job: positions, labels, a student trained on 90% of them, checked on the
     other 10% (how often its greedy move is the teacher's favourite) and on the solver-labelled
     positions; the student is written to ``out_dir/checkpoint.msgpack`` (a player for every
     command). Returns the report."""
     from pathlib import Path
 
-    from czjax.util import checkpoint
-    from czjax.evaluate import solver
-    from czjax.run import loop
     from czjax.agents import load_agent
+    from czjax.evaluate import solver
     from czjax.learn.train import HParams, TrainConfig, make_trainer
+    from czjax.run import loop
+    from czjax.util import checkpoint
 
     out_dir = Path(out_dir)
     config = TrainConfig(model=model_name)  # one-line error for an unknown model
@@ -146,29 +174,53 @@ def distill(teacher: Agent, model_name: str, out_dir, games: int = 2000, epochs:
     order = np.random.default_rng(seed).permutation(len(boards))
     held = order[: len(boards) // 10]
     train = order[len(boards) // 10 :]
-    params, losses = train_student(model_name, boards[train], targets[train], values[train], epochs, batch_size, learning_rate,
-                                   value_weight, seed, log)
+    params, losses = train_student(
+        model_name,
+        boards[train],
+        targets[train],
+        values[train],
+        epochs,
+        batch_size,
+        learning_rate,
+        value_weight,
+        seed,
+        log,
+    )
     state = make_trainer(config).init(seed)
     state = state.replace(params=params, opponent_params=params)
     path = out_dir / checkpoint.FILENAME
-    checkpoint.save(path, state, config.to_dict(), HParams.create().to_dict(),
-                    {"seed": seed, "distilled_from": teacher.name, "games": games, "positions": int(len(boards))})
+    checkpoint.save(
+        path,
+        state,
+        config.to_dict(),
+        HParams.create().to_dict(),
+        {"seed": seed, "distilled_from": teacher.name, "games": games, "positions": int(len(boards))},
+    )
     student = load_agent(str(path))
     _, _, greedy = policy(student, boards[held])
     report = {
-        "teacher": teacher.name, "student": str(path), "model": model_name, "games": games, "positions": int(len(boards)),
-        "epochs": epochs, "losses": losses,
+        "teacher": teacher.name,
+        "student": str(path),
+        "model": model_name,
+        "games": games,
+        "positions": int(len(boards)),
+        "epochs": epochs,
+        "losses": losses,
         "held_out_agreement": float((greedy == targets[held].argmax(1)).mean()) if len(held) else None,
-        "student_accuracy": {k: v for k, v in solver.accuracy(student, solver.load_positions()).items() if k != "by_ply"},
+        "student_accuracy": {
+            k: v for k, v in solver.accuracy(student, solver.load_positions()).items() if k != "by_ply"
+        },
     }
     return report
 
 
 def format_report(report: dict) -> str:
     acc = report["student_accuracy"]
-    return "\n".join([
-        f"{report['student']}: {report['model']} distilled from {report['teacher']} on {report['positions']:,} positions "
-        f"of {report['games']:,} games, {report['epochs']} epochs (loss {report['losses'][0]:.4f} -> {report['losses'][-1]:.4f})",
-        f"held-out positions: its greedy move is the teacher's favourite on {report['held_out_agreement']:.3f}",
-        f"solver-labelled positions: greedy move optimal {acc['greedy_optimal']:.3f}, keeps the outcome {acc['greedy_keeps_outcome']:.3f}",
-    ])
+    return "\n".join(
+        [
+            f"{report['student']}: {report['model']} distilled from {report['teacher']} on {report['positions']:,} positions "
+            f"of {report['games']:,} games, {report['epochs']} epochs (loss {report['losses'][0]:.4f} -> {report['losses'][-1]:.4f})",
+            f"held-out positions: its greedy move is the teacher's favourite on {report['held_out_agreement']:.3f}",
+            f"solver-labelled positions: greedy move optimal {acc['greedy_optimal']:.3f}, keeps the outcome {acc['greedy_keeps_outcome']:.3f}",
+        ]
+    )

@@ -39,20 +39,18 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import jax
 import numpy as np
 
 from czjax import agents
-from czjax.util import checkpoint
-from czjax.util import devices
-from czjax.run import plots
-from czjax.util import precision
-from czjax.util.progress import eta_text, heartbeat, time_left_after_compile
-from czjax.run.sinks import log_rows
 from czjax.learn.train import HParams, TrainConfig, make_trainer
+from czjax.run import plots
+from czjax.run.sinks import log_rows
+from czjax.util import checkpoint, devices, precision
+from czjax.util.progress import eta_text, heartbeat, time_left_after_compile
 
 CHECKPOINT = checkpoint.FILENAME
 METRICS = "metrics.jsonl"
@@ -83,8 +81,10 @@ def locked(out_dir: Path, what: str = "run"):
         except BlockingIOError:
             handle.seek(0)
             holder = handle.read().strip() or "?"
-            raise ValueError(f"{out_dir} is in use by another czjax {what} (process {holder}): wait for it to end, "
-                             "or choose another --out") from None
+            raise ValueError(
+                f"{out_dir} is in use by another czjax {what} (process {holder}): wait for it to end, "
+                "or choose another --out"
+            ) from None
         handle.seek(0)
         handle.truncate()
         handle.write(str(os.getpid()))
@@ -107,7 +107,9 @@ def check_out_dir(out_dir: Path, flag: str = "--out") -> None:
     if not existing.is_dir():
         raise ValueError(f"{flag} {out_dir}: {existing} is a file, not a folder: choose another {flag}")
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise ValueError(f"{flag} {out_dir}: {existing} is not writable here (read-only or another user's): choose another {flag}")
+        raise ValueError(
+            f"{flag} {out_dir}: {existing} is not writable here (read-only or another user's): choose another {flag}"
+        )
 
 
 def check_out_file(path: Path, flag: str = "--out") -> None:
@@ -179,8 +181,18 @@ def quiet_when_broken(log: Callable[[str], None]):
 _COMPILED: dict = {}
 
 
-def run_chunk_once(chunk: Callable, state, hparams, num_batches: int, config: TrainConfig, cache_key, log: Callable[[str], None],
-                   what: str, label: str, place: Callable = lambda tree: tree):
+def run_chunk_once(
+    chunk: Callable,
+    state,
+    hparams,
+    num_batches: int,
+    config: TrainConfig,
+    cache_key,
+    log: Callable[[str], None],
+    what: str,
+    label: str,
+    place: Callable = lambda tree: tree,
+):
     """The one host-side chunk runner of training runs and scans: ``chunk`` (jitted, its
     ``num_batches`` static) compiled at ``config.precision`` once per ``cache_key`` (the compile
     time logged and left out of the speed figures), run with a heartbeat while it works, its
@@ -191,8 +203,15 @@ def run_chunk_once(chunk: Callable, state, hparams, num_batches: int, config: Tr
     state, hparams = place(state), place(hparams)
     if cache_key not in _COMPILED:
         start = time.perf_counter()
-        with heartbeat(log, lambda: f"  ... compiling a chunk of {num_batches} batches {what} ({time.perf_counter() - start:.0f} s)"), \
-                precision.matmul(config.precision):
+        with (
+            heartbeat(
+                log,
+                lambda: (
+                    f"  ... compiling a chunk of {num_batches} batches {what} ({time.perf_counter() - start:.0f} s)"
+                ),
+            ),
+            precision.matmul(config.precision),
+        ):
             _COMPILED[cache_key] = chunk.lower(state, hparams, num_batches).compile()
         log(f"compiled a chunk of {num_batches} batches {what} in {time.perf_counter() - start:.1f} s")
     start = time.perf_counter()
@@ -242,7 +261,11 @@ def format_progress(row: dict, total_batches: int | None, left_s: float | None =
         f"batch {batches} | {row['games']:,} games | {row['games_per_s']:,.0f} games/s | "
         f"win {row['win_rate']:.2f} | vs punisher {row['eval_win_rate']:.2f} | "
         f"entropy {row['entropy']:.2f} | length {row['game_length']:.1f} | promotions {row['promotions']}"
-        + (f" | Pons error {row['pons_mean_error']:.1f}% | keeps {row['public_keeps']:.3f}" if "pons_mean_error" in row else "")
+        + (
+            f" | Pons error {row['pons_mean_error']:.1f}% | keeps {row['public_keeps']:.3f}"
+            if "pons_mean_error" in row
+            else ""
+        )
         + (f" | {eta_text(left_s)}" if left_s is not None else "")
     )
 
@@ -263,7 +286,7 @@ def run_time_left(rows: list[dict], first: int, total_batches: int | None, time_
 
 def describe_target(batches: int | None, time_budget_s: float | None) -> str:
     """``until 1,500 batches``, ``for 600 s of training``, or both joined by ``or``."""
-    parts = ([f"until {batches:,} batches"] if batches is not None else [])
+    parts = [f"until {batches:,} batches"] if batches is not None else []
     parts += [f"for {time_budget_s:g} s of training"] if time_budget_s is not None else []
     return " or ".join(parts)
 
@@ -273,8 +296,10 @@ def guard_fresh(out_dir: Path, files, overwrite: bool) -> None:
     files are removed)."""
     held = [name for name in files if (out_dir / name).exists()]
     if held and not overwrite:
-        raise ValueError(f"{out_dir} already holds a run ({held[0]}): continue it with --resume, "
-                         "start it again with --overwrite, or choose another --out")
+        raise ValueError(
+            f"{out_dir} already holds a run ({held[0]}): continue it with --resume, "
+            "start it again with --overwrite, or choose another --out"
+        )
     for name in held:
         (out_dir / name).unlink()
 
@@ -292,7 +317,9 @@ def read_run(out_dir) -> dict:
     raise ValueError(f"nothing to resume in {out_dir}: it holds no {CHECKPOINT} or {RUN}")
 
 
-def open_run(config: TrainConfig, out_dir: Path, seed: int, resume: bool, overwrite: bool, init_from, log, num_devices: int = 1):
+def open_run(
+    config: TrainConfig, out_dir: Path, seed: int, resume: bool, overwrite: bool, init_from, log, num_devices: int = 1
+):
     """``(trainer, state, rows, elapsed_before, init_from)`` to start or continue the run in
     ``out_dir``: from its checkpoint on ``resume`` (rows logged after it dropped), else fresh
     (from ``init_from``'s weights if given) in a folder that holds no run unless ``overwrite``."""
@@ -353,28 +380,107 @@ def run(
     # over several hosts the processes share the folder and process 0 writes: it holds the lock
     lock = locked(out_dir) if devices.is_main_process() else contextlib.nullcontext()
     with lock, sigterm_as_stop():
-        return _run(config, hparams, out_dir, seed, batches, time_budget_s, resume, overwrite, checkpoint_every, checkpoint_every_s,
-                    plot_every_s, quiet_when_broken(log), title, init_from, num_devices, sinks)
+        return _run(
+            config,
+            hparams,
+            out_dir,
+            seed,
+            batches,
+            time_budget_s,
+            resume,
+            overwrite,
+            checkpoint_every,
+            checkpoint_every_s,
+            plot_every_s,
+            quiet_when_broken(log),
+            title,
+            init_from,
+            num_devices,
+            sinks,
+        )
 
 
-def _run(config, hparams, out_dir, seed, batches, time_budget_s, resume, overwrite, checkpoint_every, checkpoint_every_s, plot_every_s,
-         log, title, init_from, num_devices, sinks=()) -> dict:
+def _run(
+    config,
+    hparams,
+    out_dir,
+    seed,
+    batches,
+    time_budget_s,
+    resume,
+    overwrite,
+    checkpoint_every,
+    checkpoint_every_s,
+    plot_every_s,
+    log,
+    title,
+    init_from,
+    num_devices,
+    sinks=(),
+) -> dict:
     num_devices = devices.available(num_devices)
     resumed = resume and (out_dir / CHECKPOINT).exists()
-    trainer, state, rows, elapsed_before, init_from = open_run(config, out_dir, seed, resume, overwrite, init_from, log, num_devices)
-    description = {"seed": seed, "batches": batches, "time_budget_s": time_budget_s, "title": title,
-                   **({"init_from": str(init_from)} if init_from is not None else {})}
+    trainer, state, rows, elapsed_before, init_from = open_run(
+        config, out_dir, seed, resume, overwrite, init_from, log, num_devices
+    )
+    description = {
+        "seed": seed,
+        "batches": batches,
+        "time_budget_s": time_budget_s,
+        "title": title,
+        **({"init_from": str(init_from)} if init_from is not None else {}),
+    }
     writes = devices.is_main_process()  # over several hosts, process 0 writes the run's files
     saved = []
     with discarded_on_failure(out_dir, RUN_FILES, lambda: writes and not resumed and not saved):
-        return _train(config, hparams, out_dir, trainer, state, rows, elapsed_before, description, batches, time_budget_s,
-                      checkpoint_every, checkpoint_every_s, plot_every_s, log, title, num_devices, writes, saved, sinks)
+        return _train(
+            config,
+            hparams,
+            out_dir,
+            trainer,
+            state,
+            rows,
+            elapsed_before,
+            description,
+            batches,
+            time_budget_s,
+            checkpoint_every,
+            checkpoint_every_s,
+            plot_every_s,
+            log,
+            title,
+            num_devices,
+            writes,
+            saved,
+            sinks,
+        )
 
 
-def _train(config, hparams, out_dir, trainer, state, rows, elapsed_before, description, batches, time_budget_s, checkpoint_every,
-           checkpoint_every_s, plot_every_s, log, title, num_devices, writes, saved, sinks) -> dict:
+def _train(
+    config,
+    hparams,
+    out_dir,
+    trainer,
+    state,
+    rows,
+    elapsed_before,
+    description,
+    batches,
+    time_budget_s,
+    checkpoint_every,
+    checkpoint_every_s,
+    plot_every_s,
+    log,
+    title,
+    num_devices,
+    writes,
+    saved,
+    sinks,
+) -> dict:
     if writes:
-        (out_dir / RUN).write_text(json.dumps({"config": config.to_dict(), "hparams": hparams.to_dict(), "run": description}, indent=1))
+        (out_dir / RUN).write_text(
+            json.dumps({"config": config.to_dict(), "hparams": hparams.to_dict(), "run": description}, indent=1)
+        )
     ckpt_path, metrics_path, dash_path = out_dir / CHECKPOINT, out_dir / METRICS, out_dir / DASHBOARD
     promotes = config.opponent == "self" or config.pool.league  # else no promotions panel: the count stays 0
 
@@ -396,11 +502,24 @@ def _train(config, hparams, out_dir, trainer, state, rows, elapsed_before, descr
             ):
                 break
             num_batches = config.batches_per_chunk if batches is None else min(config.batches_per_chunk, batches - done)
-            state, metrics, chunk_s = run_chunk_once(trainer.run_chunk, state, hparams, num_batches, config, (config, num_batches, num_devices),
-                                                     log, f"of {config.games_per_batch} games", f"batches {done + 1:,}-{done + num_batches:,}",
-                                                     lambda tree: devices.replicate(tree, num_devices))
-            row = dict(metric_row(metrics), games_per_s=num_batches * config.games_per_batch / chunk_s, chunk_s=chunk_s,
-                       elapsed_s=elapsed_before + time.perf_counter() - start)
+            state, metrics, chunk_s = run_chunk_once(
+                trainer.run_chunk,
+                state,
+                hparams,
+                num_batches,
+                config,
+                (config, num_batches, num_devices),
+                log,
+                f"of {config.games_per_batch} games",
+                f"batches {done + 1:,}-{done + num_batches:,}",
+                lambda tree: devices.replicate(tree, num_devices),
+            )
+            row = dict(
+                metric_row(metrics),
+                games_per_s=num_batches * config.games_per_batch / chunk_s,
+                chunk_s=chunk_s,
+                elapsed_s=elapsed_before + time.perf_counter() - start,
+            )
             rows.append(row)
             if writes:
                 with metrics_path.open("a") as f:

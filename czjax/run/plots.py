@@ -51,7 +51,9 @@ def applies(rows: list[dict], series) -> bool:
 
 def solver_panel(ax, rows: list[dict], x, xlabel: str, per_set: bool) -> None:
     """The Pons error rates (%) logged by ``--solver-eval``, with the reference levels drawn."""
-    sets = sorted({k for r in rows for k in r if k.startswith("pons_") and k.endswith("_error") and k != "pons_mean_error"})
+    sets = sorted(
+        {k for r in rows for k in r if k.startswith("pons_") and k.endswith("_error") and k != "pons_mean_error"}
+    )
     if per_set:
         for key in sets:
             ax.plot(x, [r.get(key, float("nan")) for r in rows], lw=0.8, alpha=0.7, label=key[5:-6])
@@ -69,7 +71,11 @@ def dashboard_panels(rows: list[dict], promotes: bool = True) -> list[tuple[str,
     """The panels of :data:`PANELS` that apply to ``rows``: those with a metric logged, and the
     promotions only when the run has something to promote (``promotes``: self-play's frozen
     opponent or a league; against a fixed opponent the count stays 0)."""
-    return [(panel, series) for panel, series in PANELS if applies(rows, series) and (promotes or panel != "checkpoint promotions")]
+    return [
+        (panel, series)
+        for panel, series in PANELS
+        if applies(rows, series) and (promotes or panel != "checkpoint promotions")
+    ]
 
 
 def dashboard(rows: list[dict], path, title: str = "", promotes: bool = True) -> None:
@@ -85,7 +91,13 @@ def dashboard(rows: list[dict], path, title: str = "", promotes: bool = True) ->
         ax.axis("off")
     if solver:
         solver_panel(axes.flat[len(panels)], rows, games, "games", per_set=True)
-        solver_panel(axes.flat[len(panels) + 1], rows, [r.get("elapsed_s", float("nan")) / 60 for r in rows], "training minutes", per_set=False)
+        solver_panel(
+            axes.flat[len(panels) + 1],
+            rows,
+            [r.get("elapsed_s", float("nan")) / 60 for r in rows],
+            "training minutes",
+            per_set=False,
+        )
     for ax, (panel, series) in zip(axes.flat, panels):
         for key, label in series:
             ax.plot(games, [r.get(key, float("nan")) for r in rows], label=label, lw=1.2)

@@ -36,7 +36,9 @@ PRESETS: dict[str, Preset] = {
     ),
     "ex3-rwb": Preset(
         "example 3: REINFORCE with baseline, Mk4 CNN with value head, lr 1e-4, entropy 0.05, value weight 0.5, self-play",
-        TrainConfig(model="cnn-mk4-value", games_per_batch=50, opponent="self", promotion=PromotionSettings(every_games=5000)),
+        TrainConfig(
+            model="cnn-mk4-value", games_per_batch=50, opponent="self", promotion=PromotionSettings(every_games=5000)
+        ),
         dict(learning_rate=1e-4, entropy_bonus=0.05, value_weight=0.5, discount=0.9),
         batches=32000,  # the blog's 1.6M games
     ),
@@ -48,24 +50,44 @@ PRESETS: dict[str, Preset] = {
     ),
     "ex5-ppo": Preset(
         "example 5: PPO (clip 0.2, 4 epochs, target KL 0.01, one-step TD targets as bootstrap_value=True), Mk4 CNN with value head against RandomPunisher, lr 1e-4, entropy 0.05, value weight 1.5",
-        TrainConfig(model="cnn-mk4-value", games_per_batch=50, opponent="random-punisher", algorithm="ppo",
-                    ppo=PPOSettings(clip=0.2, epochs=4, target_kl=0.01, bootstrap=True)),
+        TrainConfig(
+            model="cnn-mk4-value",
+            games_per_batch=50,
+            opponent="random-punisher",
+            algorithm="ppo",
+            ppo=PPOSettings(clip=0.2, epochs=4, target_kl=0.01, bootstrap=True),
+        ),
         dict(learning_rate=1e-4, entropy_bonus=0.05, value_weight=1.5, discount=0.9),
         batches=20000,
     ),
     "alpha-mini": Preset(
         "Connect-Zero's train_alpha_mini: the rollout improver (width 4, depth 4) plays both sides with the current MLP3; "
         "cross-entropy to its move and value MSE to the outcome (weight 1.5), mirrored, 100 games per batch, lr 1e-4",
-        TrainConfig(model="mlp3", games_per_batch=100, opponent="current", algorithm="alpha", search="rollout:width=4,depth=4",
-                    mirror=True, batches_per_chunk=10),
+        TrainConfig(
+            model="mlp3",
+            games_per_batch=100,
+            opponent="current",
+            algorithm="alpha",
+            search="rollout:width=4,depth=4",
+            mirror=True,
+            batches_per_chunk=10,
+        ),
         dict(learning_rate=1e-4, entropy_bonus=0.0, value_weight=1.5, discount=1.0),
         batches=2000,
     ),
     "alphazero": Preset(
         "AlphaZero-style: PUCT with 32 simulations and root noise plays both sides with the current MLP3; cross-entropy to "
         "its visit counts and value MSE to the outcome, mirrored, 100 games per batch, lr 1e-3",
-        TrainConfig(model="mlp3", games_per_batch=100, opponent="current", algorithm="alphazero", search="mcts:sims=32,noise=0.25",
-                    mirror=True, batches_per_chunk=10, solver_eval="network"),
+        TrainConfig(
+            model="mlp3",
+            games_per_batch=100,
+            opponent="current",
+            algorithm="alphazero",
+            search="mcts:sims=32,noise=0.25",
+            mirror=True,
+            batches_per_chunk=10,
+            solver_eval="network",
+        ),
         dict(learning_rate=1e-3, entropy_bonus=0.0, value_weight=1.0, discount=1.0),
         batches=2000,
     ),
@@ -74,9 +96,19 @@ PRESETS: dict[str, Preset] = {
         "columns over the current MLP3 plays both sides, its move drawn from the improved policy, Q not rescaled; games start "
         "from a random position 0-2 plies deep; both sides' positions, mirrored, into a 50k replay buffer, 4 steps of 512 per "
         "batch of 128 games; cross-entropy to the improved policy and value MSE to the outcome, lr 1e-3",
-        TrainConfig(model="mlp3", games_per_batch=128, opponent="current", algorithm="alphazero",
-                    search="gumbel:sims=16,considered=4,move=policy,rescale=0", mirror=True, openings=2, both_sides=True,
-                    replay=ReplaySettings(capacity=50_000, batch=512, steps=4), batches_per_chunk=10, solver_eval="network"),
+        TrainConfig(
+            model="mlp3",
+            games_per_batch=128,
+            opponent="current",
+            algorithm="alphazero",
+            search="gumbel:sims=16,considered=4,move=policy,rescale=0",
+            mirror=True,
+            openings=2,
+            both_sides=True,
+            replay=ReplaySettings(capacity=50_000, batch=512, steps=4),
+            batches_per_chunk=10,
+            solver_eval="network",
+        ),
         dict(learning_rate=1e-3, entropy_bonus=0.0, value_weight=1.0, discount=1.0),
         batches=2000,
     ),
@@ -84,10 +116,20 @@ PRESETS: dict[str, Preset] = {
         "the gumbel-az recipe at GPU scale (a starting point, not yet run on a GPU): a 5 x 64 ResNet, 2,048 games per batch, "
         "Gumbel with 32 simulations and 4 considered columns (AlphaZero.jl issue #217's), a 2M-position replay buffer, "
         "16 steps of 8,192 per batch (each position trained on about once)",
-        TrainConfig(model="resnet", games_per_batch=2048, opponent="current", algorithm="alphazero",
-                    search="gumbel:sims=32,considered=4,move=policy,rescale=0", mirror=True, openings=2, both_sides=True,
-                    replay=ReplaySettings(capacity=2_000_000, batch=8192, steps=16), batches_per_chunk=5, solver_eval="network",
-                    eval_games=1000),
+        TrainConfig(
+            model="resnet",
+            games_per_batch=2048,
+            opponent="current",
+            algorithm="alphazero",
+            search="gumbel:sims=32,considered=4,move=policy,rescale=0",
+            mirror=True,
+            openings=2,
+            both_sides=True,
+            replay=ReplaySettings(capacity=2_000_000, batch=8192, steps=16),
+            batches_per_chunk=5,
+            solver_eval="network",
+            eval_games=1000,
+        ),
         dict(learning_rate=1e-3, entropy_bonus=0.0, value_weight=1.0, discount=1.0),
         batches=1000,
     ),

@@ -15,19 +15,28 @@ from __future__ import annotations
 import itertools
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from czjax.util import checkpoint
-from czjax.util import devices
-from czjax.run.loop import METRICS, TIMING_KEYS, discarded_on_failure, guard_fresh, locked, metric_row, read_metrics, run_chunk_once, write_metrics
-from czjax.util.progress import eta_text, time_left_after_compile
-from czjax.run.sinks import log_rows
 from czjax.learn.train import HParams, TrainConfig, hparam_names, make_trainer
+from czjax.run.loop import (
+    METRICS,
+    TIMING_KEYS,
+    discarded_on_failure,
+    guard_fresh,
+    locked,
+    metric_row,
+    read_metrics,
+    run_chunk_once,
+    write_metrics,
+)
+from czjax.run.sinks import log_rows
+from czjax.util import checkpoint, devices
+from czjax.util.progress import eta_text, time_left_after_compile
 
 AXIS = "configuration"  # the vmapped axis: skips (lax.cond) hold for all configurations at once
 SCANNABLE = hparam_names()  # every traced hyperparameter
@@ -101,14 +110,20 @@ def open_scan(out_dir: Path, description: dict, resume: bool, overwrite: bool) -
         differ = differences(previous, description, skip=("batches", "chunk"))
         if differ:
             name, before, now = differ[0]
-            raise ValueError(f"--resume must use the same settings, seeds and config as the scan in the folder: {name} was "
-                             f"{before!r}, now {now!r}" + (f" (and {len(differ) - 1} more)" if len(differ) > 1 else ""))
+            raise ValueError(
+                f"--resume must use the same settings, seeds and config as the scan in the folder: {name} was "
+                f"{before!r}, now {now!r}" + (f" (and {len(differ) - 1} more)" if len(differ) > 1 else "")
+            )
         if previous["chunk"] != description["chunk"]:
             raise ValueError(f"--resume must use the same --chunk as before ({previous['chunk']})")
         rows = read_metrics(out_dir / METRICS)
     else:
         rows = []
-        guard_fresh(out_dir, [METRICS, "scan.json", *(p.name for p in sorted(out_dir.glob("checkpoint-group*.msgpack")))], overwrite)
+        guard_fresh(
+            out_dir,
+            [METRICS, "scan.json", *(p.name for p in sorted(out_dir.glob("checkpoint-group*.msgpack")))],
+            overwrite,
+        )
     (out_dir / "scan.json").write_text(json.dumps(description, indent=1))
     return rows
 
@@ -141,7 +156,12 @@ def group_rows(group: list[dict], metrics: dict, games_per_s: float, elapsed_s: 
     """One metrics row per configuration of a group, labelled with its setting and seed."""
     rows = []
     for j, c in enumerate(group):
-        row = {"config": c["config"], "setting": c["setting"], "seed": c["seed"], **{n: c[n] for n in c if n in SCANNABLE}}
+        row = {
+            "config": c["config"],
+            "setting": c["setting"],
+            "seed": c["seed"],
+            **{n: c[n] for n in c if n in SCANNABLE},
+        }
         rows.append(dict(row, **metric_row(metrics, j), games_per_s=games_per_s, elapsed_s=elapsed_s))
     return rows
 
@@ -155,8 +175,21 @@ def scan_time_left(pace_from: tuple | None, batch: int, chunk: tuple, batches: i
     return time_left_after_compile(chunk, since_first, batches - batch + later_batches)
 
 
-def run_group(config: TrainConfig, base_hparams: dict, group: list[dict], g: int, num_groups: int, out_dir: Path, batches: int,
-              rows: list[dict], resume: bool, log, num_devices: int = 1, stop_at: float | None = None, sinks=()) -> list[dict]:
+def run_group(
+    config: TrainConfig,
+    base_hparams: dict,
+    group: list[dict],
+    g: int,
+    num_groups: int,
+    out_dir: Path,
+    batches: int,
+    rows: list[dict],
+    resume: bool,
+    log,
+    num_devices: int = 1,
+    stop_at: float | None = None,
+    sinks=(),
+) -> list[dict]:
     """Run (or continue) one group of configurations as one vmapped program to ``batches``, the
     configurations spread over up to ``num_devices`` devices; returns every row, this group's
     appended. Checkpoints after every chunk; starts no chunk past ``stop_at`` (a
@@ -181,15 +214,27 @@ def run_group(config: TrainConfig, base_hparams: dict, group: list[dict], g: int
     first, pace_from = True, None  # pace_from: (batch, time) after the first chunk (which compiles)
     while (done := int(np.asarray(states.step)[0])) < batches:
         if stop_at is not None and time.monotonic() >= stop_at and not first:
-            log(f"group {g + 1}/{num_groups}: stopping at batch {done:,} of {batches:,} (time limit); --resume continues it")
+            log(
+                f"group {g + 1}/{num_groups}: stopping at batch {done:,} of {batches:,} (time limit); --resume continues it"
+            )
             break
         num_batches = min(config.batches_per_chunk, batches - done)
         states, metrics, seconds = run_chunk_once(
-            run_chunk, states, hparams, num_batches, config, ("scan", config, num_batches, len(group), spread), log,
-            f"for {len(group)} configurations", f"group {g + 1}/{num_groups}: {num_batches} batches",
-            lambda tree: devices.spread_configurations(tree, spread))
+            run_chunk,
+            states,
+            hparams,
+            num_batches,
+            config,
+            ("scan", config, num_batches, len(group), spread),
+            log,
+            f"for {len(group)} configurations",
+            f"group {g + 1}/{num_groups}: {num_batches} batches",
+            lambda tree: devices.spread_configurations(tree, spread),
+        )
         first = False
-        new_rows = group_rows(group, metrics, len(group) * num_batches * config.games_per_batch / seconds, time.perf_counter() - start)
+        new_rows = group_rows(
+            group, metrics, len(group) * num_batches * config.games_per_batch / seconds, time.perf_counter() - start
+        )
         rows = rows + new_rows
         with metrics_path.open("a") as f:
             f.writelines(json.dumps(r) + "\n" for r in new_rows)
@@ -199,7 +244,11 @@ def run_group(config: TrainConfig, base_hparams: dict, group: list[dict], g: int
             f"group {g + 1}/{num_groups} ({len(group)} configurations) | batch {new_rows[0]['batches']:,}/{batches:,} | "
             f"{new_rows[0]['games_per_s']:,.0f} games/s in all | mean entropy {np.mean([r['entropy'] for r in new_rows]):.2f} | "
             f"mean win vs punisher {np.mean([r['eval_win_rate'] for r in new_rows]):.2f} | "
-            + eta_text(scan_time_left(pace_from, done + num_batches, (num_batches, seconds), batches, (num_groups - g - 1) * batches))
+            + eta_text(
+                scan_time_left(
+                    pace_from, done + num_batches, (num_batches, seconds), batches, (num_groups - g - 1) * batches
+                )
+            )
         )
         pace_from = pace_from or (done + num_batches, time.perf_counter())
     return rows
@@ -228,23 +277,69 @@ def run_scan(
     num_devices = devices.available(num_devices)
     out_dir = Path(out_dir)
     with locked(out_dir, "scan"):  # creates the folder (and removes it again if the scan is refused)
-        return _run_scan(config, base_hparams, settings, seeds, out_dir, batches, chunk, resume, overwrite, log, num_devices, stop_at,
-                         sinks)
+        return _run_scan(
+            config,
+            base_hparams,
+            settings,
+            seeds,
+            out_dir,
+            batches,
+            chunk,
+            resume,
+            overwrite,
+            log,
+            num_devices,
+            stop_at,
+            sinks,
+        )
 
 
-def _run_scan(config, base_hparams, settings, seeds, out_dir, batches, chunk, resume, overwrite, log, num_devices, stop_at,
-              sinks=()) -> list[dict]:
+def _run_scan(
+    config,
+    base_hparams,
+    settings,
+    seeds,
+    out_dir,
+    batches,
+    chunk,
+    resume,
+    overwrite,
+    log,
+    num_devices,
+    stop_at,
+    sinks=(),
+) -> list[dict]:
     configs = configurations(settings, seeds)
     size = len(configs) if chunk is None else max(1, min(chunk, len(configs)))
     groups = [configs[i : i + size] for i in range(0, len(configs), size)]
-    description = {"config": config.to_dict(), "hparams": base_hparams, "settings": settings, "seeds": seeds, "batches": batches, "chunk": size}
+    description = {
+        "config": config.to_dict(),
+        "hparams": base_hparams,
+        "settings": settings,
+        "seeds": seeds,
+        "batches": batches,
+        "chunk": size,
+    }
     rows = open_scan(out_dir, description, resume, overwrite)
     # a fresh scan that fails before its first group's checkpoint (memory, disk) leaves no scan.json behind
     unsaved = lambda: not resume and not any(out_dir.glob("checkpoint-group*.msgpack"))  # noqa: E731
     with discarded_on_failure(out_dir, [METRICS, "scan.json"], unsaved):
         for g, group in enumerate(groups):
-            rows = run_group(config, base_hparams, group, g, len(groups), out_dir, batches, rows, resume, log, num_devices, stop_at,
-                             sinks)
+            rows = run_group(
+                config,
+                base_hparams,
+                group,
+                g,
+                len(groups),
+                out_dir,
+                batches,
+                rows,
+                resume,
+                log,
+                num_devices,
+                stop_at,
+                sinks,
+            )
     return rows
 
 
@@ -298,7 +393,9 @@ def scan_figure(rows: list[dict], path, title: str = "") -> None:
                 ax.plot([r["games"] for r in seq], curves[-1], color=color, lw=0.5, alpha=0.35)
             length = min(len(c) for c in curves)
             data = np.array([c[:length] for c in curves])
-            games = [r["games"] for r in sorted((r for r in srows if r["seed"] == seeds[0]), key=lambda r: r["games"])][:length]
+            games = [r["games"] for r in sorted((r for r in srows if r["seed"] == seeds[0]), key=lambda r: r["games"])][
+                :length
+            ]
             ax.plot(games, data.mean(0), color=color, lw=1.8, label=label)
             if len(seeds) > 1:
                 ax.fill_between(games, data.min(0), data.max(0), color=color, alpha=0.12)
@@ -311,8 +408,9 @@ def scan_figure(rows: list[dict], path, title: str = "") -> None:
     save_figure(fig, path)
 
 
-
-def write_report(rows: list[dict], out_dir, grid_names: list[str], sort_by: str = "eval_win_rate", title: str = "") -> str:
+def write_report(
+    rows: list[dict], out_dir, grid_names: list[str], sort_by: str = "eval_win_rate", title: str = ""
+) -> str:
     """Writes ``scan.png`` and ``summary.json`` (per setting, over seeds, the last 20% of each
     run) into ``out_dir``; returns the summary as a text table."""
     out_dir = Path(out_dir)
@@ -321,11 +419,15 @@ def write_report(rows: list[dict], out_dir, grid_names: list[str], sort_by: str 
     (out_dir / "summary.json").write_text(json.dumps(table, indent=1))
     names = [k for k in SCANNABLE if k in grid_names]
     seeds = len({r["seed"] for r in rows})
-    lines = [f"\nlast 20% of each run, mean (std) over {seeds} seeds, sorted by {sort_by}:",
-             "  ".join(f"{n:>14s}" for n in names) + f"  {'vs punisher':>14s}  {'entropy':>12s}  {'game length':>12s}"]
+    lines = [
+        f"\nlast 20% of each run, mean (std) over {seeds} seeds, sorted by {sort_by}:",
+        "  ".join(f"{n:>14s}" for n in names) + f"  {'vs punisher':>14s}  {'entropy':>12s}  {'game length':>12s}",
+    ]
     for e in table:
-        lines.append("  ".join(f"{e[n]:14g}" for n in names)
-                     + f"  {e['eval_win_rate']:7.3f} ({e['eval_win_rate_std']:.3f})  {e['entropy']:6.2f} ({e['entropy_std']:.2f})"
-                     + f"  {e['game_length']:6.1f} ({e['game_length_std']:.1f})")
+        lines.append(
+            "  ".join(f"{e[n]:14g}" for n in names)
+            + f"  {e['eval_win_rate']:7.3f} ({e['eval_win_rate_std']:.3f})  {e['entropy']:6.2f} ({e['entropy_std']:.2f})"
+            + f"  {e['game_length']:6.1f} ({e['game_length_std']:.1f})"
+        )
     lines.append(f"outputs: {out_dir / METRICS}, {out_dir / 'scan.png'}, {out_dir / 'summary.json'}")
     return "\n".join(lines)

@@ -30,7 +30,11 @@ def _require(module: str, flag: str, extra: str):
 
 def scalars(row: dict) -> dict[str, float]:
     """The entries of ``row`` to log: numbers (booleans and NaN-free or not) other than NOT_LOGGED."""
-    return {k: float(v) for k, v in row.items() if k not in NOT_LOGGED and isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return {
+        k: float(v)
+        for k, v in row.items()
+        if k not in NOT_LOGGED and isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
 
 
 class MetricSink(Protocol):
@@ -62,9 +66,11 @@ class TensorBoardSink:
         if series not in self.writers:
             # tensorboardX names a file by the second and the host, and truncates it: the suffix keeps
             # two sessions in one folder within a second (a quick resume) from overwriting each other.
-            self.writers[series] = self.writer_class(str(self.logdir / series if series else self.logdir),
-                                                     purge_step=int(row["batches"]),
-                                                     filename_suffix=f".{os.getpid()}.{time.time_ns()}")
+            self.writers[series] = self.writer_class(
+                str(self.logdir / series if series else self.logdir),
+                purge_step=int(row["batches"]),
+                filename_suffix=f".{os.getpid()}.{time.time_ns()}",
+            )
         writer = self.writers[series]
         for key, value in scalars(row).items():
             writer.add_scalar(key, value, int(row["batches"]))

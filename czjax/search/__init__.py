@@ -129,13 +129,15 @@ class Tree:
     def children_visits(self) -> jax.Array:
         """``int32 (B, N, 7)``: ``N(s, a)``, 0 for a child not in the tree."""
         return jax.vmap(jax.vmap(lambda tree, node: edge_stats(tree, node)[0], (None, 0)), (0, None))(
-            self, jnp.arange(self.node_visits.shape[1]))
+            self, jnp.arange(self.node_visits.shape[1])
+        )
 
     @property
     def children_q(self) -> jax.Array:
         """``float (B, N, 7)``: ``Q(s, a)``, 0 for a child not in the tree."""
         return jax.vmap(jax.vmap(lambda tree, node: edge_stats(tree, node)[1], (None, 0)), (0, None))(
-            self, jnp.arange(self.node_visits.shape[1]))
+            self, jnp.arange(self.node_visits.shape[1])
+        )
 
 
 def edge_stats(tree: Tree, node) -> tuple[jax.Array, jax.Array]:
@@ -144,8 +146,10 @@ def edge_stats(tree: Tree, node) -> tuple[jax.Array, jax.Array]:
     child = tree.children_index[node]
     safe = jnp.maximum(child, 0)
     expanded = child != UNVISITED
-    return (jnp.where(expanded, tree.node_visits[safe], 0),
-            jnp.where(expanded, tree.reward[safe] - tree.node_values[safe], 0.0))
+    return (
+        jnp.where(expanded, tree.node_visits[safe], 0),
+        jnp.where(expanded, tree.reward[safe] - tree.node_values[safe], 0.0),
+    )
 
 
 def ancestor_mask(words, num_nodes: int) -> jax.Array:
@@ -226,7 +230,9 @@ def rollout_values(player: Player, params, pos: game.Position, key, width: int, 
 
     key, leaf_key = jax.random.split(key)
     zero = jnp.zeros(running.shape, jnp.float32)
-    (leaf, unfinished, score, _), _ = jax.lax.scan(ply, (flat, running, zero, key), jnp.arange(depth, dtype=jnp.float32))
+    (leaf, unfinished, score, _), _ = jax.lax.scan(
+        ply, (flat, running, zero, key), jnp.arange(depth, dtype=jnp.float32)
+    )
     _, leaf_value, _ = evaluate(player, params, leaf, leaf_key)
     leaf_sign = 1.0 if depth % 2 == 1 else -1.0  # the searching side moves at the leaf after an odd number of plies
     score = score + jnp.where(unfinished, leaf_sign * gamma ** (depth + 1.0) * leaf_value, 0.0)
@@ -352,7 +358,9 @@ def simulate(tree: Tree, sim, selection: Selection, player: Player, params, key)
         return jax.vmap(backup)(tree, leaf, jnp.where(expand, value, 0.0))
 
 
-def run_tree_search(player: Player, params, boards, key, num_simulations: int, selection: Selection, root_noise=None, gumbel=None) -> Tree:
+def run_tree_search(
+    player: Player, params, boards, key, num_simulations: int, selection: Selection, root_noise=None, gumbel=None
+) -> Tree:
     """The tree after ``num_simulations`` simulations from int8 ``boards (B, 6, 7)``.
     ``root_noise(key, prior_probs, legal) -> prior_probs`` perturbs the root's prior;
     ``gumbel (B, 7)`` is stored in the tree for a Gumbel selection."""
@@ -488,7 +496,9 @@ def _score_considered(considered_visit, gumbel, logits, sigma_q, visits):
     return jnp.maximum(-1e9, gumbel + logits + sigma_q) + penalty
 
 
-def gumbel_select(num_simulations: int, max_considered: int, c_visit: float, c_scale: float, rescale: bool = True) -> Selection:
+def gumbel_select(
+    num_simulations: int, max_considered: int, c_visit: float, c_scale: float, rescale: bool = True
+) -> Selection:
     """Gumbel MuZero's selection for one tree (its root's noise in ``tree.gumbel``): sequential
     halving among the top columns at the root, ``argmax(pi' - N / (1 + sum N))`` below, with
     ``pi' = softmax(logits + sigma(completed Q))``."""
@@ -499,7 +509,9 @@ def gumbel_select(num_simulations: int, max_considered: int, c_visit: float, c_s
         legal = tree.legal[ROOT]
         sigma_q = completed_q(tree, ROOT, c_visit, c_scale, rescale)
         considered = jnp.minimum(max_considered, col_sum(legal.astype(jnp.int32)))
-        score = _score_considered(table[considered, col_sum(visits)], tree.gumbel, tree.prior_logits[ROOT], sigma_q, visits)
+        score = _score_considered(
+            table[considered, col_sum(visits)], tree.gumbel, tree.prior_logits[ROOT], sigma_q, visits
+        )
         return col_argmax(jnp.where(legal, score, -jnp.inf))
 
     def interior(tree: Tree, node):
@@ -616,7 +628,9 @@ class Gumbel:
         """``move="action"``: sequential halving's winner only (the Gumbel noise already made the
         choice); ``"policy"``: the improved policy's log-probabilities."""
         if self.move == "policy":
-            return jnp.where(out.policy > 0, jnp.log(jnp.maximum(out.policy, jnp.finfo(jnp.float32).tiny)), LOSS_MASK_VALUE)
+            return jnp.where(
+                out.policy > 0, jnp.log(jnp.maximum(out.policy, jnp.finfo(jnp.float32).tiny)), LOSS_MASK_VALUE
+            )
         return jnp.where(jax.nn.one_hot(out.action, A) > 0, 0.0, LOSS_MASK_VALUE)
 
 
@@ -635,7 +649,10 @@ def _check_settings(search) -> None:
         value = getattr(search, field.name)
         if field.name in ("sims", "width", "depth", "considered") and value < 1:
             raise ValueError(f"{field.name} must be at least 1, got {value}")
-        if field.name in ("c", "noise", "alpha", "scale", "c_visit", "c_scale", "temperature", "gamma") and not value >= 0:
+        if (
+            field.name in ("c", "noise", "alpha", "scale", "c_visit", "c_scale", "temperature", "gamma")
+            and not value >= 0
+        ):
             raise ValueError(f"{field.name} must be non-negative, got {value}")
     if getattr(search, "move", "action") not in GUMBEL_MOVES:
         raise ValueError(f"move must be one of {', '.join(GUMBEL_MOVES)}, got {search.move!r}")
@@ -665,13 +682,19 @@ def make_search(name: str, options: str | dict = ""):
         kind = type(fields[key].default)
         try:
             if kind is bool:
-                values[key] = text if isinstance(text, bool) else {"1": True, "true": True, "0": False, "false": False}[str(text).lower()]
+                values[key] = (
+                    text
+                    if isinstance(text, bool)
+                    else {"1": True, "true": True, "0": False, "false": False}[str(text).lower()]
+                )
             elif kind is str:
                 values[key] = str(text)
             else:
                 values[key] = kind(text)
         except (KeyError, ValueError):
-            raise ValueError(f"{name} option {key} must be {'0 or 1' if kind is bool else 'a number' if kind is float else 'an integer'}, got {text!r}") from None
+            raise ValueError(
+                f"{name} option {key} must be {'0 or 1' if kind is bool else 'a number' if kind is float else 'an integer'}, got {text!r}"
+            ) from None
     search = factory(**values)
     _check_settings(search)
     return search

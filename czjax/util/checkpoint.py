@@ -43,7 +43,12 @@ def _to_state_dict(state):
 
 def _from_state_dict(template, state_dict):
     if dataclasses.is_dataclass(template):
-        return template.replace(**{f.name: _from_state_dict(getattr(template, f.name), state_dict[f.name]) for f in dataclasses.fields(template)})
+        return template.replace(
+            **{
+                f.name: _from_state_dict(getattr(template, f.name), state_dict[f.name])
+                for f in dataclasses.fields(template)
+            }
+        )
     return serialization.from_state_dict(template, state_dict)
 
 

@@ -53,6 +53,7 @@ def is_main_process() -> bool:
 def local_view(tree):
     """``tree`` with every array this process cannot read whole (replicated over several hosts)
     replaced by its copy on one of this process's devices; other leaves as they are."""
+
     def view(x):
         if isinstance(x, jax.Array) and not x.is_fully_addressable:
             return x.addressable_data(0)
@@ -72,7 +73,7 @@ def available(requested: int | None) -> int:
     return requested
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def mesh(num_devices: int, axis: str) -> Mesh | None:
     """A one-axis mesh over the first ``num_devices`` devices (of every host); None for one device."""
     if num_devices <= 1:
@@ -123,5 +124,3 @@ def spread_configurations(tree, num_devices: int):
 def largest_divisor(n: int, limit: int) -> int:
     """The most devices, at most ``limit``, that split ``n`` evenly."""
     return max(d for d in range(1, limit + 1) if n % d == 0)
-
-

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 HEARTBEAT_S = 5.0  # the longest silence while a compile or a slow compiled call runs
 
@@ -34,7 +34,9 @@ def time_left(done: float, total: float, elapsed_s: float) -> float | None:
     return elapsed_s / done * (total - done)
 
 
-def time_left_after_compile(first_chunk: tuple[float, float], since_first: tuple[float, float] | None, remaining: float) -> float | None:
+def time_left_after_compile(
+    first_chunk: tuple[float, float], since_first: tuple[float, float] | None, remaining: float
+) -> float | None:
     """Seconds for ``remaining`` units at the wall-clock pace since the first chunk
     (``since_first = (units, seconds)``: its compile left out, the host's work counted), or at
     that first chunk's own pace (``first_chunk = (units, seconds)``) while it is the only one."""
@@ -80,8 +82,14 @@ class Progress:
     if the whole took that long (a quick job prints nothing). The estimate is the pace of the
     steps so far, leaving out the first when there are more (it compiles)."""
 
-    def __init__(self, log: Callable[[str], None] | None = None, what: str = "", total: int = 0, unit: str = "",
-                 every_s: float | None = None):
+    def __init__(
+        self,
+        log: Callable[[str], None] | None = None,
+        what: str = "",
+        total: int = 0,
+        unit: str = "",
+        every_s: float | None = None,
+    ):
         self.log, self.what, self.total, self.unit = log, what, total, unit
         self.every_s = HEARTBEAT_S if every_s is None else every_s
         self.done = 0
