@@ -37,6 +37,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from czjax.util.pytree import pytree_dataclass
+
 ROWS = 6
 COLS = 7
 NUM_CELLS = ROWS * COLS
@@ -45,7 +47,7 @@ _U32 = jnp.uint32
 _FULL_HEIGHTS = sum(ROWS << (3 * c) for c in range(COLS))
 
 
-@chex.dataclass(frozen=True)
+@pytree_dataclass(frozen=True)
 class Position:
     """A batch of canonical positions as packed bitboards (see the module docstring).
 

@@ -20,11 +20,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from czjax import game
+from czjax.util.pytree import pytree_dataclass
 
 LOSS_MASK_VALUE = -1e9
 
 
-@chex.dataclass(frozen=True)
+@pytree_dataclass(frozen=True)
 class PlayerOutput:
     """What a player says about a batch of boards.
 

@@ -25,11 +25,12 @@ from czjax import compaction, game
 from czjax.compaction import all_configurations
 from czjax.players import Player, sample_masked_uniform
 from czjax.util.devices import split as split_games
+from czjax.util.pytree import pytree_dataclass
 
 PLIES = game.NUM_CELLS  # 42: the longest possible game
 
 
-@chex.dataclass(frozen=True)
+@pytree_dataclass(frozen=True)
 class Trajectory:
     """Every ply of a batch of games; arrays are ``(T=42, B, ...)``.
 
@@ -56,7 +57,7 @@ class Trajectory:
         return game.unpack(self.positions)
 
 
-@chex.dataclass(frozen=True)
+@pytree_dataclass(frozen=True)
 class GameResults:
     """Per-game results, arrays ``(B,)``.
 

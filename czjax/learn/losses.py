@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 
 from czjax.players import masked_log_probs
+from czjax.util.pytree import pytree_dataclass
 
 
 def discounted_returns(outcome: jax.Array, valid: jax.Array, gamma) -> jax.Array:
@@ -41,7 +42,7 @@ def discounted_returns(outcome: jax.Array, valid: jax.Array, gamma) -> jax.Array
     return jnp.where(valid, outcome[None, :].astype(jnp.float32) * powers, 0.0)
 
 
-@chex.dataclass(frozen=True)
+@pytree_dataclass(frozen=True)
 class LossInputs:
     """Flat positions of the learner: ``legal (N, 7)``, ``actions (N,)``, ``returns (N,)``,
     ``valid (N,)`` (positions that did not happen are masked out of every sum)."""

@@ -18,9 +18,10 @@ from jax import lax
 
 from czjax import players, rollout
 from czjax.agents import load_agent
+from czjax.util.pytree import pytree_dataclass
 
 
-@chex.dataclass(frozen=True)
+@pytree_dataclass(frozen=True)
 class PoolState:
     """Opponent pool: fixed members first, then the league's learner copies (slots)."""
 

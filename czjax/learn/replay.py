@@ -16,9 +16,10 @@ import jax.numpy as jnp
 
 from czjax import compaction, game
 from czjax.learn.losses import LossInputs
+from czjax.util.pytree import pytree_dataclass
 
 
-@chex.dataclass(frozen=True)
+@pytree_dataclass(frozen=True)
 class ReplayBuffer:
     boards: chex.Array  # int8 (capacity, 6, 7), the learner's canonical boards
     inputs: LossInputs  # (capacity, ...) rows; ``valid`` marks the rows written

@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import functools
 
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from czjax.evaluate import solver
 from czjax.players import Player, mask_for_sampling
+from czjax.util.pytree import pytree_dataclass
 
 
-@chex.dataclass(frozen=True)
+@pytree_dataclass(frozen=True)
 class SolverBenchmark:
     boards: np.ndarray  # int8 (N, 6, 7)
     keeps: np.ndarray  # bool (N, 7): the column keeps the game-theoretic outcome

@@ -33,6 +33,7 @@ from czjax import compaction, models, players, rollout, search
 from czjax.learn import algorithms, replay, solver_metrics
 from czjax.learn.pool import init_pool, load_member, play_against_pool, update_pool
 from czjax.util import devices, precision
+from czjax.util.pytree import pytree_dataclass
 
 # self: a frozen copy of the learner, promoted when it is beaten; current: the learner itself
 # (AlphaZero's self-play: both sides play with the current parameters)
@@ -49,7 +50,7 @@ CONTROL_FLOWS = ("auto", "cond", "static")
 BACKEND_CONTROL_FLOW = {"cpu": "cond"}  # what TrainConfig.solver_eval scores: nothing, the network's move, the search's
 
 
-@chex.dataclass(frozen=True)
+@pytree_dataclass(frozen=True)
 class HParams:
     """Traced hyperparameters (float32 scalars, or arrays with a leading scan axis). The fields
     and their defaults are the one list of scannable names: the CLI's flags and the scans'
@@ -348,7 +349,7 @@ def json_ready(value):
 # --- State and the compiled functions -------------------------------------------------------------
 
 
-@chex.dataclass(frozen=True)
+@pytree_dataclass(frozen=True)
 class TrainState:
     params: Any
     opt_state: Any

@@ -46,6 +46,7 @@ from czjax.players import (
     mask_for_loss,
     sample_masked,
 )
+from czjax.util.pytree import pytree_dataclass
 
 A = game.COLS
 ROOT = 0
@@ -85,7 +86,7 @@ def col_softmax(x):
 ROLLOUT_MASK = -1e12  # the rollout improver's logits off its chosen column (the PyTorch project's)
 
 
-@chex.dataclass(frozen=True)
+@pytree_dataclass(frozen=True)
 class Tree:
     """A batch of search trees. Node 0 is the root; simulation ``i`` adds node ``i + 1`` (left
     unused when the simulation revisited a terminal node).
@@ -166,7 +167,7 @@ def node_bit(node, words: int) -> jax.Array:
     return jnp.where(which == (node // 32)[..., None], bit[..., None], jnp.uint32(0))
 
 
-@chex.dataclass(frozen=True)
+@pytree_dataclass(frozen=True)
 class SearchOutput:
     """What a search says about a batch of boards.
 
