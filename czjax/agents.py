@@ -67,8 +67,8 @@ class Agent(NamedTuple):
         if self.search is None or total < LARGE_JOB_EVALUATIONS:
             return None
         return (
-            f"{self.name} evaluates its network {self.evaluations_per_move:,} times per move: about {total:,} evaluations "
-            f"for {what}; this takes a while on a CPU (progress follows)"
+            f"{self.name} evaluates its network {self.evaluations_per_move:,} times per move: about {total:,} "
+            f"evaluations for {what}; this takes a while on a CPU (progress follows)"
         )
 
     @property
@@ -155,7 +155,10 @@ def unknown_player(spec: str) -> str:
             f"{spec!r}: unknown search {name!r}; a search player is SEARCH[:OPTIONS]:PLAYER with SEARCH one of "
             f"{', '.join(search.SEARCHES)}"
         )
-    return f"{spec!r} is neither a built-in player ({builtins}) nor an existing checkpoint file or run folder: no such path"
+    return (
+        f"{spec!r} is neither a built-in player ({builtins}) nor an existing checkpoint file or run folder: "
+        "no such path"
+    )
 
 
 @functools.partial(jax.jit, static_argnames="player")

@@ -268,8 +268,9 @@ OPENINGS_STREAM = 0x09E1  # folded into a batch's key for its starting positions
 @functools.cache
 def opening_positions(max_plies: int) -> np.ndarray:
     """Every distinct position reachable in 0 to ``max_plies`` plies from the empty board,
-    int8 boards ``(K, 6, 7)`` (NumPy: a constant of the compiled programs), in a fixed order (by depth, then by the move sequence that first reaches it). Two
-    move orders that reach the same stones count once, so a uniform draw from this table is
+    int8 boards ``(K, 6, 7)`` (NumPy: a constant of the compiled programs), in a fixed order (by
+    depth, then by the move sequence that first reaches it). Two move orders that reach the same
+    stones count once, so a uniform draw from this table is
     uniform over positions, not over move sequences (1 + 7 + 49 + 238 positions for
     ``max_plies=3``). A position 6 plies deep or less cannot be won, so none is terminal."""
     if not 0 <= max_plies <= 6:

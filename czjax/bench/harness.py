@@ -261,7 +261,8 @@ def add_torch_peer(row: dict, runs: int, steps: int) -> bool:
 
 
 TRAIN_HEADER = (
-    f"{'model':14s} {'devices':>7s} {'games/batch':>11s} {'games/s':>10s} {'positions/s':>12s} {'s/iteration':>11s} {'compile s':>9s}"
+    f"{'model':14s} {'devices':>7s} {'games/batch':>11s} {'games/s':>10s} {'positions/s':>12s} "
+    f"{'s/iteration':>11s} {'compile s':>9s}"
     f"  {'PyTorch here':>12s} {'ratio':>6s}  vs PyTorch's published figure"
 )
 
@@ -271,8 +272,11 @@ def format_train_row(row: dict) -> str:
     here = (
         f"{row['torch_games_per_s']:12,.0f} {row['vs_torch']:5.1f}x" if "vs_torch" in row else f"{'-':>12s} {'-':>6s}"
     )
+    flow = row.get("control_flow", "auto")
+    model = row["model"] + ("" if flow == "auto" else " " + flow)
     return (
-        f"{row['model'] + ('' if row.get('control_flow', 'auto') == 'auto' else ' ' + row['control_flow']):14s} {row['devices']:7d} {row['games_per_batch']:11d} {row['games_per_s']:10,.0f} {row['positions_per_s']:12,.0f} "
+        f"{model:14s} {row['devices']:7d} {row['games_per_batch']:11d} {row['games_per_s']:10,.0f} "
+        f"{row['positions_per_s']:12,.0f} "
         f"{row['iteration_s']:11.4f} {row['compile_s']:9.1f}  {here}  {ref}"
     )
 
@@ -296,7 +300,7 @@ def bench_scan(k: int, games_per_batch: int, steps: int, runs: int, model: str =
     vmapped_compile_s = time.perf_counter() - start
 
     trainer = make_trainer(config)
-    singles = [(jax.tree.map(lambda x: x[i], states), HParams.create(**{**base, **settings[i]})) for i in range(k)]
+    singles = [(jax.tree.map(lambda x, i=i: x[i], states), HParams.create(**{**base, **settings[i]})) for i in range(k)]
     start = time.perf_counter()
     single = trainer.run_chunk.lower(*singles[0], steps).compile()
     single_compile_s = time.perf_counter() - start
@@ -330,13 +334,17 @@ def bench_scan(k: int, games_per_batch: int, steps: int, runs: int, model: str =
     }
 
 
-SCAN_HEADER = f"{'K':>4s} {'model':6s} {'games/batch':>11s} {'batches':>7s} {'vmapped s':>10s} {'sequential s':>12s} {'speedup':>8s} {'compile s (vmap/single)':>24s}"
+SCAN_HEADER = (
+    f"{'K':>4s} {'model':6s} {'games/batch':>11s} {'batches':>7s} {'vmapped s':>10s} {'sequential s':>12s} "
+    f"{'speedup':>8s} {'compile s (vmap/single)':>24s}"
+)
 
 
 def format_scan_row(row: dict) -> str:
     return (
         f"{row['k']:4d} {row['model']:6s} {row['games_per_batch']:11d} {row['batches']:7d} {row['vmapped_s']:10.3f} "
-        f"{row['sequential_s']:12.3f} {row['speedup']:7.2f}x {row['vmapped_compile_s']:11.1f} / {row['single_compile_s']:.1f}"
+        f"{row['sequential_s']:12.3f} {row['speedup']:7.2f}x {row['vmapped_compile_s']:11.1f} / "
+        f"{row['single_compile_s']:.1f}"
     )
 
 
@@ -540,7 +548,10 @@ def bench_search(algo: str, batch: int, sims: int, runs: int, peers: bool = True
     return rows
 
 
-SEARCH_HEADER = f"{'impl':17s} {'algo':7s} {'batch':>6s} {'sims':>5s} {'searches/s':>11s} {'simulations/s':>14s} {'median s':>9s} {'compile s':>9s} {'czjax/this':>10s}"
+SEARCH_HEADER = (
+    f"{'impl':17s} {'algo':7s} {'batch':>6s} {'sims':>5s} {'searches/s':>11s} {'simulations/s':>14s} "
+    f"{'median s':>9s} {'compile s':>9s} {'czjax/this':>10s}"
+)
 
 
 def format_search_row(row: dict) -> str:

@@ -187,7 +187,8 @@ def format_analysis(report: dict) -> str:
         value = "   -  " if r["value"] is None else f"{r['value']:+6.2f}"
         mark = "" if r["best"] == r["column"] else f"  {r['best']} ({r['best_prob']:.2f})"
         lines.append(
-            f"{r['ply']:4d} {r['player']:>3s} {r['column']:3d} {r['prob']:8.3f} {r['entropy']:8.3f} {value}{mark or '  ='}"
+            f"{r['ply']:4d} {r['player']:>3s} {r['column']:3d} {r['prob']:8.3f} {r['entropy']:8.3f} "
+            f"{value}{mark or '  ='}"
         )
         if "visits" in r:
             cells = [

@@ -86,7 +86,8 @@ def generate(seed: int = DEFAULT_SEED, per_kind: int = DEFAULT_PER_KIND, log=Non
         draws += 1
         if log:
             log(
-                f"  {draws * GAMES_PER_DRAW:,} random games: {len(found['win']):,} win and {len(found['block']):,} block positions"
+                f"  {draws * GAMES_PER_DRAW:,} random games: {len(found['win']):,} win and "
+                f"{len(found['block']):,} block positions"
             )
     rng = np.random.default_rng(seed)
     records = []

@@ -57,8 +57,8 @@ def round_robin(agents: list[Agent], games: int, seed: int = 0, log=None) -> np.
             return jnp.stack([(res.outcome > 0).sum(), (res.outcome == 0).sum(), (res.outcome < 0).sum()])
 
         matches = jax.jit(jax.vmap(match))
-        counts = progress.step(
-            lambda: np.asarray(matches(keys[np.asarray(members)], params_a, params_b)),
+        counts = progress.step(  # called at once, so the loop's current values
+            lambda: np.asarray(matches(keys[np.asarray(members)], params_a, params_b)),  # noqa: B023
             games * len(members),
             f"{len(members)} match{'es' if len(members) > 1 else ''} of {games} games: "
             f"{agents[pairs[members[0]][0]].name} vs {agents[pairs[members[0]][1]].name}",
@@ -152,10 +152,12 @@ def format_tournament(report: dict) -> str:
         "",
     ]
     table = {(r["a"], r["b"]): (r["wins_a"], r["draws"], r["wins_b"]) for r in report["results"]}
-    table.update({(b, a): (l, d, w) for (a, b), (w, d, l) in list(table.items())})
+    table.update({(b, a): (loss, d, w) for (a, b), (w, d, loss) in list(table.items())})
     lines.append(" " * width + "".join(f" {n:>{width}s}" for n in names))
     for a in names:
-        cells = "".join(f" {'-':>{width}s}" if a == b else f" {'%d/%d/%d' % table[(a, b)]:>{width}s}" for b in names)
+        cells = "".join(
+            f" {'-':>{width}s}" if a == b else f" {'/'.join(str(n) for n in table[(a, b)]):>{width}s}" for b in names
+        )
         lines.append(f"{a:>{width}s}{cells}")
     lines += ["", f"ratings (Elo, {report['anchor']} = {0:.0f}; 95% intervals):"]
     for r in report["ratings"]:

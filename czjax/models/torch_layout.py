@@ -135,9 +135,8 @@ def from_state_dict(model_name: str, state_dict: dict):
         array = _to_flax(np.asarray(state_dict[torch_key], np.float32), kind)
         path = ("params", *flax_key.split("/"))
         if array.shape != template[path].shape:
-            raise ValueError(
-                f"{torch_key} has shape {tuple(_to_torch(array, kind).shape)}, {TORCH_CLASSES[model_name]} needs {tuple(_to_torch(np.zeros(template[path].shape), kind).shape)}"
-            )
+            given, needed = (tuple(_to_torch(a, kind).shape) for a in (array, np.zeros(template[path].shape)))
+            raise ValueError(f"{torch_key} has shape {given}, {TORCH_CLASSES[model_name]} needs {needed}")
         flat[path] = jax.numpy.asarray(array)
     return unflatten_dict(flat)
 

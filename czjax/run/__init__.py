@@ -1,1 +1,2 @@
-"""Floor 7: running the trainer from the host: the loop with checkpoints, scans, presets, plots, metric sinks, distillation."""
+"""Floor 7: running the trainer from the host: the loop with checkpoints, scans, presets, plots,
+metric sinks, distillation."""

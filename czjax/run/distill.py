@@ -215,12 +215,14 @@ def distill(
 
 
 def format_report(report: dict) -> str:
-    acc = report["student_accuracy"]
+    acc, losses = report["student_accuracy"], report["losses"]
     return "\n".join(
         [
-            f"{report['student']}: {report['model']} distilled from {report['teacher']} on {report['positions']:,} positions "
-            f"of {report['games']:,} games, {report['epochs']} epochs (loss {report['losses'][0]:.4f} -> {report['losses'][-1]:.4f})",
+            f"{report['student']}: {report['model']} distilled from {report['teacher']} on "
+            f"{report['positions']:,} positions of {report['games']:,} games, {report['epochs']} epochs "
+            f"(loss {losses[0]:.4f} -> {losses[-1]:.4f})",
             f"held-out positions: its greedy move is the teacher's favourite on {report['held_out_agreement']:.3f}",
-            f"solver-labelled positions: greedy move optimal {acc['greedy_optimal']:.3f}, keeps the outcome {acc['greedy_keeps_outcome']:.3f}",
+            f"solver-labelled positions: greedy move optimal {acc['greedy_optimal']:.3f}, "
+            f"keeps the outcome {acc['greedy_keeps_outcome']:.3f}",
         ]
     )

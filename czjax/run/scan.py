@@ -215,7 +215,8 @@ def run_group(
     while (done := int(np.asarray(states.step)[0])) < batches:
         if stop_at is not None and time.monotonic() >= stop_at and not first:
             log(
-                f"group {g + 1}/{num_groups}: stopping at batch {done:,} of {batches:,} (time limit); --resume continues it"
+                f"group {g + 1}/{num_groups}: stopping at batch {done:,} of {batches:,} (time limit); "
+                "--resume continues it"
             )
             break
         num_batches = min(config.batches_per_chunk, batches - done)
@@ -240,10 +241,13 @@ def run_group(
             f.writelines(json.dumps(r) + "\n" for r in new_rows)
         log_rows(sinks, new_rows)
         checkpoint.save(ckpt, states, config.to_dict(), base_hparams, {"scan_group": g, "configs": ids})
+        mean_entropy = np.mean([r["entropy"] for r in new_rows])
+        mean_win = np.mean([r["eval_win_rate"] for r in new_rows])
         log(
-            f"group {g + 1}/{num_groups} ({len(group)} configurations) | batch {new_rows[0]['batches']:,}/{batches:,} | "
-            f"{new_rows[0]['games_per_s']:,.0f} games/s in all | mean entropy {np.mean([r['entropy'] for r in new_rows]):.2f} | "
-            f"mean win vs punisher {np.mean([r['eval_win_rate'] for r in new_rows]):.2f} | "
+            f"group {g + 1}/{num_groups} ({len(group)} configurations) | "
+            f"batch {new_rows[0]['batches']:,}/{batches:,} | "
+            f"{new_rows[0]['games_per_s']:,.0f} games/s in all | mean entropy {mean_entropy:.2f} | "
+            f"mean win vs punisher {mean_win:.2f} | "
             + eta_text(
                 scan_time_left(
                     pace_from, done + num_batches, (num_batches, seconds), batches, (num_groups - g - 1) * batches
@@ -426,7 +430,8 @@ def write_report(
     for e in table:
         lines.append(
             "  ".join(f"{e[n]:14g}" for n in names)
-            + f"  {e['eval_win_rate']:7.3f} ({e['eval_win_rate_std']:.3f})  {e['entropy']:6.2f} ({e['entropy_std']:.2f})"
+            + f"  {e['eval_win_rate']:7.3f} ({e['eval_win_rate_std']:.3f})"
+            + f"  {e['entropy']:6.2f} ({e['entropy_std']:.2f})"
             + f"  {e['game_length']:6.1f} ({e['game_length_std']:.1f})"
         )
     lines.append(f"outputs: {out_dir / METRICS}, {out_dir / 'scan.png'}, {out_dir / 'summary.json'}")
