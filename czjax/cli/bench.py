@@ -1,0 +1,325 @@
+"""`czjax bench ...`: throughput measurements."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from czjax.cli import flags
+
+
+def _bench(args, what: str, header: str, settings, measure, fmt) -> int:
+    """Run ``measure`` for each setting, printing a table row as each finishes (to stderr with
+    ``--json``, whose JSON document goes to stdout)."""
+    from czjax.bench import harness
+
+    log = harness.stderr if args.json else print
+    log(
+        f"czjax bench {what} on {harness.machine_description()}; median of {args.runs} timed runs, compile time "
+        "separate"
+    )
+    log(header)
+    rows = []
+    for setting in settings:
+        for row in measure(setting, log):
+            rows.append(row)
+            log(fmt(row))
+    if args.json:
+        print(json.dumps({"machine": harness.machine_description(), "rows": rows}, indent=1))
+    return 0
+
+
+def cmd_bench_rollout(args) -> int:
+    from czjax.bench import harness, profiling
+
+    def measure(setting, log):
+        player, batch = setting
+        profile = Path(args.profile) / f"{player}-{batch}" if args.profile else None
+        row = harness.bench_rollout_czjax(player, batch, args.runs, profile)
+        if profile is not None:
+            log(f"profile of one batch in {profile} (ui.perfetto.dev opens perfetto_trace.json.gz):")
+            log(profiling.format_phases(list(row["phases"].items())))
+        rows = [row]
+        if player == "random-punisher":
+            row["vs_pytorch"] = row["games_per_s"] / harness.PYTORCH_PUNISHER_GAMES_PER_S
+        if player == "random" and not args.no_peer:
+            peer = harness.bench_rollout_pgx(batch, args.runs)
+            if peer is None:
+                log("  (pgx not installed: `pip install czjax[bench]` to measure it side by side)")
+                args.no_peer = True
+            else:
+                peer["czjax_speedup"] = row["games_per_s"] / peer["games_per_s"]
+                rows.append(peer)
+        return rows
+
+    def fmt(row):
+        extra = ""
+        if "czjax_speedup" in row:
+            extra = f"   czjax/pgx = {row['czjax_speedup']:.1f}x"
+        elif "vs_pytorch" in row:
+            extra = (
+                f"   {row['vs_pytorch']:,.0f}x the PyTorch project's {harness.PYTORCH_PUNISHER_GAMES_PER_S:.0f} games/s"
+            )
+        return harness.format_rollout_row(row) + extra
+
+    settings = [(player, batch) for player in args.player for batch in args.batch]
+    return _bench(args, "rollout", harness.ROLLOUT_HEADER, settings, measure, fmt)
+
+
+def cmd_bench_train(args) -> int:
+    from czjax.bench import harness, profiling
+
+    settings = [
+        (model, games, n, flow)
+        for model in args.model
+        for games in args.games_per_batch
+        for n in args.devices
+        for flow in args.control_flow
+    ]
+
+    def measure(setting, log):
+        model, games, n, flow = setting
+        profile = Path(args.profile) / f"{model}-{games}-{n}dev-{flow}" if args.profile else None
+        settings = {name: getattr(args, name) for name in ("precision", "compaction", "conv", "norm", "unroll")}
+        settings["control_flow"] = flow
+        row = harness.bench_train(model, games, args.runs, args.steps, n, profile, **settings)
+        if profile is not None:
+            log(f"profile of one chunk in {profile} (ui.perfetto.dev opens perfetto_trace.json.gz); per iteration:")
+            log(profiling.format_phases(list(row["phases"].items())))
+        if not args.no_peer and not harness.add_torch_peer(row, args.runs, args.peer_steps or args.steps):
+            log("  (PyTorch not installed: `pip install torch==2.13.0` to time the PyTorch iteration side by side)")
+            args.no_peer = True
+        return [row]
+
+    return _bench(
+        args,
+        f"train ({args.steps} iterations per run)",
+        harness.TRAIN_HEADER,
+        settings,
+        measure,
+        harness.format_train_row,
+    )
+
+
+def cmd_bench_scan(args) -> int:
+    from czjax.bench import harness
+
+    return _bench(
+        args,
+        "scan (vmapped and sequential interleaved)",
+        harness.SCAN_HEADER,
+        args.k,
+        lambda k, log: [harness.bench_scan(k, args.games_per_batch, args.steps, args.runs, args.model)],
+        harness.format_scan_row,
+    )
+
+
+def cmd_bench_search(args) -> int:
+    from czjax.bench import harness
+
+    settings = [(algo, batch, sims) for algo in args.algo for batch in args.batch for sims in args.sims]
+    return _bench(
+        args,
+        "search (czjax's tree; mctx over czjax's rules and over pgx, same network)",
+        harness.SEARCH_HEADER,
+        settings,
+        lambda s, log: harness.bench_search(*s, args.runs, peers=not args.no_peer),
+        harness.format_search_row,
+    )
+
+
+def add_commands(commands) -> None:
+    from czjax.compaction import COMPACTION_MODES
+    from czjax.models import CONV_METHODS, NORM_METHODS
+    from czjax.util.precision import PRECISIONS
+
+    bench = commands.add_parser(
+        "bench",
+        help="measure throughput: `czjax bench rollout`, `czjax bench train`, `czjax bench scan`, `czjax bench search`",
+    )
+    bench_commands = bench.add_subparsers(dest="bench_command", metavar="WHAT", required=True)
+    rollout = bench_commands.add_parser(
+        "rollout",
+        help="whole games per second, random and RandomPunisher players",
+        description=(
+            "Plays whole games (one compiled lax.scan over 42 plies) at each batch size and reports the median "
+            "of several timed runs, with compile time separate. Random-vs-random is compared with pgx in the "
+            "same process when pgx is installed (pip install 'czjax[bench]')."
+        ),
+    )
+    rollout.add_argument(
+        "--batch",
+        type=flags.game_batch,
+        nargs="+",
+        default=[1024, 4096, 16384, 65536],
+        help="games per batch (default: %(default)s)",
+    )
+    rollout.add_argument(
+        "--player",
+        nargs="+",
+        default=["random", "random-punisher"],
+        choices=["random", "random-punisher"],
+        help="players; both sides play the same one (default: %(default)s)",
+    )
+    rollout.add_argument(
+        "--runs", type=flags.positive_int, default=5, help="timed runs per setting (default: %(default)s)"
+    )
+    rollout.add_argument("--no-peer", action="store_true", help="skip the pgx comparison")
+    rollout.add_argument(
+        "--profile",
+        metavar="DIR",
+        default=None,
+        help="also trace one more batch per setting with jax.profiler into DIR/PLAYER-BATCH and print how its "
+        "time splits (rules, sampling and the rest; see czjax bench train --profile)",
+    )
+    rollout.add_argument(
+        "--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)"
+    )
+    rollout.set_defaults(func=cmd_bench_rollout)
+    train_bench = bench_commands.add_parser(
+        "train",
+        help="games and positions per second of the whole training iteration",
+        description=(
+            "Times the compiled training iteration (a batch of self-play games against a frozen copy and one AdamW "
+            "step) per model and batch size: median of several runs of a few iterations each, compile time separate. "
+            "positions/s counts the learner's real positions (the ones it trains on). When PyTorch is installed, the "
+            "PyTorch project's iteration (czjax.bench.torch_peer: a Python loop over plies, one forward per model "
+            "per ply) "
+            "is timed in the same process for the same setting, and the ratio printed."
+        ),
+    )
+    train_bench.add_argument("--model", nargs="+", default=["mlp", "cnn-mk4"], help="models (default: %(default)s)")
+    train_bench.add_argument(
+        "--games-per-batch", type=flags.game_batch, nargs="+", default=[50, 4096], help="(default: %(default)s)"
+    )
+    train_bench.add_argument(
+        "--runs", type=flags.positive_int, default=3, help="timed runs per setting (default: %(default)s)"
+    )
+    train_bench.add_argument(
+        "--steps", type=flags.positive_int, default=5, help="iterations per timed run (default: %(default)s)"
+    )
+    train_bench.add_argument(
+        "--no-peer", action="store_true", help="skip the PyTorch iteration (czjax.bench.torch_peer) timed beside czjax"
+    )
+    train_bench.add_argument(
+        "--peer-steps",
+        type=flags.positive_int,
+        default=None,
+        help="PyTorch iterations per timed run (default: --steps)",
+    )
+    train_bench.add_argument(
+        "--devices",
+        type=flags.positive_int,
+        nargs="+",
+        default=[1],
+        metavar="N",
+        help="split each batch's games over N devices; several values are measured side by side (default: 1)",
+    )
+    train_bench.add_argument(
+        "--precision",
+        default="default",
+        choices=list(PRECISIONS),
+        help="float32 matrix products of the compiled iteration (default: %(default)s; see czjax train --help)",
+    )
+    train_bench.add_argument(
+        "--control-flow",
+        nargs="+",
+        default=["auto"],
+        choices=["auto", "cond", "static"],
+        help="skip finished work with lax.cond, or compute it masked; several are timed in the same run "
+        "(default: auto; see czjax train --help)",
+    )
+    train_bench.add_argument(
+        "--unroll",
+        type=flags.positive_int,
+        default=1,
+        metavar="PAIRS",
+        help="pairs of plies per step of the rollout's loop (default: %(default)s; see czjax train --help)",
+    )
+    train_bench.add_argument(
+        "--norm",
+        default="auto",
+        choices=list(NORM_METHODS),
+        help="Mk4's GroupNorm layers (default: %(default)s; see czjax train --help)",
+    )
+    train_bench.add_argument(
+        "--conv",
+        default="auto",
+        choices=list(CONV_METHODS),
+        help="Mk4's 3x3 convolutions (default: %(default)s; see czjax train --help)",
+    )
+    train_bench.add_argument(
+        "--compaction",
+        default="auto",
+        choices=list(COMPACTION_MODES),
+        help="skipping of finished games and invalid positions (default: %(default)s; see czjax train --help)",
+    )
+    train_bench.add_argument(
+        "--profile",
+        metavar="DIR",
+        default=None,
+        help="also trace one more chunk per setting with jax.profiler into DIR/MODEL-GAMES-Ndev and print how "
+        "its time splits into phases (self-play: network, rules, compaction; update: targets, "
+        "gradient, optimizer; evaluation)",
+    )
+    train_bench.add_argument(
+        "--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)"
+    )
+    train_bench.set_defaults(func=cmd_bench_train)
+    scan_bench = bench_commands.add_parser(
+        "scan",
+        help="a vmapped scan of K configurations against the same K runs one after another",
+        description=(
+            "Runs K training configurations (entropy bonus spread over [0, 0.1]) for a few batches as one vmapped "
+            "compiled chunk, and the same K chunks one after another, in the same process and interleaved; reports "
+            "both times and the ratio."
+        ),
+    )
+    scan_bench.add_argument(
+        "--k", type=flags.positive_int, nargs="+", default=[16], help="configurations (default: %(default)s)"
+    )
+    scan_bench.add_argument("--model", default="mlp", help="(default: %(default)s)")
+    scan_bench.add_argument("--games-per-batch", type=flags.game_batch, default=256, help="(default: %(default)s)")
+    scan_bench.add_argument(
+        "--steps", type=flags.positive_int, default=5, help="batches per run (default: %(default)s)"
+    )
+    scan_bench.add_argument("--runs", type=flags.positive_int, default=3, help="timed runs (default: %(default)s)")
+    scan_bench.add_argument(
+        "--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)"
+    )
+    scan_bench.set_defaults(func=cmd_bench_scan)
+    search_bench = bench_commands.add_parser(
+        "search",
+        help="searches per second: czjax's tree against mctx over pgx, the same network",
+        description=(
+            "Times batched searches from mid-game positions (12 random plies) with a SimpleMLP-sized policy-value MLP "
+            "(84-128-64-8): czjax's own tree (czjax.search), and, when mctx is installed (pip install 'czjax[bench]'), "
+            "mctx's policy with czjax's rules as its recurrent function and mctx over pgx's connect_four, in the same "
+            "process. gumbel is Gumbel MuZero (mctx.gumbel_muzero_policy), mcts is PUCT (mctx.muzero_policy). Median "
+            "of "
+            "several runs, the implementations' runs interleaved, compile time separate; czjax/this is czjax's "
+            "searches per "
+            "second over that row's."
+        ),
+    )
+    search_bench.add_argument(
+        "--algo", nargs="+", default=["gumbel", "mcts"], choices=["gumbel", "mcts"], help="(default: %(default)s)"
+    )
+    search_bench.add_argument(
+        "--batch",
+        type=flags.positive_int,
+        nargs="+",
+        default=[1024, 4096],
+        help="positions searched at once (default: %(default)s)",
+    )
+    search_bench.add_argument(
+        "--sims", type=flags.positive_int, nargs="+", default=[32], help="simulations per search (default: %(default)s)"
+    )
+    search_bench.add_argument(
+        "--runs", type=flags.positive_int, default=5, help="timed runs per setting (default: %(default)s)"
+    )
+    search_bench.add_argument("--no-peer", action="store_true", help="czjax only (no mctx rows)")
+    search_bench.add_argument(
+        "--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)"
+    )
+    search_bench.set_defaults(func=cmd_bench_search)

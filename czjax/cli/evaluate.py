@@ -1,0 +1,278 @@
+"""Measuring and playing: `czjax eval ...`, `tournament`, `play`, `analyze`, `openings`, `serve`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from czjax.cli import flags, output
+
+
+def cmd_eval_accuracy(args) -> int:
+    from czjax import agents
+    from czjax.evaluate import solver
+
+    positions = solver.load_positions(args.positions)
+    agent = output.announced(agents.load_agent(args.player), len(positions["boards"]), "the positions")
+    return output.print_report(args, solver.accuracy(agent, positions, log=output.stderr), solver.format_accuracy)
+
+
+def cmd_eval_pons(args) -> int:
+    from czjax import agents
+    from czjax.evaluate import solver
+
+    sets = solver.load_pons(args.dir)
+    agent = output.announced(
+        agents.load_agent(args.player), sum(len(data["boards"]) for data in sets.values()), "Pons' positions"
+    )
+    return output.print_report(args, solver.pons(agent, sets, log=output.stderr), solver.format_pons)
+
+
+def cmd_eval_puzzles(args) -> int:
+    from czjax import agents
+    from czjax.evaluate import puzzles
+
+    data = puzzles.load(args.puzzles)
+    agent = output.announced(agents.load_agent(args.player), len(data["boards"]), "the puzzles")
+    return output.print_report(args, puzzles.score(agent, data, log=output.stderr), puzzles.format_score)
+
+
+def cmd_eval_make_puzzles(args) -> int:
+    from czjax.evaluate import puzzles
+    from czjax.run import loop
+
+    loop.check_out_file(Path(args.out))  # before generating
+    print(f"generating {args.per_kind:,} puzzles of each kind from seed {args.seed}", file=sys.stderr)
+    records = puzzles.generate(args.seed, args.per_kind, log=lambda m: print(m, file=sys.stderr))
+    puzzles.write(args.out, records)
+    print(f"wrote {len(records):,} puzzles to {args.out}")
+    return 0
+
+
+def cmd_tournament(args) -> int:
+    from czjax import agents
+    from czjax.evaluate import tournament
+
+    players = [agents.load_agent(spec) for spec in args.players]
+    log = (lambda m: print(m, file=sys.stderr)) if args.json else print
+    log(f"round robin between {len(players)} players, {args.games} games per pair")
+    for agent in players:  # a search's moves: about 11 per game, in every pair it plays
+        output.announced(
+            agent,
+            args.games * output.AVERAGE_MOVES_PER_SIDE * (len(players) - 1),
+            f"its {args.games * (len(players) - 1):,} games",
+        )
+    report = tournament.tournament(players, args.games, anchor=args.anchor, seed=args.seed, log=log)
+    return output.print_report(args, report, tournament.format_tournament)
+
+
+def cmd_play(args) -> int:
+    from czjax import agents
+    from czjax.evaluate import interactive
+
+    agent = agents.load_agent(args.player)
+    interactive.play(agent, first=args.first, temperature=agent.temperature(args.temperature), seed=args.seed)
+    return 0
+
+
+def cmd_analyze(args) -> int:
+    from czjax import agents
+    from czjax.evaluate import interactive
+
+    report = interactive.analyze(
+        agents.load_agent(args.player), args.moves, temperature=args.temperature, seed=args.seed
+    )
+    return output.print_report(args, report, interactive.format_analysis)
+
+
+def cmd_openings(args) -> int:
+    from czjax import agents
+    from czjax.evaluate import interactive
+
+    agent = output.announced(
+        agents.load_agent(args.player),
+        args.games * 2 * output.AVERAGE_MOVES_PER_SIDE,
+        f"{args.games:,} games against itself",
+    )
+    report = interactive.openings(
+        agent, args.games, args.depth, args.top, temperature=args.temperature, seed=args.seed, log=output.stderr
+    )
+    return output.print_report(args, report, interactive.format_openings)
+
+
+def cmd_serve(args) -> int:
+    from czjax import agents
+    from czjax.evaluate import serve
+
+    agent = agents.load_agent(args.player)
+    print(f"compiling {agent.name} (the page opens once it is ready) ...", flush=True)
+    try:
+        server = serve.make_server(
+            agent, args.host, args.port, temperature=agent.temperature(args.temperature), seed=args.seed
+        )
+    except OSError as err:  # port taken, host unknown
+        raise ValueError(f"cannot serve on {args.host}:{args.port}: {err.strerror or err}") from None
+    host, port = server.server_address[:2]
+    print(
+        f"playing {agent.name} at temperature {agent.temperature(args.temperature):g} at http://{host}:{port}/  "
+        "(Ctrl-C stops)",
+        flush=True,
+    )
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+    return 0
+
+
+def add_evaluation_commands(commands) -> None:
+    json_help = "print the results as one JSON object"
+    evaluate = commands.add_parser(
+        "eval", help="measure a model: solver-labelled accuracy, tactical puzzles, values on Pons' sets"
+    )
+    eval_commands = evaluate.add_subparsers(dest="eval_command", metavar="WHAT", required=True)
+    acc = eval_commands.add_parser(
+        "accuracy",
+        help="how often the move is optimal or keeps the outcome, on solver-labelled positions",
+        description=(
+            "Scores the player's greedy move (its most likely column) and its sampled move (the exact expectation "
+            "over its move probabilities) against perfect-solver labels: the fraction of positions where the move "
+            "is optimal, and where it keeps the game-theoretic outcome (also on the positions not already lost), "
+            "by ply range. Default positions: the 1,000 shipped with czjax (ply 6-30)."
+        ),
+    )
+    flags.add_player_arg(acc)
+    acc.add_argument(
+        "--positions", default=None, metavar="FILE", help="a JSON Lines file in the same format (moves, scores)"
+    )
+    acc.add_argument("--json", action="store_true", help=json_help)
+    acc.set_defaults(func=cmd_eval_accuracy)
+    puz = eval_commands.add_parser(
+        "puzzles",
+        help="success on tactical puzzles: win now, or block the single threat",
+        description=(
+            "Scores the player on puzzles where the side to move can win at once (every winning column counts) or "
+            "must block the opponent's single threat: sampled success (exact expectation) and greedy success per "
+            "kind, and the value head's error on win puzzles. Default: the 10,000 puzzles shipped with czjax."
+        ),
+    )
+    flags.add_player_arg(puz)
+    puz.add_argument("--puzzles", default=None, metavar="FILE", help="a puzzles file from `czjax eval make-puzzles`")
+    puz.add_argument("--json", action="store_true", help=json_help)
+    puz.set_defaults(func=cmd_eval_puzzles)
+    pons = eval_commands.add_parser(
+        "pons",
+        help="does the value read win, draw or loss right, on Pascal Pons' benchmark sets",
+        description=(
+            "Reads each position's outcome from the player's value (the value head, or a search's root value): win "
+            "above +1/3, loss below -1/3, a draw between, and compares it with the exact score of Pons' benchmark "
+            "sets (6 x 1,000 positions shipped with czjax: L3 ply 29-41, L2 15-28, L1 1-14; R1-R3 increasingly "
+            "hard for a solver). Also the sign alone on the decided positions."
+        ),
+    )
+    flags.add_player_arg(pons)
+    pons.add_argument(
+        "--dir", default=None, metavar="DIR", help="a folder of Test_L*_R* files (default: the shipped sets)"
+    )
+    pons.add_argument("--json", action="store_true", help=json_help)
+    pons.set_defaults(func=cmd_eval_pons)
+    make = eval_commands.add_parser(
+        "make-puzzles",
+        help="generate a puzzle set from random games, deterministically from a seed",
+        description="Plays random games on device, keeps distinct win and block positions, and draws a seeded sample "
+        "of each kind.",
+    )
+    make.add_argument("--seed", type=flags.seed, default=0, help="(default: %(default)s; seed 0 is the shipped set)")
+    make.add_argument(
+        "--per-kind", type=flags.positive_int, default=5000, help="puzzles of each kind (default: %(default)s)"
+    )
+    make.add_argument("-o", "--out", required=True, metavar="FILE")
+    make.set_defaults(func=cmd_eval_make_puzzles)
+
+
+def add_play_commands(commands) -> None:
+    from czjax.agents import DEFAULT_OPPONENT
+
+    json_help = "print the results as one JSON object"
+    tour = commands.add_parser(
+        "tournament",
+        help="round robin between players, with Elo ratings",
+        description=(
+            "Every pair of players plays --games games, half with each side first; pairs of the same model run as one "
+            "compiled program. Prints the win/draw/loss table and Bradley-Terry (Elo-scale) ratings fitted by maximum "
+            "likelihood, draws counted as half, with 95%% intervals, anchored to --anchor."
+        ),
+    )
+    tour.add_argument("players", nargs="+", metavar="PLAYER", help="players, each " + flags.player_help())
+    tour.add_argument("--games", type=flags.game_batch, default=200, help="games per pair (default: %(default)s)")
+    tour.add_argument("--anchor", default=None, help="the player rated 0 (default: the first)")
+    tour.add_argument("--seed", type=flags.seed, default=0)
+    tour.add_argument("--json", action="store_true", help=json_help)
+    tour.set_defaults(func=cmd_tournament)
+
+    play = commands.add_parser(
+        "play",
+        help="play a model in the terminal",
+        description="You against a model (or a built-in player) in the terminal: type a column 1-7, q to quit.",
+    )
+    flags.add_player_arg(play, default=DEFAULT_OPPONENT)
+    play.add_argument(
+        "--first", default="human", choices=["human", "model", "random"], help="who starts (default: %(default)s)"
+    )
+    play.add_argument("--temperature", type=flags.non_negative_float, default=None, help=flags.TEMPERATURE_HELP)
+    play.add_argument("--seed", type=flags.seed, default=0)
+    play.set_defaults(func=cmd_play)
+
+    analyze = commands.add_parser(
+        "analyze",
+        help="a game move by move: probability of the move played, entropy, value",
+        description="Analyses the game given by --moves (1-based columns, first player first), or the model's own "
+        "self-play game.",
+    )
+    flags.add_player_arg(analyze)
+    analyze.add_argument("--moves", default=None, help="e.g. 4453 (default: a self-play game of the model)")
+    analyze.add_argument(
+        "--temperature",
+        type=flags.non_negative_float,
+        default=1.0,
+        help="sampling temperature of the self-play game (default: %(default)s)",
+    )
+    analyze.add_argument("--seed", type=flags.seed, default=0)
+    analyze.add_argument("--json", action="store_true", help=json_help)
+    analyze.set_defaults(func=cmd_analyze)
+
+    openings = commands.add_parser(
+        "openings",
+        help="the model's most frequent openings in self-play",
+        description="Plays the model against itself on device and counts the first --depth moves of each game.",
+    )
+    flags.add_player_arg(openings)
+    openings.add_argument("--games", type=flags.game_batch, default=1000, help="(default: %(default)s)")
+    openings.add_argument(
+        "--depth", type=flags.positive_int, default=4, help="moves per opening (default: %(default)s)"
+    )
+    openings.add_argument("--top", type=flags.positive_int, default=10, help="openings listed (default: %(default)s)")
+    openings.add_argument("--temperature", type=flags.non_negative_float, default=1.0, help="(default: %(default)s)")
+    openings.add_argument("--seed", type=flags.seed, default=0)
+    openings.add_argument("--json", action="store_true", help=json_help)
+    openings.set_defaults(func=cmd_openings)
+
+
+def add_serve_command(commands) -> None:
+    from czjax.agents import DEFAULT_OPPONENT
+
+    serve = commands.add_parser(
+        "serve",
+        help="play a model in the browser",
+        description=(
+            "Serves a page on localhost where you play the model: click a column; the page shows the model's move "
+            "probabilities and value after each move, who starts (you, the model or random), a New game button and "
+            "the move list to copy. The model runs in czjax behind a small JSON API."
+        ),
+    )
+    flags.add_player_arg(serve, default=DEFAULT_OPPONENT)
+    serve.add_argument("--port", type=flags.port, default=8000, help="(default: %(default)s; 0 picks a free port)")
+    serve.add_argument("--host", default="127.0.0.1", help="(default: %(default)s, this machine only)")
+    serve.add_argument("--temperature", type=flags.non_negative_float, default=None, help=flags.TEMPERATURE_HELP)
+    serve.add_argument("--seed", type=flags.seed, default=0)
+    serve.set_defaults(func=cmd_serve)

@@ -1,0 +1,146 @@
+"""Exchange with PyTorch and the browser applet: `import-torch`, `export-torch`, `export-onnx`, `distill`."""
+
+from __future__ import annotations
+
+import sys
+
+from czjax.cli import flags, output
+
+
+def cmd_import_torch(args) -> int:
+    from czjax.interop import torch_io
+    from czjax.models import torch_layout
+
+    model = torch_io.import_torch(args.file, args.out, args.model)
+    print(f"imported {torch_layout.TORCH_CLASSES[model]} from {args.file} as {model}: {args.out}")
+    return 0
+
+
+def cmd_export_torch(args) -> int:
+    from czjax.interop import torch_io
+    from czjax.models import torch_layout
+    from czjax.util import checkpoint
+
+    model = torch_io.export_torch(checkpoint.resolve(args.checkpoint), args.out)
+    print(f"exported {model} as a {torch_layout.TORCH_CLASSES[model]} state dict: {args.out}")
+    return 0
+
+
+def cmd_distill(args) -> int:
+    from czjax import agents
+    from czjax.run import distill
+
+    teacher = output.announced(
+        agents.load_agent(args.teacher),
+        args.games * 4 * output.AVERAGE_MOVES_PER_SIDE,
+        f"{args.games:,} games against itself and the labels of their positions",
+    )
+    log = (lambda m: print(m, file=sys.stderr, flush=True)) if args.json else (lambda m: print(m, flush=True))
+    report = distill.distill(
+        teacher,
+        args.model,
+        args.out,
+        args.games,
+        args.epochs,
+        args.batch_size,
+        args.lr,
+        args.value_weight,
+        args.temperature,
+        args.seed,
+        args.overwrite,
+        log,
+    )
+    return output.print_report(args, report, distill.format_report)
+
+
+def cmd_export_onnx(args) -> int:
+    from czjax.interop import onnx_export
+    from czjax.util import checkpoint
+
+    ckpt = checkpoint.resolve(args.checkpoint)
+    model = onnx_export.export(ckpt, args.out, batched=args.batch)
+    shape = "(N, 6, 7) -> logits (N, 7), value (N,)" if args.batch else "(6, 7) -> logits (7,), value ()"
+    print(f"exported {model} to {args.out}: board int8 {shape}")
+    diff = onnx_export.max_difference(args.out, ckpt, onnx_export.sample_boards(256))
+    if diff is None:
+        print("(onnxruntime is not installed: the file was not checked against czjax)")
+    else:
+        print(f"onnxruntime check on 256 random positions: largest difference from czjax {diff:.2e}")
+        if diff > 1e-4:
+            raise ValueError(f"the exported model differs from czjax by {diff:.2e}")
+    return 0
+
+
+def add_commands(commands) -> None:
+
+    dist = commands.add_parser(
+        "distill",
+        help="train a small network on a teacher's moves and values (a search, say)",
+        description=(
+            "As the PyTorch project's distill.py: the teacher (any player, a search included) plays itself, labels "
+            "every "
+            "position with its policy target (a search's visit counts or improved policy, a network's softmax) and its "
+            "value, and a fresh student network learns both (cross-entropy and squared error, AdamW, minibatches). "
+            "10%% of "
+            "the positions are held out to check it. The student is written to OUT/checkpoint.msgpack, a player for "
+            "every "
+            "command."
+        ),
+    )
+    dist.add_argument("teacher", metavar="TEACHER", help="the teacher: " + flags.player_help())
+    dist.add_argument("--model", default="mlp3", help="the student's model (default: %(default)s)")
+    dist.add_argument(
+        "--games", type=flags.game_batch, default=2000, help="self-play games of the teacher (default: %(default)s)"
+    )
+    dist.add_argument(
+        "--temperature",
+        type=flags.non_negative_float,
+        default=1.0,
+        help="the teacher's sampling temperature (default: %(default)s)",
+    )
+    dist.add_argument("--epochs", type=flags.positive_int, default=10, help="(default: %(default)s)")
+    dist.add_argument("--batch-size", type=flags.positive_int, default=256, help="(default: %(default)s)")
+    dist.add_argument(
+        "--lr", type=flags.non_negative_float, default=1e-3, help="AdamW learning rate (default: %(default)s)"
+    )
+    dist.add_argument("--value-weight", type=flags.non_negative_float, default=1.0, help="(default: %(default)s)")
+    dist.add_argument("--seed", type=flags.seed, default=0)
+    dist.add_argument("--out", default="runs/distill", help="(default: %(default)s)")
+    dist.add_argument("--overwrite", action="store_true", help="replace a student already in --out")
+    dist.add_argument("--json", action="store_true", help="print the report as JSON")
+    dist.set_defaults(func=cmd_distill)
+    imp = commands.add_parser(
+        "import-torch",
+        help="a PyTorch project checkpoint (.pth) -> a czjax checkpoint",
+        description=(
+            "Reads the model_state_dict of a Connect-Zero .pth (SimpleMLPModel, Connect4MLP3 or Connect4CNN_Mk4 with "
+            "or without value head; a bare state dict works too) and writes a czjax checkpoint with those weights and "
+            "a fresh optimizer state. Needs PyTorch: pip install 'czjax[torch]'."
+        ),
+    )
+    imp.add_argument("file", metavar="FILE.pth")
+    imp.add_argument("--model", default=None, help="mlp, mlp3, cnn-mk4 or cnn-mk4-value (default: found from the keys)")
+    imp.add_argument("-o", "--out", required=True, metavar="CHECKPOINT")
+    imp.set_defaults(func=cmd_import_torch)
+    exp = commands.add_parser(
+        "export-torch",
+        help="a czjax checkpoint -> a .pth the PyTorch project loads",
+        description="Writes {'model_state_dict': ...} with the PyTorch project's key names and layouts. Needs PyTorch.",
+    )
+    exp.add_argument("checkpoint", metavar="CHECKPOINT", help="a run folder or checkpoint file")
+    exp.add_argument("-o", "--out", required=True, metavar="FILE.pth")
+    exp.set_defaults(func=cmd_export_torch)
+    onnx = commands.add_parser(
+        "export-onnx",
+        help="a czjax checkpoint -> ONNX for the PyTorch project's web applet",
+        description=(
+            "Writes an ONNX model (opset 17) with the applet's contract: input 'board' int8 (6, 7), +1 = side to move; "
+            "outputs 'logits' float (7,) and 'value' float () (0 without a value head). --batch gives board (N, 6, 7), "
+            "logits (N, 7), value (N,). When onnxruntime is installed the file is checked against czjax on random "
+            "positions. Needs pip install 'czjax[onnx]'."
+        ),
+    )
+    onnx.add_argument("checkpoint", metavar="CHECKPOINT", help="a run folder or checkpoint file")
+    onnx.add_argument("-o", "--out", required=True, metavar="FILE.onnx")
+    onnx.add_argument("--batch", action="store_true", help="a batched model: board (N, 6, 7)")
+    onnx.set_defaults(func=cmd_export_onnx)

@@ -1,0 +1,27 @@
+"""What the reporting commands share: a report as text or JSON, notes on stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def print_report(args, report: dict, fmt) -> int:
+    print(json.dumps(report, indent=1) if args.json else fmt(report))
+    return 0
+
+
+# A game between trained players lasts about 22 plies, 11 moves per side (for the cost notes).
+AVERAGE_MOVES_PER_SIDE = 11
+
+
+def stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def announced(agent, moves: int, what: str):
+    """``agent``, after saying on stderr when ``moves`` of its moves are a large job (a search)."""
+    note = agent.cost_note(moves, what)
+    if note:
+        stderr(note)
+    return agent

@@ -1,0 +1,348 @@
+"""`czjax train` and `czjax scan`."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from czjax.cli import flags
+
+
+def _setting_overrides(args) -> dict:
+    """TrainConfig settings given on the command line (``--pool`` implies ``--opponent pool``)."""
+    overrides = {
+        field: getattr(args, flag) for flag, field in flags.SETTING_FLAGS.items() if getattr(args, flag) is not None
+    }
+    if args.pool is not None:
+        overrides["pool.members"] = tuple(args.pool)
+        overrides.setdefault("opponent", "pool")
+    return overrides
+
+
+def train_settings(args):
+    """(config, hparams, run) from the preset and the flags, or from the run folder on --resume;
+    ``run`` holds seed, batches, time_budget_s and title."""
+    from czjax.learn.train import HParams, TrainConfig
+    from czjax.run import loop, presets
+
+    named = (*flags.SETTING_FLAGS, *flags.hparam_flags(), "no_baseline", "seed", "preset", "init_from")
+    given = [
+        f for f in named if getattr(args, f) is not None and getattr(args, f) is not False
+    ]  # 0 and 0.0 are given values
+    if args.resume:
+        if given:
+            raise ValueError(f"--resume continues with the run's settings; drop --{given[0].replace('_', '-')}")
+        stored = loop.read_run(args.out)
+        run = dict(stored["run"])
+        if args.batches is not None or args.time_budget is not None:  # a new target extends (or shortens) the run
+            run.update(batches=args.batches, time_budget_s=args.time_budget)
+        if run.get("batches") is None and run.get("time_budget_s") is None:
+            raise ValueError(
+                f"the run in {args.out} stores no target (an older czjax wrote it): give --batches or --time-budget"
+            )
+        return TrainConfig.from_dict(stored["config"]), HParams.create(**stored["hparams"]), run
+    preset_name = args.preset or "default"
+    preset = presets.get_preset(preset_name)
+    overrides = _setting_overrides(args)
+    if args.no_baseline:
+        overrides["baseline"] = False
+    config = preset.config.override(overrides)
+    hp = dict(preset.hparams)
+    hp.update({k: getattr(args, k) for k in flags.hparam_flags() if getattr(args, k) is not None})
+    batches = args.batches if args.batches is not None else (None if args.time_budget else preset.batches)
+    seed = args.seed or 0
+    run = {
+        "seed": seed,
+        "batches": batches,
+        "time_budget_s": args.time_budget,
+        "title": f"czjax train --preset {preset_name} (seed {seed})",
+        "init_from": args.init_from,
+    }
+    return config, HParams.create(**hp), run
+
+
+def cmd_train(args) -> int:
+    from czjax.run import loop, sinks
+
+    if args.out is None:
+        if args.resume:
+            raise ValueError("--resume needs --out: the folder of the run to continue")
+        args.out = f"runs/{args.preset or 'default'}-seed{args.seed or 0}"
+    if args.coordinator:
+        from czjax.util import devices
+
+        devices.initialize_hosts(args.coordinator, args.num_processes, args.process_id)
+    config, hparams, run = train_settings(args)
+    loop.check_out_dir(Path(args.out))
+    loop.check_unlocked(Path(args.out))  # another process training there: one line, and its files untouched
+    if not args.resume and not args.coordinator:  # before the header, so a refused run prints one line only
+        loop.guard_fresh(Path(args.out), loop.RUN_FILES, args.overwrite)
+    print(
+        f"training {config.model} ({config.algorithm}) against {config.opponent}, {config.games_per_batch} games per "
+        "batch, "
+        f"{loop.describe_target(run['batches'], run['time_budget_s'])}"
+        f"{', starting from the weights in ' + run['init_from'] if run.get('init_from') and not args.resume else ''}"
+        f"; hyperparameters {hparams.to_dict()}; "
+        f"outputs in {args.out}/",
+        flush=True,
+    )
+    with sinks.opened(
+        args.tensorboard,
+        args.wandb,
+        run.get("title") or str(args.out),
+        {"config": config.to_dict(), "hparams": hparams.to_dict(), **run},
+        Path(args.out),
+    ) as active:
+        summary = loop.run(
+            config,
+            hparams,
+            args.out,
+            seed=run["seed"],
+            batches=run["batches"],
+            time_budget_s=run["time_budget_s"],
+            resume=args.resume,
+            overwrite=args.overwrite,
+            checkpoint_every=args.checkpoint_every,
+            checkpoint_every_s=args.checkpoint_seconds,
+            log=lambda m: print(m, flush=True),
+            title=run.get("title", ""),
+            num_devices=args.devices,
+            init_from=run.get("init_from"),
+            sinks=active,
+        )
+    try:
+        report_run(args, config, summary)
+    except BrokenPipeError:  # the run's files are saved; only the report could not be printed
+        pass
+    return EXIT_CODES.get(summary["interrupted"], 0) if summary["interrupted"] else 0
+
+
+# Exit statuses of a run stopped before its target (after saving): as the shell reports a
+# process ended by that signal.
+EXIT_CODES = {"interrupt": 130, "SIGTERM": 143, "broken pipe": 141}
+
+
+def report_run(args, config, summary) -> None:
+    last = summary["last"]
+    print(
+        f"{'stopped' if summary['interrupted'] else 'done'}: {summary['batches']:,} batches, {summary['games']:,} "
+        "games "
+        f"in {summary['elapsed_s']:.0f} s; last interval: win rate {last.get('win_rate', float('nan')):.2f} against "
+        "the "
+        f"training opponent, {last.get('eval_win_rate', float('nan')):.2f} against RandomPunisher, entropy "
+        f"{last.get('entropy', float('nan')):.2f}, game length {last.get('game_length', float('nan')):.1f}"
+        + (f", {summary['promotions']} checkpoint promotions" if config.opponent == "self" else "")
+        + (f", {summary['promotions']} league additions" if config.pool.league else "")
+    )
+    print(f"outputs: {summary['checkpoint']}, {summary['metrics']}, {summary['dashboard']}, {summary['run_json']}")
+    if summary["interrupted"]:
+        print(f"continue with: czjax train --resume --out {shlex.quote(str(args.out))}", flush=True)
+
+
+def cmd_scan(args) -> int:
+    from czjax.run import loop, presets, scan, sinks
+
+    preset = presets.get_preset(args.preset)
+    grid = scan.parse_grid(args.grid)
+    scan.check_sort(args.sort, list(grid))  # everything is checked before anything is written or run
+    config = preset.config.override(_setting_overrides(args))
+    settings = scan.grid_settings(grid)
+    seeds = list(range(args.seed, args.seed + args.seeds))
+    batches = args.batches if args.batches is not None else preset.batches
+    out = Path(args.out or f"runs/scan-{args.preset}")
+    loop.check_out_dir(out)
+    loop.check_unlocked(out, "scan")
+    if args.resume:
+        scan.check_resumable(out)  # before the header
+    print(
+        f"scan of {len(settings)} settings x {len(seeds)} seeds = {len(settings) * len(seeds)} configurations of "
+        f"{config.model} against {config.opponent}, {config.games_per_batch} games per batch, {batches:,} batches "
+        "each; "
+        f"outputs in {out}/",
+        flush=True,
+    )
+    try:
+        with (
+            loop.sigterm_as_stop(),
+            sinks.opened(
+                args.tensorboard,
+                args.wandb,
+                f"scan {out}",
+                {"config": config.to_dict(), "grid": args.grid, "seeds": seeds},
+                out,
+            ) as active,
+        ):
+            rows = scan.run_scan(
+                config,
+                dict(preset.hparams),
+                settings,
+                seeds,
+                out,
+                batches,
+                chunk=args.chunk,
+                resume=args.resume,
+                overwrite=args.overwrite,
+                log=lambda m: print(m, flush=True),
+                num_devices=args.devices,
+                sinks=active,
+            )
+    except (KeyboardInterrupt, loop.Stopped) as stop:
+        print(
+            f"{'SIGTERM' if isinstance(stop, loop.Stopped) else 'interrupted'}: the scan is saved after its last "
+            "completed chunk; "
+            f"continue with the same command and --resume",
+            file=sys.stderr,
+        )
+        return 143 if isinstance(stop, loop.Stopped) else 130
+    print(
+        scan.write_report(rows, out, list(grid), args.sort, f"czjax scan --preset {args.preset} " + " ".join(args.grid))
+    )
+    return 0
+
+
+def add_train_command(commands) -> None:
+    from czjax.run.presets import PRESETS
+
+    train = commands.add_parser(
+        "train",
+        help="train a model on device (presets: the blog's examples)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Trains with batches of games and one AdamW step per batch, many batches per compiled chunk. "
+            "Writes checkpoint.msgpack, metrics.jsonl (one row per chunk) and dashboard.png to --out.\n\npresets:\n"
+            + "\n".join(f"  {name:13s} {p.description} ({p.batches:,} batches)" for name, p in PRESETS.items())
+        ),
+    )
+    train.add_argument("--preset", default=None, help="named settings (default: default); flags override them")
+    flags.add_setting_flags(train)
+    train.add_argument(
+        "--batches",
+        type=flags.positive_int,
+        default=None,
+        help="stop after this many batches in all (default: the preset's)",
+    )
+    train.add_argument(
+        "--time-budget",
+        type=flags.non_negative_float,
+        default=None,
+        metavar="SECONDS",
+        help="stop after this many seconds of training in all (a resumed run counts its earlier time)",
+    )
+    for name in flags.hparam_flags():  # one flag per traced hyperparameter (train.HParams)
+        train.add_argument(
+            f"--{name.replace('_', '-')}",
+            *flags.HPARAM_ALIASES.get(name, ()),
+            dest=name,
+            type=flags.non_negative_float,
+            default=None,
+            help=flags.HPARAM_HELP.get(name, "(default: the preset's)"),
+        )
+    train.add_argument("--no-baseline", action="store_true", help="plain REINFORCE even with a value head")
+    train.add_argument("--out", default=None, help="output folder (default: runs/PRESET-seedSEED)")
+    flags.add_sink_flags(train)
+    train.add_argument("--seed", type=flags.seed, default=None, help="(default: 0)")
+    train.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --out with its stored settings and target (--batches or --time-budget change the "
+        "target)",
+    )
+    train.add_argument(
+        "--init-from",
+        default=None,
+        metavar="FILE",
+        help="start the learner and its frozen opponent from these weights: a PyTorch project .pth/.pt, or a "
+        "czjax checkpoint (run folder or .msgpack; its parameters only, fresh optimizer state)",
+    )
+    train.add_argument(
+        "--overwrite", action="store_true", help="start again in an --out that already holds a run, deleting it"
+    )
+    train.add_argument(
+        "--devices",
+        type=flags.positive_int,
+        default=None,
+        metavar="N",
+        help="split each batch's games over N devices (default: all of them, every host's; the same run on any number)",
+    )
+    hosts = train.add_argument_group(
+        "several hosts",
+        "one `czjax train` per host, the same flags on each but --process-id; "
+        "--out on a filesystem they share (process 0 writes it)",
+    )
+    hosts.add_argument(
+        "--coordinator",
+        default=None,
+        metavar="HOST:PORT",
+        help="process 0's address, or auto to let JAX detect the cluster (SLURM, Open MPI, Kubernetes, Cloud TPU)",
+    )
+    hosts.add_argument(
+        "--num-processes", type=flags.positive_int, default=None, metavar="N", help="processes (hosts) in all"
+    )
+    hosts.add_argument(
+        "--process-id", type=flags.non_negative_int, default=None, metavar="I", help="this process's number, 0 to N-1"
+    )
+    train.add_argument(
+        "--checkpoint-every",
+        type=flags.positive_int,
+        default=10,
+        metavar="CHUNKS",
+        help="checkpoint at least every this many chunks (default: %(default)s)",
+    )
+    train.add_argument(
+        "--checkpoint-seconds",
+        type=flags.non_negative_float,
+        default=60.0,
+        metavar="SECONDS",
+        help="and at least every this many seconds of training, so a kill loses at most this much (default: "
+        "%(default)s)",
+    )
+    train.set_defaults(func=cmd_train)
+
+
+def add_scan_command(commands) -> None:
+    scan = commands.add_parser(
+        "scan",
+        help="a hyperparameter scan (settings x seeds) as one compiled program",
+        description=(
+            "Runs every configuration of a grid over the traced hyperparameters, times a number of seeds, as one "
+            "vmapped program: each configuration has its own parameters, optimizer state, opponent and PRNG stream. "
+            "Example: czjax scan --preset ex2-entropy --grid entropy_bonus=0,0.01,0.02,0.05,0.1 --seeds 3 --batches "
+            "2000"
+        ),
+    )
+    scan.add_argument("--preset", default="ex2-entropy", help="base settings (default: %(default)s)")
+    scan.add_argument(
+        "--grid", nargs="+", default=[], metavar="NAME=V1,V2", help="values to scan: " + ", ".join(flags.hparam_flags())
+    )
+    scan.add_argument("--seeds", type=flags.positive_int, default=1, help="seeds per setting (default: %(default)s)")
+    scan.add_argument("--seed", type=flags.seed, default=0, help="first seed (default: %(default)s)")
+    scan.add_argument(
+        "--batches", type=flags.positive_int, default=None, help="batches per configuration (default: the preset's)"
+    )
+    flags.add_setting_flags(scan)
+    scan.add_argument(
+        "--chunk",
+        type=flags.positive_int,
+        default=None,
+        metavar="N",
+        help="run the configurations N at a time (same results, less memory)",
+    )
+    scan.add_argument(
+        "--sort", default="eval_win_rate", help="summary order: eval_win_rate, win_rate, entropy or game_length"
+    )
+    flags.add_sink_flags(scan)
+    scan.add_argument("--out", default=None, help="output folder (default: runs/scan-PRESET)")
+    scan.add_argument("--resume", action="store_true", help="continue the scan in --out")
+    scan.add_argument(
+        "--overwrite", action="store_true", help="start again in an --out that already holds a scan, deleting it"
+    )
+    scan.add_argument(
+        "--devices",
+        type=flags.positive_int,
+        default=None,
+        metavar="N",
+        help="spread each group's configurations over N local devices (default: all of them)",
+    )
+    scan.set_defaults(func=cmd_scan)
