@@ -14,6 +14,7 @@ the games still going (:func:`evaluate_active`), which does gather them.
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import chex
 import jax
@@ -130,6 +131,96 @@ def evaluate_active(
     return outputs.reshape(-1, outputs.shape[-1])[destination]
 
 
+class _Match(NamedTuple):
+    """What every ply of :func:`play_games` reads that does not change during the games."""
+
+    players: tuple  # ((player, params, temperature) of A, of B)
+    halves: tuple[slice, slice]  # the games A starts, the games B starts
+    chunks: list[int]  # per player: how evaluate_active splits its boards
+    mover_is_a: dict  # movers (0, 1) or (1, 0) -> whether A moves, per game
+    sample_plies: int | None
+    axis_name: str | None
+    record_targets: bool
+
+
+def _mover_outputs(match: _Match, boards, keys, done, movers) -> tuple[jax.Array, jax.Array]:
+    """The movers' outputs and temperatures for every game: each half's mover on its boards."""
+    outputs, temps = [], []
+    for half, mover in zip(match.halves, movers):
+        player, params, temp = match.players[mover]
+        outputs.append(
+            evaluate_active(
+                player,
+                params,
+                boards[half],
+                keys[mover],
+                ~done[half],
+                match.chunks[mover],
+                match.axis_name,
+                match.record_targets,
+            )
+        )
+        temps.append(jnp.broadcast_to(jnp.asarray(temp, jnp.float32), (half.stop - half.start,)))
+    return jnp.concatenate(outputs), jnp.concatenate(temps)
+
+
+def _ply(match: _Match, carry, randomness, movers, index):
+    """One ply, the game's ``index``-th; ``movers`` is ``(mover in first half, mover in second
+    half)`` as 0/1 for A/B; ``randomness`` is ``(player keys (2,), uniforms (num_games,))``."""
+    pos, done, outcome, length = carry
+    keys, uniform = randomness
+    boards = game.unpack(pos)  # only computed if a player reads the boards
+    legal = game.position_legal_mask(pos)
+    outputs, temps = _mover_outputs(match, boards, keys, done, movers)
+    if match.sample_plies is not None:
+        temps = jnp.where(index < match.sample_plies, temps, 0.0)
+    action = sample_masked_uniform(uniform, legal, outputs[:, : game.COLS], temps)
+    active = ~done
+    # Finished games play column -1, which position_step treats as an illegal move: their
+    # position stays as it is. Sampling only returns legal columns, so for the games still
+    # running ``ended`` is a win or a full board.
+    with jax.named_scope("rules"):
+        next_pos, won, ended = game.position_step(pos, jnp.where(active, action, -1))
+    outcome = jnp.where(won, jnp.where(match.mover_is_a[movers], 1, -1).astype(jnp.int8), outcome)
+    new_carry = (next_pos, done | ended, outcome, length + active.astype(jnp.int32))
+    record = (pos, jnp.where(active, action, 0).astype(jnp.int8), active)
+    if match.record_targets:
+        record += (
+            jnp.where(active[:, None], outputs[:, game.COLS : 2 * game.COLS], 0.0),
+            jnp.where(active, outputs[:, 2 * game.COLS], 0.0),
+        )
+    return new_carry, record
+
+
+def _two_plies(match: _Match, num_games: int, skip_finished: bool, carry, randomness):
+    """A pair of plies (A then B in the first half of the games, B then A in the second); a pair
+    in which every game has ended is skipped with ``lax.cond`` when ``skip_finished``."""
+    keys, uniforms, pair = randomness
+
+    def play(carry):
+        carry, rec0 = _ply(match, carry, (keys[0], uniforms[0]), (0, 1), 2 * pair)
+        carry, rec1 = _ply(match, carry, (keys[1], uniforms[1]), (1, 0), 2 * pair + 1)
+        return carry, jax.tree.map(lambda a, b: jnp.stack([a, b]), rec0, rec1)
+
+    def skip(carry):
+        return carry, _idle_records(carry[0], num_games, match.record_targets)
+
+    if not skip_finished:
+        return play(carry)
+    return lax.cond(all_configurations(carry[1].all(), match.axis_name), skip, play, carry)
+
+
+def _start(key, num_games: int, openings: int, devices: int) -> tuple:
+    """``(position, done, outcome, length)`` of every game before its first move."""
+    start = (
+        game.new_positions(num_games)
+        if not openings
+        else draw_openings(jax.random.fold_in(key, OPENINGS_STREAM), num_games, openings)
+    )
+    init = (start, jnp.zeros((num_games,), bool), jnp.zeros((num_games,), jnp.int8), jnp.zeros((num_games,), jnp.int32))
+    return jax.tree.map(lambda x: split_games(x, devices), init)
+
+
 @functools.partial(
     jax.jit,
     static_argnames=(
@@ -166,99 +257,35 @@ def play_games(
 ) -> tuple[Trajectory, GameResults]:
     """Play ``num_games`` whole games between two players; returns ``(trajectory, results)``.
 
-    Players are pure functions ``(params, boards, key) -> PlayerOutput``;
-    they and ``num_games`` are static, parameters and temperatures are traced. The same key
-    gives the same games. ``axis_name``: the vmapped axis of a scan, if any (see
-    :func:`all_configurations`). ``chunks``: how :func:`evaluate_active` splits each player's
-    boards (1: every board; default: :func:`default_chunks`); it changes the speed only, never
-    the games. ``devices``: the games are split across that many devices
-    (:mod:`czjax.util.devices`); the games are the same on any number. ``record_targets``: keep
-    every mover's policy target and value (:attr:`Trajectory.policy_targets`, ``values``).
-    ``sample_plies``: the players sample at their temperatures on the game's first
-    ``sample_plies`` plies only, and play their most likely move after (AlphaZero's schedule);
-    None samples throughout. ``unroll``: pairs of plies per step of the compiled loop (fewer
-    loop steps, each a host round trip on a GPU, for a larger program); the games are the same.
-    ``openings``: each game starts from a position drawn uniformly from every distinct position
-    0 to ``openings`` plies deep (:func:`opening_positions`; AlphaZero.jl issue #217's random
-    starts), the side to move there being the game's first mover; 0 starts every game empty.
+    Players are pure functions ``(params, boards, key) -> PlayerOutput``; they and ``num_games``
+    are static, parameters and temperatures traced. The same key gives the same games, on any
+    number of ``devices`` (:mod:`czjax.util.devices`) and any ``chunks`` (how
+    :func:`evaluate_active` splits each player's boards; default :func:`default_chunks`).
+    ``axis_name``: the vmapped axis of a scan, if any (:func:`all_configurations`).
+    ``record_targets``: keep every mover's policy target and value (:class:`Trajectory`).
+    ``sample_plies``: sample at the temperatures on the first ``sample_plies`` plies only, the
+    most likely move after (AlphaZero's schedule); None samples throughout. ``unroll``: pairs
+    of plies per step of the compiled loop (fewer steps, each a host round trip on a GPU; the
+    same games). ``openings``: each game starts from a position drawn uniformly from every
+    distinct position 0 to ``openings`` plies deep (:func:`opening_positions`; AlphaZero.jl
+    issue #217's random starts), its side to move the game's first mover; 0: the empty board.
     ``skip_finished``: a pair of plies in which every game has ended is skipped with
-    ``lax.cond``; False plays it anyway (no-ops under the ``done`` mask, the same records), a
-    program with no data-dependent branch, whose predicate a GPU would otherwise send to the
-    host at every step of the loop."""
+    ``lax.cond``; False plays it anyway (no-ops under the ``done`` mask, the same records): no
+    data-dependent branch, whose predicate a GPU would send to the host at every step."""
     if num_games < 2:
         raise ValueError(f"num_games must be at least 2 (half of the games with each side first), got {num_games}")
     split = first_player_split(num_games)
-    halves = (slice(0, split), slice(split, num_games))
     a_first = jnp.arange(num_games) < split
-    # whether player A moves, per game, for movers (0, 1) (A in the first half) and (1, 0)
+    players = ((player_a, params_a, temperature_a), (player_b, params_b, temperature_b))
+    chunks_of = [default_chunks(p, w, num_games - split) if chunks is None else chunks for p, w, _ in players]
+    halves = (slice(0, split), slice(split, num_games))
     mover_is_a = {(0, 1): a_first, (1, 0): ~a_first}
-    players_of = ((player_a, params_a, temperature_a), (player_b, params_b, temperature_b))
-    chunks_of = [
-        default_chunks(p, params, num_games - split) if chunks is None else chunks for p, params, _ in players_of
-    ]
-
-    def ply(carry, randomness, movers, index):
-        """One ply, the game's ``index``-th; ``movers`` is ``(mover in first half, mover in second
-        half)`` as 0/1 for A/B; ``randomness`` is ``(player keys (2,), uniforms (num_games,))``."""
-        pos, done, outcome, length = carry
-        keys, uniform = randomness
-        boards = game.unpack(pos)  # only computed if a player reads the boards
-        legal = game.position_legal_mask(pos)
-        outputs, temps = [], []
-        for half, mover in zip(halves, movers):
-            player, params, temp = players_of[mover]
-            outputs.append(
-                evaluate_active(
-                    player, params, boards[half], keys[mover], ~done[half], chunks_of[mover], axis_name, record_targets
-                )
-            )
-            temps.append(jnp.broadcast_to(jnp.asarray(temp, jnp.float32), (half.stop - half.start,)))
-        outputs = jnp.concatenate(outputs)
-        temps = jnp.concatenate(temps)
-        if sample_plies is not None:
-            temps = jnp.where(index < sample_plies, temps, 0.0)
-        action = sample_masked_uniform(uniform, legal, outputs[:, : game.COLS], temps)
-        active = ~done
-        # Finished games play column -1, which position_step treats as an illegal move: their
-        # position stays as it is. Sampling only returns legal columns, so for the games still
-        # running ``ended`` is a win or a full board.
-        with jax.named_scope("rules"):
-            next_pos, won, ended = game.position_step(pos, jnp.where(active, action, -1))
-        outcome = jnp.where(won, jnp.where(mover_is_a[movers], 1, -1).astype(jnp.int8), outcome)
-        new_carry = (next_pos, done | ended, outcome, length + active.astype(jnp.int32))
-        record = (pos, jnp.where(active, action, 0).astype(jnp.int8), active)
-        if record_targets:
-            record += (
-                jnp.where(active[:, None], outputs[:, game.COLS : 2 * game.COLS], 0.0),
-                jnp.where(active, outputs[:, 2 * game.COLS], 0.0),
-            )
-        return new_carry, record
-
-    def two_plies(carry, randomness):
-        keys, uniforms, pair = randomness
-
-        def play(carry):
-            carry, rec0 = ply(carry, (keys[0], uniforms[0]), (0, 1), 2 * pair)
-            carry, rec1 = ply(carry, (keys[1], uniforms[1]), (1, 0), 2 * pair + 1)
-            return carry, jax.tree.map(lambda a, b: jnp.stack([a, b]), rec0, rec1)
-
-        def skip(carry):
-            return carry, _idle_records(carry[0], num_games, record_targets)
-
-        if not skip_finished:
-            return play(carry)
-        return lax.cond(all_configurations(carry[1].all(), axis_name), skip, play, carry)
-
-    start = (
-        game.new_positions(num_games)
-        if not openings
-        else draw_openings(jax.random.fold_in(key, OPENINGS_STREAM), num_games, openings)
-    )
-    init = (start, jnp.zeros((num_games,), bool), jnp.zeros((num_games,), jnp.int8), jnp.zeros((num_games,), jnp.int32))
-    init = jax.tree.map(lambda x: split_games(x, devices), init)  # (position, done, outcome, length)
+    match = _Match(players, halves, chunks_of, mover_is_a, sample_plies, axis_name, record_targets)
+    init = _start(key, num_games, openings, devices)
     player_keys, uniforms = game_randomness(key, num_games)
     randomness = (player_keys, split_games(uniforms, devices, axis=2), jnp.arange(PLIES // 2))
-    (final, _, outcome, length), records = lax.scan(two_plies, init, randomness, unroll=unroll)
+    step = functools.partial(_two_plies, match, num_games, skip_finished)
+    (final, _, outcome, length), records = lax.scan(step, init, randomness, unroll=unroll)
     return assemble(records, a_first), GameResults(outcome=outcome, length=length, a_first=a_first, final=final)
 
 
