@@ -59,6 +59,45 @@ def choose_move(probs: np.ndarray, greedy: int, temperature: float, rng: np.rand
     return int(rng.choice(game.COLS, p=p / p.sum()))
 
 
+def human_move(board: np.ndarray, mark: str, read: Callable[[str], str], write: Callable[[str], None]) -> int | None:
+    """The human's column (0-based) read from ``read``; -1 after saying why the text is no legal
+    column; None when the human quits or the input ends."""
+    try:
+        text = read(f"your move ({mark}), column 1-7: ").strip().lower()
+    except EOFError:
+        write("input ended: game abandoned")
+        return None
+    if text in QUIT:
+        write("game abandoned")
+        return None
+    if not text.isdigit():
+        write(f"{text!r} is not a column: type a number 1-7, or q to quit")
+        return -1
+    col = int(text) - 1
+    if not 0 <= col < game.COLS:
+        write(f"there is no column {text}: the columns are 1-7")
+        return -1
+    if board[0, col] != 0:
+        write(f"column {col + 1} is full: choose another")
+        return -1
+    return col
+
+
+def model_move(agent: Agent, board: np.ndarray, temperature: float, rng, write: Callable[[str], None]) -> int:
+    """The model's column, written with its probabilities (or a search's visit shares) and value."""
+    probs, value, greedy = (x[0] for x in policy(agent, board[None]))
+    col = choose_move(probs, greedy, temperature, rng)
+    value_text = "" if np.isnan(value) else f"; its value for this position {value:+.2f}"
+    shares = visit_shares(agent, board[None])
+    spread = (
+        f"visit shares {format_probs(shares[0], board[0] == 0)}"
+        if shares is not None
+        else f"probabilities {format_probs(probs)}"
+    )
+    write(f"{agent.name} plays {col + 1} ({spread}{value_text})")
+    return col
+
+
 def play(
     agent: Agent,
     first: str = "human",
@@ -89,38 +128,15 @@ def play(
         write("")
         write(show_board(moves))
         board = game.apply_moves(moves)
-        probs, value, greedy = (x[0] for x in policy(agent, board[None]))
         if len(moves) % 2 == human_side:
-            try:
-                text = read(f"your move ({marks[human_side]}), column 1-7: ").strip().lower()
-            except EOFError:
-                write("input ended: game abandoned")
+            col = human_move(board, marks[human_side], read, write)
+            if col is None:
                 result = "abandoned"
                 break
-            if text in QUIT:
-                write("game abandoned")
-                result = "abandoned"
-                break
-            if not text.isdigit():
-                write(f"{text!r} is not a column: type a number 1-7, or q to quit")
-                continue
-            col = int(text) - 1
-            if not 0 <= col < game.COLS:
-                write(f"there is no column {text}: the columns are 1-7")
-                continue
-            if board[0, col] != 0:
-                write(f"column {col + 1} is full: choose another")
+            if col < 0:  # not a legal column: asked again
                 continue
         else:
-            col = choose_move(probs, greedy, temperature, rng)
-            value_text = "" if np.isnan(value) else f"; its value for this position {value:+.2f}"
-            shares = visit_shares(agent, board[None])
-            spread = (
-                f"visit shares {format_probs(shares[0], board[0] == 0)}"
-                if shares is not None
-                else f"probabilities {format_probs(probs)}"
-            )
-            write(f"{agent.name} plays {col + 1} ({spread}{value_text})")
+            col = model_move(agent, board, temperature, rng, write)
         moves.append(col)
         outcome = game_result(moves)
         if outcome is not None:
