@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The tests: set up .venv with the test extras if needed, make Chromium available for the browser
-# test where this machine allows it, then run the whole suite in two workers (extra arguments go to
-# pytest; `-n 0` runs it in one process).
+# test where this machine allows it, run the checks (scripts/check.sh: ruff, mypy, the docs site),
+# then the whole suite in two workers (extra arguments go to pytest; `-n 0` runs it in one process).
 set -euo pipefail
 cd "$(dirname "$0")"
 scripts/setup-venv.sh test
@@ -19,6 +19,9 @@ if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then
   fi
 fi
 [ -x /usr/bin/chromium ] || echo "test: no /usr/bin/chromium: the browser test will skip (apt-get install chromium as root to run it)"
+
+# Lint, format, types and the docs site first: seconds to fail, where the suite takes minutes.
+scripts/check.sh
 
 .venv/bin/python -c "import jax, flax, optax, chex; print('jax', jax.__version__, 'flax', flax.__version__, 'optax', optax.__version__, jax.devices())"
 . .venv/bin/activate
