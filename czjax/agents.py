@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -184,7 +184,11 @@ def policy(
     counts them.
     """
     empty = (np.zeros((0, game.COLS), np.float32), np.zeros((0,), np.float32), np.zeros((0,), np.int32))
-    return in_batches(lambda chunk, _: _policy(agent.player, agent.params, chunk), boards, batch_size, empty, progress)
+    # in_batches returns as many arrays as _policy does: three
+    return cast(
+        "tuple[np.ndarray, np.ndarray, np.ndarray]",
+        in_batches(lambda chunk, _: _policy(agent.player, agent.params, chunk), boards, batch_size, empty, progress),
+    )
 
 
 def in_batches(fn, boards, batch_size: int, empty: tuple, progress: Progress | None = None) -> tuple[np.ndarray, ...]:

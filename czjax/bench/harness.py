@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -29,7 +29,7 @@ PYTORCH_PUNISHER_GAMES_PER_S = 250.0
 class Timed(NamedTuple):
     compile_s: float
     times: list[float]
-    output: object  # the last timed call's
+    output: Any  # the last timed call's: what fn returns
     phases: list[tuple[str, float]] | None  # czjax.bench.profiling.phase_times of one more call, when profiled
 
 
@@ -43,7 +43,7 @@ def _compile(fn: Callable, make_args: Callable[[int], tuple]):
     return compiled, compile_s
 
 
-def _timed_call(compiled, args) -> tuple[float, object]:
+def _timed_call(compiled, args) -> tuple[float, Any]:
     """``(seconds, output)`` of one call, waited for."""
     start = time.perf_counter()
     out = jax.block_until_ready(compiled(*args))
@@ -85,7 +85,7 @@ def _time_interleaved(settings, runs: int, names):
     """``[(name, times, compile_s)]`` for ``settings`` (``(fn, make_args)`` pairs), each compiled
     once, then timed in turn run after run, so that a shared machine's drift reaches them alike."""
     compiled, compile_times = zip(*(_compile(fn, make_args) for fn, make_args in settings))
-    times = [[] for _ in settings]
+    times: list[list[float]] = [[] for _ in settings]
     for i in range(runs):
         for k, (c, (_, make_args)) in enumerate(zip(compiled, settings)):
             times[k].append(_timed_call(c, make_args(i + 1))[0])
@@ -302,7 +302,7 @@ def bench_scan(k: int, games_per_batch: int, steps: int, runs: int, model: str =
     trainer = make_trainer(config)
     singles = [(jax.tree.map(lambda x, i=i: x[i], states), HParams.create(**{**base, **settings[i]})) for i in range(k)]
     start = time.perf_counter()
-    single = trainer.run_chunk.lower(*singles[0], steps).compile()
+    single = cast(jax.stages.Wrapped, trainer.run_chunk).lower(*singles[0], steps).compile()  # jitted by make_trainer
     single_compile_s = time.perf_counter() - start
 
     jax.block_until_ready(vmapped(states, hparams))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,7 @@ def _torch():
 def build_model(name: str):
     """``SimpleMLPModel``, ``Connect4MLP3`` or ``Connect4CNN_Mk4`` returning ``(logits, value or None)``."""
     torch = _torch()
-    nn = torch.nn
+    nn: Any = torch.nn  # torch is imported on call: nn is a value here, Any lets Peer subclass nn.Module
 
     def stack(layers):  # "layers.i" numbering as in the PyTorch project
         return nn.Sequential(nn.Flatten(), *layers)
@@ -224,7 +225,7 @@ def iteration(
     opponent,
     optimizer,
     games: int,
-    rng: np.random.Generator = None,
+    rng: np.random.Generator | None = None,
     entropy_bonus=0.05,
     value_weight=0.5,
     gamma=0.9,

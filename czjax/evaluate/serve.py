@@ -76,8 +76,8 @@ class GameService:
         board = game.apply_moves(moves)[None]
         with self.lock:
             probs, value, greedy = (x[0] for x in policy(self.agent, board))
-            shares = visit_shares(self.agent, board)
-        shares = None if shares is None else [float(x) for x in shares[0]]
+            visits = visit_shares(self.agent, board)
+        shares = None if visits is None else [float(x) for x in visits[0]]
         return probs, (None if np.isnan(value) else float(value)), int(greedy), shares
 
     def position(self, moves: list[int]) -> dict:

@@ -20,6 +20,7 @@ import gzip
 import json
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -61,7 +62,7 @@ def read_game_records(path, what: str, required: tuple[str, ...]):
             yield where, record, board
 
 
-def load_positions(path=None) -> dict[str, np.ndarray]:
+def load_positions(path=None) -> dict[str, Any]:
     """Read a positions file (JSON Lines, or gzipped ``.gz``): ``boards (N, 6, 7)``, ``scores
     (N, 7)`` (NaN = full column), ``ply (N,)``, ``moves`` (list), ``set`` (list: each record's
     ``set``, None where it has none). Raises ValueError naming the line of a malformed record."""
@@ -119,8 +120,8 @@ def accuracy_from_policy(scores, ply, probs, greedy) -> dict:
         "sampled_keeps_outcome": (probs * keeps).sum(1),
     }
 
-    def summary(mask) -> dict:
-        out = {"n": int(mask.sum())}
+    def summary(mask) -> dict[str, Any]:
+        out: dict[str, Any] = {"n": int(mask.sum())}
         out.update({k: float(v[mask].mean()) if mask.any() else None for k, v in per_position.items()})
         return out
 

@@ -112,9 +112,9 @@ def _body(g: _Graph, model_name: str, sd: dict[str, np.ndarray], boards: str) ->
 
     # Mk4: one-hot planes (own, opponent, empty) in NCHW
     planes = []
-    for v in (1, -1, 0):
-        is_v = g.op("Cast", g.op("Equal", boards, g.const(np.int8(v))), to=g.onnx.TensorProto.FLOAT)
-        planes.append(g.op("Unsqueeze", is_v, g.const(np.array([1], np.int64))))
+    for piece in (1, -1, 0):
+        is_piece = g.op("Cast", g.op("Equal", boards, g.const(np.int8(piece))), to=g.onnx.TensorProto.FLOAT)
+        planes.append(g.op("Unsqueeze", is_piece, g.const(np.array([1], np.int64))))
     x = g.op("Concat", *planes, axis=1)
     x = relu(
         g.group_norm(

@@ -9,6 +9,8 @@ every slot is used).
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import chex
@@ -79,13 +81,14 @@ def update_pool(pool: PoolState, params, chosen, batch_win_rate, num_members: in
     win_rate = update_win_rate(pool.win_rate, chosen, batch_win_rate, ema)
     slots = pool.league_active.shape[0]
     if not slots:
-        return pool.replace(win_rate=win_rate), jnp.zeros((), bool)
+        return dataclasses.replace(pool, win_rate=win_rate), jnp.zeros((), bool)
     add = league_ready(win_rate, pool.available(), threshold)
     slot = pool.league_next
     league_params = jax.tree.map(
         lambda stack, p: jnp.where(add, stack.at[slot].set(p), stack), pool.league_params, params
     )
-    pool = pool.replace(
+    pool = dataclasses.replace(
+        pool,
         win_rate=jnp.where(add, win_rate.at[num_members + slot].set(0.5), win_rate),
         league_params=league_params,
         league_active=jnp.where(add, pool.league_active.at[slot].set(True), pool.league_active),
@@ -127,7 +130,9 @@ def play_against_pool(
             chunks=chunks,
         )
 
-    branches = [lambda pool, k=k: against(members[k][0], pool.member_params[k]) for k in range(num_members)]
+    branches: list[Callable[..., Any]] = [
+        lambda pool, k=k: against(members[k][0], pool.member_params[k]) for k in range(num_members)
+    ]
     if pool.league_active.shape[0]:  # one branch for every league slot: same player, the slot's parameters
         branches.append(
             lambda pool: against(learner, jax.tree.map(lambda x: x[chosen - num_members], pool.league_params))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
+from typing import cast
 
 import jax
 import jax.numpy as jnp
@@ -55,13 +56,14 @@ def label(teacher: Agent, boards, batch_size: int = 1024, seed: int = 0, log=Non
     (values NaN for a teacher without one), in padded batches of ``batch_size``; ``log``:
     progress lines."""
     empty = (np.zeros((0, game.COLS), np.float32), np.zeros((0,), np.float32))
-    return in_batches(
+    labelled = in_batches(
         lambda chunk, i: _label(teacher.player, teacher.params, chunk, jax.random.key(seed * 100003 + i)),
         boards,
         batch_size,
         empty,
         Progress(log, "positions labelled", len(boards)),
     )
+    return cast("tuple[np.ndarray, np.ndarray]", labelled)  # as many arrays as _label returns: two
 
 
 def student_loss(model, params, boards, targets, values, value_weight):

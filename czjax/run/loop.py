@@ -158,22 +158,28 @@ def sigterm_as_stop():
         signal.signal(signal.SIGTERM, previous)
 
 
-def quiet_when_broken(log: Callable[[str], None]):
-    """``log`` that swallows a broken pipe and remembers it (``.broken``): output is a courtesy,
-    the run's files are what must not be lost."""
+class QuietLog:
+    """A log that swallows a broken pipe and remembers it (``.broken``)."""
 
-    def safe(message: str) -> None:
-        if safe.broken:
+    def __init__(self, log: Callable[[str], None]) -> None:
+        self.log = log
+        self.broken = False
+
+    def __call__(self, message: str) -> None:
+        if self.broken:
             return
         try:
-            log(message)
+            self.log(message)
         except BrokenPipeError:
-            safe.broken = True
+            self.broken = True
             with contextlib.suppress(OSError):  # stdout's buffer still holds the line: drop it
                 os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
 
-    safe.broken = False
-    return safe
+
+def quiet_when_broken(log: Callable[[str], None]) -> QuietLog:
+    """``log`` that swallows a broken pipe and remembers it (``.broken``): output is a courtesy,
+    the run's files are what must not be lost."""
+    return QuietLog(log)
 
 
 # Compiled chunks, by what determines the program (config, number of batches, and for scans
@@ -182,7 +188,7 @@ _COMPILED: dict = {}
 
 
 def run_chunk_once(
-    chunk: Callable,
+    chunk: jax.stages.Wrapped,
     state,
     hparams,
     num_batches: int,
@@ -431,7 +437,7 @@ def _run(
         **({"init_from": str(init_from)} if init_from is not None else {}),
     }
     writes = devices.is_main_process()  # over several hosts, process 0 writes the run's files
-    saved = []
+    saved: list[bool] = []
     with discarded_on_failure(out_dir, RUN_FILES, lambda: writes and not resumed and not saved):
         return _train(
             config,
@@ -552,7 +558,7 @@ def _train(
     return run_summary(out_dir, devices.local_view(state), rows, elapsed_before, interrupted)
 
 
-def run_summary(out_dir: Path, state, rows: list[dict], elapsed_before: float, interrupted: bool) -> dict:
+def run_summary(out_dir: Path, state, rows: list[dict], elapsed_before: float, interrupted: str | bool) -> dict:
     return {
         "out_dir": str(out_dir),
         "batches": int(state.step),

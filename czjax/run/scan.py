@@ -69,7 +69,7 @@ def grid_settings(grid: dict[str, list[float]]) -> list[dict]:
 
 def configurations(settings: list[dict], seeds: list[int]) -> list[dict]:
     """One entry per (setting, seed): ``{"config": id, "setting": i, "seed": s, **values}``."""
-    out = []
+    out: list[dict] = []
     for i, setting in enumerate(settings):
         for seed in seeds:
             out.append({"config": len(out), "setting": i, "seed": seed, **setting})

@@ -57,7 +57,7 @@ class TensorBoardSink:
     first row's step, so TensorBoard hides what an earlier session logged from that step on
     (instead of drawing both)."""
 
-    def __init__(self, logdir):
+    def __init__(self, logdir: str | Path) -> None:
         self.writer_class = _require("tensorboardX", "--tensorboard", "tensorboard").SummaryWriter
         self.logdir = Path(logdir)
         self.writers: dict = {}
@@ -105,7 +105,7 @@ class WandbSink:
 @contextlib.contextmanager
 def opened(tensorboard: str | None, wandb: str | None, name: str, config: dict, folder):
     """The sinks asked for (none: an empty list), closed when the block ends, however it ends."""
-    sinks = []
+    sinks: list[MetricSink] = []
     try:
         if tensorboard:
             sinks.append(TensorBoardSink(tensorboard))

@@ -87,7 +87,7 @@ def split(x: jax.Array, num_devices: int, axis: int = 0) -> jax.Array:
     m = mesh(num_devices, GAMES)
     if m is None:
         return x
-    spec = [None] * x.ndim
+    spec: list[str | None] = [None] * x.ndim
     spec[axis] = GAMES
     return lax.with_sharding_constraint(x, NamedSharding(m, PartitionSpec(*spec)))
 

@@ -105,6 +105,7 @@ class Progress:
         return f"  {self.what}: {self.done:,}/{self.total:,}{unit} ({details})"
 
     def _emit(self, now: float, label: str = "") -> None:
+        assert self.log is not None  # reached only from step with a log
         self.log(self.line(now, label))
         self.last_line = now
 

@@ -3,6 +3,10 @@
 ``chex.dataclass`` registers a frozen dataclass as a JAX pytree; type checkers do not know it
 makes a dataclass, so they read it as the standard ``dataclasses.dataclass`` it is built on
 (same fields, same constructor).
+
+The ``.replace(**changes)`` method chex adds is ``dataclasses.replace(self, **changes)``; a type
+checker does not see it, so typed code calls ``dataclasses.replace(x, ...)`` (the same call, with
+its field names checked).
 """
 
 from __future__ import annotations
