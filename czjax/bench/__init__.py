@@ -1,1 +1,1 @@
-"""Floor 9: measuring speed: the benchmark harness, the PyTorch peer and profiling."""
+"""Floor 10: measuring speed: the benchmark harness, the PyTorch peer and profiling."""

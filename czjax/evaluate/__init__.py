@@ -1,1 +1,1 @@
-"""Floor 5: measuring players: accuracy on solver-labelled positions, puzzles, tournaments, play and serve."""
+"""Floor 6: measuring players: accuracy on solver-labelled positions, puzzles, tournaments, play and serve."""

@@ -1,1 +1,1 @@
-"""Floor 8: exchange with other tools: PyTorch checkpoints and ONNX."""
+"""Floor 9: exchange with other tools: PyTorch checkpoints and ONNX."""
