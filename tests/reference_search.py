@@ -92,7 +92,7 @@ class Node:
         return child.reward - child.mean if child is not None else self.mean
 
     def entropy(self, a: int) -> float:
-        """The docstring of czjax.search.subtree_entropy, written out."""
+        """The docstring of czjax.search.selection.subtree_entropy, written out."""
         child = self.children.get(a)
         if child is None or child.terminal:
             return 0.0

@@ -1,0 +1,90 @@
+"""Gumbel MuZero (as mctx 0.0.71's ``gumbel_muzero_policy``): sequential halving with Gumbel
+noise at the root, the deterministic interior selection of
+:func:`czjax.search.selection.gumbel_select`, and the completed-Q improved policy."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+
+from czjax.players import LOSS_MASK_VALUE, Player
+from czjax.search.base import CONNECT_FOUR, NUM_ACTIONS, Environment, SearchOutput, check_ranges
+from czjax.search.selection import completed_q, considered_score, gumbel_select
+from czjax.search.tree import ROOT, Tree, edge_stats, root_q, run_tree_search
+
+GUMBEL_MOVES = ("action", "policy")
+
+
+def gumbel_output(tree: Tree, c_visit: float, c_scale: float, rescale: bool = True) -> SearchOutput:
+    """Sequential halving's winner as the move, ``softmax(logits + sigma(completed Q))`` at the
+    root as the policy."""
+
+    def move_and_policy(tree: Tree) -> tuple[jax.Array, jax.Array]:
+        visits = edge_stats(tree, ROOT)[0]
+        legal = tree.legal[ROOT]
+        sigma_q = completed_q(tree, ROOT, c_visit, c_scale, rescale)
+        score = considered_score(visits.max(), tree.gumbel, tree.prior_logits[ROOT], sigma_q, visits)
+        action = jnp.argmax(jnp.where(legal, score, -jnp.inf)).astype(jnp.int32)
+        policy = jax.nn.softmax(jnp.where(legal, tree.prior_logits[ROOT] + sigma_q, -jnp.inf))
+        return action, policy
+
+    action, policy = jax.vmap(move_and_policy)(tree)
+    visits = jax.vmap(lambda t: edge_stats(t, ROOT)[0])(tree)
+    return SearchOutput(action=action, policy=policy, visits=visits, q=root_q(tree), value=tree.node_values[:, ROOT])
+
+
+@dataclasses.dataclass(frozen=True)
+class Gumbel:
+    """Gumbel MuZero: ``sims`` simulations, at most ``considered`` root columns, Gumbel noise
+    times ``scale`` (0: deterministic), ``sigma`` constants ``c_visit`` and ``c_scale``; the
+    policy is ``softmax(logits + sigma(completed Q))``, Q rescaled to [0, 1] by the node's min and
+    max (``rescale``, mctx's default) or taken as it is, in [-1, 1]. ``move``: what a player built on it
+    plays: ``action``, sequential halving's winner, or ``policy``, a draw from the improved
+    policy at the player's temperature (its most likely column at 0), as the full-GPU Gumbel
+    AlphaZero of AlphaZero.jl issue #217 plays its self-play games."""
+
+    sims: int = 64
+    considered: int = 16
+    scale: float = 1.0
+    c_visit: float = 50.0
+    c_scale: float = 0.1
+    rescale: bool = True
+    move: str = "action"
+    description: ClassVar[str] = "Gumbel MuZero (sequential halving at the root, completed-Q policy)"
+
+    def run(
+        self,
+        player: Player,
+        params: Any,
+        boards: jax.Array,
+        key: jax.Array,
+        gumbel: jax.Array | None = None,
+        *,
+        env: Environment = CONNECT_FOUR,
+    ) -> SearchOutput:
+        """The search from int8 ``boards (B, 6, 7)`` with ``player``'s network in ``env``;
+        ``gumbel (B, 7)``: the root noise, drawn from ``key`` when not given."""
+        key, gumbel_key = jax.random.split(key)
+        if gumbel is None:
+            gumbel = self.scale * jax.random.gumbel(gumbel_key, boards.shape[:1] + (NUM_ACTIONS,), jnp.float32)
+        selection = gumbel_select(self.sims, self.considered, self.c_visit, self.c_scale, self.rescale)
+        tree = run_tree_search(player, params, boards, key, self.sims, selection, gumbel=gumbel, env=env)
+        return gumbel_output(tree, self.c_visit, self.c_scale, self.rescale)
+
+    def logits(self, out: SearchOutput) -> jax.Array:
+        """``move="action"``: sequential halving's winner only (the Gumbel noise already made the
+        choice); ``"policy"``: the improved policy's log-probabilities."""
+        if self.move == "policy":
+            return jnp.where(
+                out.policy > 0, jnp.log(jnp.maximum(out.policy, jnp.finfo(jnp.float32).tiny)), LOSS_MASK_VALUE
+            )
+        return jnp.where(jax.nn.one_hot(out.action, NUM_ACTIONS) > 0, 0.0, LOSS_MASK_VALUE)
+
+    def check(self) -> None:
+        """One-line ``ValueError`` for a setting out of its range."""
+        check_ranges(self, at_least_one=("sims", "considered"), non_negative=("scale", "c_visit", "c_scale"))
+        if self.move not in GUMBEL_MOVES:
+            raise ValueError(f"move must be one of {', '.join(GUMBEL_MOVES)}, got {self.move!r}")

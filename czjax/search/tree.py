@@ -1,0 +1,275 @@
+"""The batched search tree: its arrays, one simulation (descend, expand, back up), and the
+search loop, for any selection rule (:class:`Selection`) and any recurrent function
+(:data:`czjax.search.base.RecurrentFn`: the environment's step and the network).
+
+The tree is a set of ``(B, N)`` / ``(B, N, 7)`` arrays (``N = simulations + 1``); positions
+travel packed (:class:`czjax.game.Position`). ``Q(s, a) = reward(child) - value(child)``: the
+reward is 1 when the move into the child won, and a child's value is negated for its parent (a
+two-player game's discount of -1). A move that ends the game leads to a *terminal* node: value
+0, never expanded; a simulation that selects it again backs up its reward once more. Illegal
+columns get ``-1e9`` logits at every node and are never selected.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from czjax import game
+from czjax.players import LOSS_MASK_VALUE, Player
+from czjax.search.base import CONNECT_FOUR, NUM_ACTIONS, Environment, RecurrentFn, make_recurrent_fn, network_value
+from czjax.util.pytree import pytree_dataclass
+
+ROOT = 0
+UNVISITED = -1
+
+
+@pytree_dataclass(frozen=True)
+class Tree:
+    """A batch of search trees. Node 0 is the root; simulation ``i`` adds node ``i + 1`` (left
+    unused when the simulation revisited a terminal node).
+
+    positions: packed positions ``(B, N)``, the side to move's point of view.
+    terminal: ``bool (B, N)``: the move into the node ended the game.
+    reward: ``float (B, N)``: 1 when the move into the node won (for its mover), else 0.
+    raw_value: ``float (B, N)``: the network's value when the node was added (0 if terminal).
+    node_visits, node_values: ``(B, N)``: visits, and the mean of the values backed up.
+    parents, action_from_parent: ``int32 (B, N)``.
+    legal: ``bool (B, N, 7)``; prior_logits: ``float (B, N, 7)``, -1e9 added where illegal;
+    prior: their softmax.
+    children_index: ``int32 (B, N, 7)``, :data:`UNVISITED` where the child is not in the tree.
+    depth: ``int32 (B, N)``: the node's distance from the root.
+    ancestors: ``uint32 (B, N, W)``: a bit per node (``W`` words of 32), set for the node's
+        ancestors; a simulation's path is its leaf's ancestors and the leaf.
+    gumbel: ``float (B, 7)``: the root's Gumbel noise (0 for searches without it).
+
+    Each node has one parent, so an edge's statistics are its child's: ``N(s, a)`` is the
+    child's visits and ``Q(s, a)`` its reward minus its value (:func:`edge_stats`, and the
+    ``children_visits`` and ``children_q`` properties for whole trees). The backup then updates
+    node statistics only, densely over the path's nodes, with no scatter.
+    """
+
+    positions: game.Position
+    terminal: chex.Array
+    reward: chex.Array
+    raw_value: chex.Array
+    node_visits: chex.Array
+    node_values: chex.Array
+    parents: chex.Array
+    action_from_parent: chex.Array
+    legal: chex.Array
+    prior_logits: chex.Array
+    prior: chex.Array
+    children_index: chex.Array
+    depth: chex.Array
+    ancestors: chex.Array
+    gumbel: chex.Array
+
+    @property
+    def children_visits(self) -> jax.Array:
+        """``int32 (B, N, 7)``: ``N(s, a)``, 0 for a child not in the tree."""
+        return jax.vmap(jax.vmap(lambda tree, node: edge_stats(tree, node)[0], (None, 0)), (0, None))(
+            self, jnp.arange(self.node_visits.shape[1])
+        )
+
+    @property
+    def children_q(self) -> jax.Array:
+        """``float (B, N, 7)``: ``Q(s, a)``, 0 for a child not in the tree."""
+        return jax.vmap(jax.vmap(lambda tree, node: edge_stats(tree, node)[1], (None, 0)), (0, None))(
+            self, jnp.arange(self.node_visits.shape[1])
+        )
+
+
+def edge_stats(tree: Tree, node: jax.Array | int) -> tuple[jax.Array, jax.Array]:
+    """``(N(s, a), Q(s, a))`` of one tree's ``node`` (no batch axis), ``(7,)`` each, read from its
+    children: visits, and reward minus value (0 for a child not in the tree)."""
+    child = tree.children_index[node]
+    safe = jnp.maximum(child, 0)
+    expanded = child != UNVISITED
+    return (
+        jnp.where(expanded, tree.node_visits[safe], 0),
+        jnp.where(expanded, tree.reward[safe] - tree.node_values[safe], 0.0),
+    )
+
+
+def ancestor_mask(words: jax.Array, num_nodes: int) -> jax.Array:
+    """``bool (num_nodes,)`` from a node's ancestor words ``uint32 (W,)``."""
+    bits = (words[:, None] >> jnp.arange(32, dtype=jnp.uint32)[None, :]) & jnp.uint32(1)
+    return bits.reshape(-1)[:num_nodes].astype(bool)
+
+
+def node_bit(node: jax.Array, words: int) -> jax.Array:
+    """``uint32 (..., W)``: the bit of ``node`` (an int array) in ancestor words."""
+    node = jnp.asarray(node)
+    which = jnp.arange(words)
+    bit = jnp.left_shift(jnp.uint32(1), (node % 32).astype(jnp.uint32))
+    return jnp.where(which == (node // 32)[..., None], bit[..., None], jnp.uint32(0))
+
+
+def init_tree(
+    positions: game.Position,
+    logits: jax.Array,
+    value: jax.Array,
+    legal: jax.Array,
+    num_nodes: int,
+    gumbel: jax.Array | None = None,
+) -> Tree:
+    """A tree per board with only its root: ``logits`` masked, ``value (B,)``, ``legal (B, 7)``."""
+    batch = value.shape[0]
+
+    def nodes(root: jax.Array, fill: int = 0) -> jax.Array:
+        x = jnp.full((batch, num_nodes) + root.shape[1:], fill, root.dtype)
+        return x.at[:, ROOT].set(root)
+
+    return Tree(
+        positions=jax.tree.map(nodes, positions),
+        terminal=jnp.zeros((batch, num_nodes), bool),
+        reward=jnp.zeros((batch, num_nodes), jnp.float32),
+        raw_value=nodes(value),
+        node_visits=nodes(jnp.ones((batch,), jnp.int32)),
+        node_values=nodes(value),
+        parents=jnp.full((batch, num_nodes), UNVISITED, jnp.int32),
+        action_from_parent=jnp.full((batch, num_nodes), UNVISITED, jnp.int32),
+        legal=nodes(legal),
+        prior_logits=nodes(logits),
+        prior=nodes(jax.nn.softmax(logits)),
+        children_index=jnp.full((batch, num_nodes, NUM_ACTIONS), UNVISITED, jnp.int32),
+        depth=jnp.zeros((batch, num_nodes), jnp.int32),
+        ancestors=jnp.zeros((batch, num_nodes, -(-num_nodes // 32)), jnp.uint32),
+        gumbel=jnp.zeros((batch, NUM_ACTIONS), jnp.float32) if gumbel is None else jnp.asarray(gumbel, jnp.float32),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """How a search picks a column at a node of one tree (no batch axis): ``root(tree)`` at the
+    root, ``interior(tree, node)`` below it; each returns an ``int32`` column."""
+
+    root: Callable[[Tree], jax.Array]
+    interior: Callable[[Tree, jax.Array], jax.Array]
+
+
+def descend(tree: Tree, selection: Selection) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(action, child, node)`` for one tree: from the root, follow the selection while the
+    chosen child is in the tree and not terminal; ``node`` is where ``action`` was chosen last,
+    ``child`` is :data:`UNVISITED` (to be added) or a terminal node (its reward is backed up
+    again). The path is not recorded: the backup reads it from the leaf's ancestors. The root's
+    choice is made before the loop, so a search whose root rule differs (Gumbel's sequential
+    halving) pays for it once per simulation, not once per level."""
+    first = selection.root(tree)
+
+    def child_is_open(state):
+        child = state[1]
+        return (child != UNVISITED) & ~tree.terminal[jnp.maximum(child, 0)]
+
+    def one_level_down(state):
+        _, node, _ = state
+        action = selection.interior(tree, node)
+        return action, tree.children_index[node, action], node
+
+    return jax.lax.while_loop(child_is_open, one_level_down, (first, tree.children_index[ROOT, first], jnp.int32(ROOT)))
+
+
+def backup(tree: Tree, leaf: jax.Array, value: jax.Array) -> Tree:
+    """Back ``value`` (for the side to move at ``leaf``) up one tree: every node on the path
+    (the leaf and its ancestors) gets its visit and the new mean of its values, elementwise
+    over the nodes, with no scatter. Edge statistics follow, being their children's.
+
+    Only the leaf can be terminal, so every other node's reward is 0 and the value for the
+    side to move ``d >= 1`` levels above the leaf is ``(-1)**(d - 1) * (reward(leaf) - value)``.
+    """
+    num_nodes = tree.node_visits.shape[0]
+    on_path = ancestor_mask(tree.ancestors[leaf], num_nodes) | (jnp.arange(num_nodes) == leaf)
+    above = tree.depth[leaf] - tree.depth  # levels above the leaf, for the nodes on the path
+    backed_up = jnp.where(above == 0, value, jnp.where(above % 2 == 1, 1.0, -1.0) * (tree.reward[leaf] - value))
+    visits = tree.node_visits
+    new_values = (tree.node_values * visits + backed_up) / (visits + 1)
+    return dataclasses.replace(
+        tree, node_values=jnp.where(on_path, new_values, tree.node_values), node_visits=visits + on_path
+    )
+
+
+def at_nodes(tree_field: jax.Array, index: jax.Array) -> jax.Array:
+    """``tree_field[b, index[b]]`` for every tree ``b``."""
+    return tree_field[jnp.arange(index.shape[0]), index]
+
+
+def simulate(
+    tree: Tree, sim: jax.Array, selection: Selection, recurrent_fn: RecurrentFn, params: Any, key: jax.Array
+) -> Tree:
+    """Simulation ``sim`` on every tree: descend, add node ``sim + 1`` (``recurrent_fn`` steps
+    to it and evaluates it; a terminal node gets value 0), back up."""
+    with jax.named_scope("descend"):
+        action, child, parent = jax.vmap(lambda t: descend(t, selection))(tree)
+    rows = jnp.arange(parent.shape[0])
+    expand = child == UNVISITED
+    new = sim + 1
+    parent_positions = jax.tree.map(lambda x: at_nodes(x, parent), tree.positions)
+    expansion, positions = recurrent_fn(params, key, action, parent_positions)
+    value = jnp.where(expansion.done, 0.0, expansion.value)
+
+    def write(field, x):
+        return field.at[:, new].set(x)
+
+    tree = dataclasses.replace(
+        tree,
+        positions=jax.tree.map(write, tree.positions, positions),
+        terminal=write(tree.terminal, expansion.done),
+        reward=write(tree.reward, expansion.won.astype(jnp.float32)),
+        raw_value=write(tree.raw_value, value),
+        parents=write(tree.parents, parent),
+        action_from_parent=write(tree.action_from_parent, action),
+        legal=write(tree.legal, expansion.legal),
+        prior_logits=write(tree.prior_logits, expansion.logits),
+        prior=write(tree.prior, jax.nn.softmax(expansion.logits)),
+        children_index=tree.children_index.at[rows, parent, action].set(jnp.where(expand, new, child)),
+        depth=write(tree.depth, at_nodes(tree.depth, parent) + 1),
+        ancestors=write(tree.ancestors, at_nodes(tree.ancestors, parent) | node_bit(parent, tree.ancestors.shape[-1])),
+    )
+    leaf = jnp.where(expand, new, child)
+    with jax.named_scope("backup"):
+        return jax.vmap(backup)(tree, leaf, jnp.where(expand, value, 0.0))
+
+
+RootNoise = Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
+"""``(key, prior_probs, legal) -> prior_probs``: a perturbation of the root's prior."""
+
+
+def run_tree_search(
+    player: Player,
+    params: Any,
+    boards: jax.Array,
+    key: jax.Array,
+    num_simulations: int,
+    selection: Selection,
+    root_noise: RootNoise | None = None,
+    gumbel: jax.Array | None = None,
+    env: Environment = CONNECT_FOUR,
+) -> Tree:
+    """The tree after ``num_simulations`` simulations from int8 ``boards (B, 6, 7)``, with
+    ``player``'s network in ``env`` (its step given to every simulation as the recurrent
+    function of :func:`czjax.search.base.make_recurrent_fn`). ``root_noise`` perturbs the
+    root's prior; ``gumbel (B, 7)`` is stored in the tree for a Gumbel selection."""
+    positions = env.encode(boards)
+    key, root_key, noise_key = jax.random.split(key, 3)
+    logits, value, legal = network_value(player, params, positions, root_key, env)
+    if root_noise is not None:
+        probs = root_noise(noise_key, jax.nn.softmax(logits), legal)
+        logits = jnp.where(legal, jnp.log(jnp.maximum(probs, 1e-30)), LOSS_MASK_VALUE)
+    tree = init_tree(positions, logits, value, legal, num_simulations + 1, gumbel)
+    keys = jax.random.split(key, num_simulations)
+    recurrent_fn = make_recurrent_fn(player, env)
+    return jax.lax.fori_loop(
+        0, num_simulations, lambda i, t: simulate(t, i, selection, recurrent_fn, params, keys[i]), tree
+    )
+
+
+def root_q(tree: Tree) -> jax.Array:
+    """``float (B, 7)``: the root's Q per column, NaN where not visited or illegal."""
+    visits, q = jax.vmap(lambda t: edge_stats(t, ROOT))(tree)
+    return jnp.where((visits > 0) & tree.legal[:, ROOT], q, jnp.nan)
