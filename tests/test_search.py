@@ -102,14 +102,14 @@ def test_gumbel_matches_mctx():
 
     def root_and_recurrent():
         pos = game.pack(BOARDS)
-        logits, value, _ = search.evaluate(linear_player, PARAMS, pos, None)
+        logits, value, _ = search.network_value(linear_player, PARAMS, pos, None)
         embedding = (pos, jnp.zeros(pos.heights.shape, bool))
         root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=embedding)
 
         def recurrent(params, key, action, embedding):
             pos, over = embedding
             nxt, won, done = game.position_step(pos, action)
-            logits, value, _ = search.evaluate(linear_player, params, nxt, key)
+            logits, value, _ = search.network_value(linear_player, params, nxt, key)
             out = mctx.RecurrentFnOutput(
                 reward=jnp.where(over, 0.0, won.astype(jnp.float32)),
                 discount=jnp.where(over | done, 0.0, -1.0),
@@ -263,13 +263,13 @@ def test_gumbel_without_rescaling_matches_mctx():
     import functools
 
     pos = game.pack(BOARDS)
-    logits, value, _ = search.evaluate(linear_player, PARAMS, pos, None)
+    logits, value, _ = search.network_value(linear_player, PARAMS, pos, None)
     root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=(pos, jnp.zeros(pos.heights.shape, bool)))
 
     def recurrent(params, key, action, embedding):
         pos, over = embedding
         nxt, won, done = game.position_step(pos, action)
-        logits, value, _ = search.evaluate(linear_player, params, nxt, key)
+        logits, value, _ = search.network_value(linear_player, params, nxt, key)
         return mctx.RecurrentFnOutput(
             reward=jnp.where(over, 0.0, won.astype(jnp.float32)),
             discount=jnp.where(over | done, 0.0, -1.0),
@@ -301,3 +301,25 @@ def test_gumbel_without_rescaling_matches_mctx():
     np.testing.assert_allclose(np.asarray(played), np.asarray(ours.policy), atol=1e-6)
     with pytest.raises(ValueError, match="move must be one of action, policy"):
         search.make_search("gumbel", "move=best")
+
+
+def test_the_search_takes_the_step_as_a_function():
+    """The searches call the environment they are given, never the rules directly: Connect 4's
+    environment given explicitly is the default bit for bit, and a step under which no move
+    wins hides the win in one (column 4 of ``112233``) from every search."""
+    boards = boards_of(["112233"])
+
+    def no_wins(pos, cols):
+        nxt, won, done = game.position_step(pos, cols)
+        return nxt, jnp.zeros_like(won), done & ~won
+
+    blind = search.Environment(step=no_wins)
+    for name, options in [("mcts", "sims=16"), ("gumbel", "sims=16,scale=0"), ("rollout", "width=2,depth=2")]:
+        s = search.make_search(name, options)
+        default, explicit, hidden = (
+            jax.jit(lambda b, env=env: s.run(random_player, None, b, jax.random.key(2), **env))(boards)
+            for env in ({}, {"env": search.CONNECT_FOUR}, {"env": blind})
+        )
+        for x, y in zip(jax.tree.leaves(default), jax.tree.leaves(explicit)):
+            np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=name)
+        assert float(default.q[0, 3]) == 1.0 and float(hidden.q[0, 3]) != 1.0, name
