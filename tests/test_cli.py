@@ -196,3 +196,87 @@ def test_precision_setting():
         assert jax.config.jax_default_matmul_precision == "bfloat16"
     with precision.parity():
         assert jax.config.jax_default_matmul_precision == "highest"
+
+
+def _flag_dests(parser) -> set:
+    train = next(a for a in parser._subparsers._group_actions[0].choices.values() if a.prog == "czjax train")
+    return {action.dest for action in train._actions}
+
+
+def _settings(cls, prefix=""):
+    """Every setting of a settings dataclass by its override name, walking nested groups."""
+    import dataclasses
+
+    found = {}
+    for field in dataclasses.fields(cls):
+        value = field.default
+        if dataclasses.is_dataclass(value):
+            found.update(_settings(type(value), f"{prefix}{field.name}."))
+        else:
+            found[prefix + field.name] = field
+    return found
+
+
+def test_every_setting_and_hyperparameter_has_a_flag():
+    """A field added to TrainConfig (or a group of it) or to HParams gets a flag with help text."""
+    from czjax.cli import flags
+    from czjax.learn.train import HParams, TrainConfig
+
+    settings = _settings(TrainConfig)
+    assert {"weight_decay", "promotion.every_games", "pool.ema", "pool.league_slots", "ppo.clip"} <= set(settings)
+    missing = (set(settings) | set(_settings(HParams))) - _flag_dests(cli.build_parser())
+    assert not missing, f"settings without a flag: {sorted(missing)}"
+    for name, field in {**settings, **_settings(HParams)}.items():
+        assert field.metadata.get("help"), f"{name} has no help text"
+    assert set(flags.setting_flags()) == set(settings)
+
+
+def _other_value(field):
+    """A value of the setting other than its default, and the flag's words for it."""
+    default, meta = field.default, field.metadata
+    if isinstance(default, bool):
+        return not default, []
+    if "choices" in meta:
+        value = next(c for c in meta["choices"] if c != default)
+    elif isinstance(default, tuple):
+        return ("random", "random-punisher"), ["random", "random-punisher"]
+    elif isinstance(default, float):
+        value = default / 2
+    elif isinstance(default, int) or meta.get("type"):
+        value = (default or 1) + 2
+    else:
+        value = "x"
+    return value, [str(value)]
+
+
+def test_every_setting_flag_round_trips():
+    from czjax.cli import flags
+    from czjax.cli.train import _setting_overrides
+
+    parser = cli.build_parser()
+    for name, field in flags.setting_flags().items():
+        value, words = _other_value(field)
+        flag = flags.flag_name(name)
+        if isinstance(value, bool):
+            flag = flag if value else "--no-" + flag[2:]
+        overrides = _setting_overrides(parser.parse_args(["train", flag, *words]))
+        assert overrides[name] == value, name
+    assert _setting_overrides(parser.parse_args(["train"])) == {}
+
+
+def test_the_settings_that_had_no_flag_reach_the_config():
+    parser = cli.build_parser()
+    config, _, _ = cli.train_settings(
+        parser.parse_args(
+            "train --weight-decay 0.002 --promotion-every-games 700 --promotion-window-games 300 "
+            "--promotion-threshold 0.6 --no-promotion-draws-count-half --pool random --league --pool-ema 0.3 "
+            "--pool-league-slots 3 --pool-league-threshold 0.7 --eval-every 5 --target-kl 0.02 --lr 0.01".split()
+        )
+    )
+    assert config.weight_decay == 0.002 and config.batches_per_chunk == 5 and config.ppo.target_kl == 0.02
+    assert (config.promotion.every_games, config.promotion.window_games, config.promotion.threshold) == (700, 300, 0.6)
+    assert not config.promotion.draws_count_half
+    assert (config.opponent, config.pool.members, config.pool.league) == ("pool", ("random",), True)
+    assert (config.pool.ema, config.pool.league_slots, config.pool.league_threshold) == (0.3, 3, 0.7)
+    with pytest.raises(ValueError, match="drop --pool-ema"):
+        cli.train_settings(parser.parse_args(["train", "--resume", "--out", "x", "--pool-ema", "0.2"]))

@@ -129,15 +129,18 @@ def cmd_bench_search(args) -> int:
 
 
 def add_commands(commands) -> None:
-    from czjax.compaction import COMPACTION_MODES
-    from czjax.models import CONV_METHODS, NORM_METHODS
-    from czjax.util.precision import PRECISIONS
-
     bench = commands.add_parser(
         "bench",
         help="measure throughput: `czjax bench rollout`, `czjax bench train`, `czjax bench scan`, `czjax bench search`",
     )
     bench_commands = bench.add_subparsers(dest="bench_command", metavar="WHAT", required=True)
+    _add_rollout_bench(bench_commands)
+    _add_train_bench(bench_commands)
+    _add_scan_bench(bench_commands)
+    _add_search_bench(bench_commands)
+
+
+def _add_rollout_bench(bench_commands) -> None:
     rollout = bench_commands.add_parser(
         "rollout",
         help="whole games per second, random and RandomPunisher players",
@@ -172,10 +175,11 @@ def add_commands(commands) -> None:
         help="also trace one more batch per setting with jax.profiler into DIR/PLAYER-BATCH and print how its "
         "time splits (rules, sampling and the rest; see czjax bench train --profile)",
     )
-    rollout.add_argument(
-        "--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)"
-    )
+    flags.add_json_flag(rollout, flags.JSON_TO_STDOUT)
     rollout.set_defaults(func=cmd_bench_rollout)
+
+
+def _add_train_bench(bench_commands) -> None:
     train_bench = bench_commands.add_parser(
         "train",
         help="games and positions per second of the whole training iteration",
@@ -188,10 +192,10 @@ def add_commands(commands) -> None:
             "is timed in the same process for the same setting, and the ratio printed."
         ),
     )
-    train_bench.add_argument("--model", nargs="+", default=["mlp", "cnn-mk4"], help="models (default: %(default)s)")
-    train_bench.add_argument(
-        "--games-per-batch", type=flags.game_batch, nargs="+", default=[50, 4096], help="(default: %(default)s)"
+    flags.add_setting_flag(
+        train_bench, "model", nargs="+", default=["mlp", "cnn-mk4"], help="models (default: %(default)s)"
     )
+    flags.add_setting_flag(train_bench, "games_per_batch", nargs="+", default=[50, 4096], help="(default: %(default)s)")
     train_bench.add_argument(
         "--runs", type=flags.positive_int, default=3, help="timed runs per setting (default: %(default)s)"
     )
@@ -215,45 +219,7 @@ def add_commands(commands) -> None:
         metavar="N",
         help="split each batch's games over N devices; several values are measured side by side (default: 1)",
     )
-    train_bench.add_argument(
-        "--precision",
-        default="default",
-        choices=list(PRECISIONS),
-        help="float32 matrix products of the compiled iteration (default: %(default)s; see czjax train --help)",
-    )
-    train_bench.add_argument(
-        "--control-flow",
-        nargs="+",
-        default=["auto"],
-        choices=["auto", "cond", "static"],
-        help="skip finished work with lax.cond, or compute it masked; several are timed in the same run "
-        "(default: auto; see czjax train --help)",
-    )
-    train_bench.add_argument(
-        "--unroll",
-        type=flags.positive_int,
-        default=1,
-        metavar="PAIRS",
-        help="pairs of plies per step of the rollout's loop (default: %(default)s; see czjax train --help)",
-    )
-    train_bench.add_argument(
-        "--norm",
-        default="auto",
-        choices=list(NORM_METHODS),
-        help="Mk4's GroupNorm layers (default: %(default)s; see czjax train --help)",
-    )
-    train_bench.add_argument(
-        "--conv",
-        default="auto",
-        choices=list(CONV_METHODS),
-        help="Mk4's 3x3 convolutions (default: %(default)s; see czjax train --help)",
-    )
-    train_bench.add_argument(
-        "--compaction",
-        default="auto",
-        choices=list(COMPACTION_MODES),
-        help="skipping of finished games and invalid positions (default: %(default)s; see czjax train --help)",
-    )
+    _add_train_bench_settings(train_bench)
     train_bench.add_argument(
         "--profile",
         metavar="DIR",
@@ -262,10 +228,38 @@ def add_commands(commands) -> None:
         "its time splits into phases (self-play: network, rules, compaction; update: targets, "
         "gradient, optimizer; evaluation)",
     )
-    train_bench.add_argument(
-        "--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)"
-    )
+    flags.add_json_flag(train_bench, flags.JSON_TO_STDOUT)
     train_bench.set_defaults(func=cmd_bench_train)
+
+
+def _add_train_bench_settings(train_bench) -> None:
+    """The settings a training benchmark times, train's flags (czjax.cli.flags) with lists of values and defaults."""
+    see = "(default: %(default)s; see czjax train --help)"
+    flags.add_setting_flag(
+        train_bench, "precision", default="default", help="float32 matrix products of the compiled iteration " + see
+    )
+    flags.add_setting_flag(
+        train_bench,
+        "control_flow",
+        nargs="+",
+        default=["auto"],
+        help="skip finished work with lax.cond, or compute it masked; several are timed in the same run "
+        "(default: auto; see czjax train --help)",
+    )
+    flags.add_setting_flag(
+        train_bench, "unroll", default=1, help="pairs of plies per step of the rollout's loop " + see
+    )
+    flags.add_setting_flag(train_bench, "norm", default="auto", help="Mk4's GroupNorm layers " + see)
+    flags.add_setting_flag(train_bench, "conv", default="auto", help="Mk4's 3x3 convolutions " + see)
+    flags.add_setting_flag(
+        train_bench,
+        "compaction",
+        default="auto",
+        help="skipping of finished games and invalid positions " + see,
+    )
+
+
+def _add_scan_bench(bench_commands) -> None:
     scan_bench = bench_commands.add_parser(
         "scan",
         help="a vmapped scan of K configurations against the same K runs one after another",
@@ -284,10 +278,11 @@ def add_commands(commands) -> None:
         "--steps", type=flags.positive_int, default=5, help="batches per run (default: %(default)s)"
     )
     scan_bench.add_argument("--runs", type=flags.positive_int, default=3, help="timed runs (default: %(default)s)")
-    scan_bench.add_argument(
-        "--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)"
-    )
+    flags.add_json_flag(scan_bench, flags.JSON_TO_STDOUT)
     scan_bench.set_defaults(func=cmd_bench_scan)
+
+
+def _add_search_bench(bench_commands) -> None:
     search_bench = bench_commands.add_parser(
         "search",
         help="searches per second: czjax's tree against mctx over pgx, the same network",
@@ -319,7 +314,5 @@ def add_commands(commands) -> None:
         "--runs", type=flags.positive_int, default=5, help="timed runs per setting (default: %(default)s)"
     )
     search_bench.add_argument("--no-peer", action="store_true", help="czjax only (no mctx rows)")
-    search_bench.add_argument(
-        "--json", action="store_true", help="print the results as JSON on stdout (progress goes to stderr)"
-    )
+    flags.add_json_flag(search_bench, flags.JSON_TO_STDOUT)
     search_bench.set_defaults(func=cmd_bench_search)

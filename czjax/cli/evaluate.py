@@ -126,7 +126,6 @@ def cmd_serve(args) -> int:
 
 
 def add_evaluation_commands(commands) -> None:
-    json_help = "print the results as one JSON object"
     evaluate = commands.add_parser(
         "eval", help="measure a model: solver-labelled accuracy, tactical puzzles, values on Pons' sets"
     )
@@ -145,7 +144,7 @@ def add_evaluation_commands(commands) -> None:
     acc.add_argument(
         "--positions", default=None, metavar="FILE", help="a JSON Lines file in the same format (moves, scores)"
     )
-    acc.add_argument("--json", action="store_true", help=json_help)
+    flags.add_json_flag(acc)
     acc.set_defaults(func=cmd_eval_accuracy)
     puz = eval_commands.add_parser(
         "puzzles",
@@ -158,7 +157,7 @@ def add_evaluation_commands(commands) -> None:
     )
     flags.add_player_arg(puz)
     puz.add_argument("--puzzles", default=None, metavar="FILE", help="a puzzles file from `czjax eval make-puzzles`")
-    puz.add_argument("--json", action="store_true", help=json_help)
+    flags.add_json_flag(puz)
     puz.set_defaults(func=cmd_eval_puzzles)
     pons = eval_commands.add_parser(
         "pons",
@@ -174,8 +173,12 @@ def add_evaluation_commands(commands) -> None:
     pons.add_argument(
         "--dir", default=None, metavar="DIR", help="a folder of Test_L*_R* files (default: the shipped sets)"
     )
-    pons.add_argument("--json", action="store_true", help=json_help)
+    flags.add_json_flag(pons)
     pons.set_defaults(func=cmd_eval_pons)
+    _add_make_puzzles(eval_commands)
+
+
+def _add_make_puzzles(eval_commands) -> None:
     make = eval_commands.add_parser(
         "make-puzzles",
         help="generate a puzzle set from random games, deterministically from a seed",
@@ -191,9 +194,7 @@ def add_evaluation_commands(commands) -> None:
 
 
 def add_play_commands(commands) -> None:
-    from czjax.agents import DEFAULT_OPPONENT
 
-    json_help = "print the results as one JSON object"
     tour = commands.add_parser(
         "tournament",
         help="round robin between players, with Elo ratings",
@@ -207,8 +208,14 @@ def add_play_commands(commands) -> None:
     tour.add_argument("--games", type=flags.game_batch, default=200, help="games per pair (default: %(default)s)")
     tour.add_argument("--anchor", default=None, help="the player rated 0 (default: the first)")
     tour.add_argument("--seed", type=flags.seed, default=0)
-    tour.add_argument("--json", action="store_true", help=json_help)
+    flags.add_json_flag(tour)
     tour.set_defaults(func=cmd_tournament)
+
+    _add_play(commands)
+
+
+def _add_play(commands) -> None:
+    from czjax.agents import DEFAULT_OPPONENT
 
     play = commands.add_parser(
         "play",
@@ -238,7 +245,7 @@ def add_play_commands(commands) -> None:
         help="sampling temperature of the self-play game (default: %(default)s)",
     )
     analyze.add_argument("--seed", type=flags.seed, default=0)
-    analyze.add_argument("--json", action="store_true", help=json_help)
+    flags.add_json_flag(analyze)
     analyze.set_defaults(func=cmd_analyze)
 
     openings = commands.add_parser(
@@ -254,7 +261,7 @@ def add_play_commands(commands) -> None:
     openings.add_argument("--top", type=flags.positive_int, default=10, help="openings listed (default: %(default)s)")
     openings.add_argument("--temperature", type=flags.non_negative_float, default=1.0, help="(default: %(default)s)")
     openings.add_argument("--seed", type=flags.seed, default=0)
-    openings.add_argument("--json", action="store_true", help=json_help)
+    flags.add_json_flag(openings)
     openings.set_defaults(func=cmd_openings)
 
 

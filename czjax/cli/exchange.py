@@ -107,8 +107,12 @@ def add_commands(commands) -> None:
     dist.add_argument("--seed", type=flags.seed, default=0)
     dist.add_argument("--out", default="runs/distill", help="(default: %(default)s)")
     dist.add_argument("--overwrite", action="store_true", help="replace a student already in --out")
-    dist.add_argument("--json", action="store_true", help="print the report as JSON")
+    flags.add_json_flag(dist, "print the report as JSON")
     dist.set_defaults(func=cmd_distill)
+    _add_torch_commands(commands)
+
+
+def _add_torch_commands(commands) -> None:
     imp = commands.add_parser(
         "import-torch",
         help="a PyTorch project checkpoint (.pth) -> a czjax checkpoint",

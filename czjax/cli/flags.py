@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+from typing import Any
 
 # JAX's integers are 32-bit unless x64 is enabled: a count or seed beyond this does not fit.
 INT32_MAX = 2**31 - 1
@@ -57,39 +59,32 @@ def non_negative_float(text: str) -> float:
     return value
 
 
-# Flags that change what is compiled (TrainConfig, nested settings as "group.name"); with
-# --resume they come from the run folder instead.
-SETTING_FLAGS = {
-    "model": "model",
-    "init": "init",
-    "games_per_batch": "games_per_batch",
-    "opponent": "opponent",
-    "algorithm": "algorithm",
-    "search": "search",
-    "mirror": "mirror",
-    "batches_per_chunk": "batches_per_chunk",
-    "eval_games": "eval_games",
-    "ppo_epochs": "ppo.epochs",
-    "ppo_clip": "ppo.clip",
-    "target_kl": "ppo.target_kl",
-    "ppo_kl_stop": "ppo.kl_stop",
-    "ppo_bootstrap": "ppo.bootstrap",
-    "pool": "pool.members",
-    "league": "pool.league",
-    "precision": "precision",
-    "compaction": "compaction",
-    "conv": "conv",
-    "sample_plies": "sample_plies",
-    "unroll": "unroll",
-    "norm": "norm",
-    "replay_capacity": "replay.capacity",
-    "replay_batch": "replay.batch",
-    "replay_steps": "replay.steps",
-    "openings": "openings",
-    "both_sides": "both_sides",
-    "solver_eval": "solver_eval",
-    "control_flow": "control_flow",
+# Flags of the settings that name something other than the scheme (--GROUP-NAME for a nested
+# setting): today's names, kept working beside the scheme's.
+FLAG_ALIASES = {
+    "batches_per_chunk": ("--eval-every",),
+    "ppo.target_kl": ("--target-kl",),
+    "pool.members": ("--pool",),
+    "pool.league": ("--league",),
+    "learning_rate": ("--lr",),
+    "discount": ("--gamma",),
 }
+# How a flag reads its value, by the kind a field's metadata names (czjax.learn.train.setting).
+VALUE_TYPES = {"positive": positive_int, "games": game_batch, "count": non_negative_int}
+
+
+def flag_name(name: str) -> str:
+    """The flag of a setting or hyperparameter: ``ppo.clip`` -> ``--ppo-clip``."""
+    return "--" + name.replace(".", "-").replace("_", "-")
+
+
+def setting_flags() -> dict[str, dataclasses.Field]:
+    """The static settings (TrainConfig and its nested groups) that have a flag, all of them, by
+    their override name (``"ppo.clip"``): the flag's ``dest``. With --resume they come from the run
+    folder instead."""
+    from czjax.learn.train import setting_fields
+
+    return setting_fields()
 
 
 def hparam_flags() -> tuple[str, ...]:
@@ -98,12 +93,64 @@ def hparam_flags() -> tuple[str, ...]:
     return hparam_names()
 
 
-HPARAM_ALIASES = {"learning_rate": ("--lr",), "discount": ("--gamma",)}
-HPARAM_HELP = {
-    "temperature": "sampling temperature of the learner (default: the preset's)",
-    "value_mix": "search-based training: the weight m of the search's root value in the value target, "
-    "(1 - m) * return + m * Q (default 0: the return alone)",
-}
+def setting_argument(name: str, field: dataclasses.Field) -> tuple[list[str], dict[str, Any]]:
+    """``(option strings, add_argument keywords)`` of the flag of the setting ``field`` named
+    ``name``, from its metadata (help, type, metavar, choices) and its default's type; every value
+    defaults to None (not given: the preset's)."""
+    meta = field.metadata
+    keywords: dict[str, Any] = {"dest": name, "default": None, "help": meta.get("help", "").replace("%", "%%")}
+    if isinstance(field.default, bool):
+        keywords["action"] = argparse.BooleanOptionalAction
+    elif isinstance(field.default, tuple):
+        keywords["nargs"] = "+"
+    elif "type" in meta or isinstance(field.default, int):
+        keywords["type"] = VALUE_TYPES[meta.get("type", "count")]
+    elif isinstance(field.default, float):
+        keywords["type"] = non_negative_float
+    if "choices" not in meta and "action" not in keywords:
+        keywords["metavar"] = name.replace(".", "_").upper()
+    for key in ("metavar", "choices"):
+        if key in meta:
+            keywords[key] = list(meta[key]) if key == "choices" else meta[key]
+    return [flag_name(name), *FLAG_ALIASES.get(name, ())], keywords
+
+
+def add_setting_flag(parser, name: str, **changes: Any) -> None:
+    """One setting's flag (:func:`setting_argument`), ``changes`` replacing its keywords (a
+    benchmark's list of values and its defaults)."""
+    names, keywords = setting_argument(name, setting_flags()[name])
+    parser.add_argument(*names, **{**keywords, **changes})
+
+
+def add_setting_flags(parser: argparse.ArgumentParser) -> None:
+    """A flag for every static setting (:func:`setting_flags`), to override a preset: train and scan."""
+    for name, field in setting_flags().items():
+        names, keywords = setting_argument(name, field)
+        parser.add_argument(*names, **keywords)
+
+
+def add_hparam_flags(parser: argparse.ArgumentParser) -> None:
+    """A flag for every traced hyperparameter (czjax.learn.train.HParams), its help from the field."""
+    from czjax.learn.train import HParams
+
+    for field in dataclasses.fields(HParams):
+        parser.add_argument(
+            flag_name(field.name),
+            *FLAG_ALIASES.get(field.name, ()),
+            dest=field.name,
+            type=non_negative_float,
+            default=None,
+            help=field.metadata.get("help", "(default: the preset's)").replace("%", "%%"),
+        )
+
+
+JSON_TO_STDOUT = "print the results as JSON on stdout (progress goes to stderr)"
+JSON_OBJECT = "print the results as one JSON object"
+
+
+def add_json_flag(parser: argparse.ArgumentParser, help: str = JSON_OBJECT) -> None:
+    """--json: the report as JSON, for scripts."""
+    parser.add_argument("--json", action="store_true", help=help)
 
 
 def add_sink_flags(parser: argparse.ArgumentParser) -> None:
@@ -120,192 +167,6 @@ def add_sink_flags(parser: argparse.ArgumentParser) -> None:
         metavar="PROJECT",
         help="also log every metrics.jsonl row to a Weights & Biases run in PROJECT (a scan: one run, a series "
         "per configuration; WANDB_MODE=offline keeps it local); needs pip install 'czjax[wandb]'",
-    )
-
-
-def add_setting_flags(parser: argparse.ArgumentParser) -> None:
-    """The static settings (SETTING_FLAGS) that override a preset, for train and scan."""
-    from czjax.compaction import COMPACTION_MODES
-    from czjax.learn.algorithms import ALGORITHMS
-    from czjax.learn.train import OPPONENTS, PPO_KL_STOPS
-    from czjax.models import CONV_METHODS, INITS, MODELS, NORM_METHODS
-    from czjax.util.precision import PRECISIONS
-
-    parser.add_argument(
-        "--model",
-        default=None,
-        help=f"the network: {', '.join(MODELS)}, or resnet[:blocks=B,channels=C] (default 5 x 64) (default: the "
-        "preset's)",
-    )
-    parser.add_argument("--games-per-batch", type=game_batch, default=None, help="games per batch (one update each)")
-    parser.add_argument(
-        "--opponent",
-        default=None,
-        help=f"{', '.join(OPPONENTS)}: self is a frozen copy of the learner, promoted at 52%%; current is the "
-        "learner itself (AlphaZero's self-play); pool needs --pool",
-    )
-    parser.add_argument(
-        "--algorithm",
-        default=None,
-        choices=list(ALGORITHMS),
-        help="; ".join(f"{name}: {a.description}" for name, a in ALGORITHMS.items()),
-    )
-    parser.add_argument(
-        "--search",
-        default=None,
-        metavar="SEARCH[:OPTIONS]",
-        help="the search that plays the games of alpha and alphazero, e.g. mcts:sims=32,noise=0.25 or "
-        "rollout:width=4,depth=4 (searches and options as in a player spec: czjax eval accuracy --help)",
-    )
-    parser.add_argument("--mirror", action="store_true", default=None, help="add every position flipped left-right")
-    parser.add_argument(
-        "--pool",
-        nargs="+",
-        default=None,
-        metavar="PLAYER",
-        help="opponents for --opponent pool: random, random-punisher, checkpoint files; each batch draws one, "
-        "favouring those the learner beats least",
-    )
-    parser.add_argument(
-        "--league",
-        action="store_true",
-        default=None,
-        help="add a frozen copy of the learner to the pool whenever it beats every member",
-    )
-    parser.add_argument("--ppo-epochs", type=positive_int, default=None)
-    parser.add_argument("--target-kl", type=non_negative_float, default=None)
-    parser.add_argument("--ppo-clip", type=non_negative_float, default=None)
-    parser.add_argument(
-        "--ppo-bootstrap",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="PPO with A2C's one-step TD target in place of the Monte-Carlo return, as the PyTorch project's "
-        "example 5 (bootstrap_value=True; the ex5-ppo preset's default)",
-    )
-    parser.add_argument(
-        "--ppo-kl-stop",
-        default=None,
-        choices=list(PPO_KL_STOPS),
-        help="after-step (default, as the PyTorch project): the epoch whose KL exceeds --target-kl still "
-        "takes its step, then PPO stops; before-step: it stops without that step",
-    )
-    parser.add_argument(
-        "--batches-per-chunk",
-        "--eval-every",
-        dest="batches_per_chunk",
-        type=positive_int,
-        default=None,
-        metavar="BATCHES",
-        help="batches per compiled chunk: log, evaluate against RandomPunisher, and check the clock this often",
-    )
-    parser.add_argument(
-        "--eval-games", type=game_batch, default=None, help="games against RandomPunisher per evaluation (default 100)"
-    )
-    parser.add_argument(
-        "--precision",
-        default=None,
-        metavar="|".join(PRECISIONS),
-        help="float32 matrix products: default (the backend's: TF32-class on an NVIDIA GPU, exact on a CPU), "
-        "highest (full float32), bf16 (bfloat16 products) or mixed (bfloat16 activations and products, "
-        "float32 parameters and optimizer state)",
-    )
-    parser.add_argument(
-        "--replay-capacity",
-        type=non_negative_int,
-        default=None,
-        metavar="POSITIONS",
-        help="search-based training from an on-device replay buffer of this many positions (circular; "
-        "default 0: train on each batch as it comes)",
-    )
-    parser.add_argument(
-        "--replay-batch",
-        type=positive_int,
-        default=None,
-        metavar="POSITIONS",
-        help="positions drawn uniformly from the replay buffer for each step (default 1024)",
-    )
-    parser.add_argument(
-        "--replay-steps",
-        type=positive_int,
-        default=None,
-        metavar="STEPS",
-        help="gradient steps per batch of games, each on a fresh draw from the replay buffer (default 1); "
-        "a position is trained on about STEPS x POSITIONS / positions-per-batch times (metric replay_reuse)",
-    )
-    parser.add_argument(
-        "--openings",
-        type=non_negative_int,
-        default=None,
-        metavar="PLIES",
-        help="start each game from a position drawn uniformly from every distinct position 0..PLIES plies deep "
-        "(at most 6; default 0: the empty board)",
-    )
-    parser.add_argument(
-        "--control-flow",
-        choices=("auto", "cond", "static"),
-        default=None,
-        help="cond: skip finished pairs of plies, idle chunks and PPO's stopped epochs with lax.cond; static: compute "
-        "them under masks, a program with no data-dependent branch (a GPU's host round trip per step at small "
-        "batches); the same results; auto: by backend (default)",
-    )
-    parser.add_argument(
-        "--solver-eval",
-        choices=("off", "network", "search"),
-        default=None,
-        help="after every chunk, score the network's (or the training search's) move on Pons' six sets and the "
-        "public solver positions, on the device: metrics pons_*_error (%%, AlphaZero.jl's measure), "
-        "public_optimal, public_keeps (default: network for the search-based presets, else off)",
-    )
-    parser.add_argument(
-        "--both-sides",
-        action="store_true",
-        default=None,
-        help="with --opponent current and a search-based algorithm: train on both players' positions",
-    )
-    parser.add_argument(
-        "--sample-plies",
-        type=non_negative_int,
-        default=None,
-        metavar="PLIES",
-        help="sample moves at the temperature on the game's first PLIES plies only, then play the most likely "
-        "(the most visited, for a search): AlphaZero's schedule (default: sample throughout)",
-    )
-    parser.add_argument(
-        "--unroll",
-        type=positive_int,
-        default=None,
-        metavar="PAIRS",
-        help="pairs of plies per step of the rollout's compiled loop (default 1): fewer loop steps, which "
-        "each wait on the host on a GPU, for a larger program; the same games",
-    )
-    parser.add_argument(
-        "--norm",
-        default=None,
-        metavar="|".join(NORM_METHODS),
-        help="Mk4's GroupNorm layers: flax (nn.GroupNorm), grouped (normalised in the grouped shape) or auto "
-        "(the default: chosen per backend by measurement)",
-    )
-    parser.add_argument(
-        "--conv",
-        default=None,
-        metavar="|".join(CONV_METHODS),
-        help="Mk4's 3x3 convolutions: im2col (patches and one matmul), xla (lax.conv: cuDNN on a GPU) or "
-        "auto (the default: chosen per backend by measurement, im2col on a CPU)",
-    )
-    parser.add_argument(
-        "--compaction",
-        default=None,
-        metavar="|".join(COMPACTION_MODES),
-        help="skip finished games in the rollout and invalid positions in the gradient when the model is "
-        "expensive enough: on (both), loss (the gradient only), off (neither), auto (the default: on, "
-        "except that on a GPU rollouts of fewer than 4,096 games evaluate every board, as measured)",
-    )
-    parser.add_argument(
-        "--init",
-        default=None,
-        metavar="|".join(INITS),
-        help="fresh parameters: torch (PyTorch's default initialisation, as the PyTorch project; the default) "
-        "or flax (Flax's LeCun-normal kernels and zero biases, czjax's before)",
     )
 
 

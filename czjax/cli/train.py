@@ -12,43 +12,45 @@ from czjax.cli import flags
 
 def _setting_overrides(args) -> dict:
     """TrainConfig settings given on the command line (``--pool`` implies ``--opponent pool``)."""
-    overrides = {
-        field: getattr(args, flag) for flag, field in flags.SETTING_FLAGS.items() if getattr(args, flag) is not None
-    }
-    if args.pool is not None:
-        overrides["pool.members"] = tuple(args.pool)
+    overrides = {name: getattr(args, name) for name in flags.setting_flags() if getattr(args, name) is not None}
+    if "pool.members" in overrides:
+        overrides["pool.members"] = tuple(overrides["pool.members"])
         overrides.setdefault("opponent", "pool")
     return overrides
+
+
+def _resumed_settings(args):
+    """(config, hparams, run) of the run in --out, which --resume continues; a flag that would
+    change its settings is refused."""
+    from czjax.learn.train import HParams, TrainConfig
+    from czjax.run import loop
+
+    named = (*flags.setting_flags(), *flags.hparam_flags(), "seed", "preset", "init_from")
+    given = [name for name in named if getattr(args, name) is not None]  # 0, 0.0 and False are given values
+    if given:
+        raise ValueError(f"--resume continues with the run's settings; drop {flags.flag_name(given[0])}")
+    stored = loop.read_run(args.out)
+    run = dict(stored["run"])
+    if args.batches is not None or args.time_budget is not None:  # a new target extends (or shortens) the run
+        run.update(batches=args.batches, time_budget_s=args.time_budget)
+    if run.get("batches") is None and run.get("time_budget_s") is None:
+        raise ValueError(
+            f"the run in {args.out} stores no target (an older czjax wrote it): give --batches or --time-budget"
+        )
+    return TrainConfig.from_dict(stored["config"]), HParams.create(**stored["hparams"]), run
 
 
 def train_settings(args):
     """(config, hparams, run) from the preset and the flags, or from the run folder on --resume;
     ``run`` holds seed, batches, time_budget_s and title."""
-    from czjax.learn.train import HParams, TrainConfig
-    from czjax.run import loop, presets
+    from czjax.learn.train import HParams
+    from czjax.run import presets
 
-    named = (*flags.SETTING_FLAGS, *flags.hparam_flags(), "no_baseline", "seed", "preset", "init_from")
-    given = [
-        f for f in named if getattr(args, f) is not None and getattr(args, f) is not False
-    ]  # 0 and 0.0 are given values
     if args.resume:
-        if given:
-            raise ValueError(f"--resume continues with the run's settings; drop --{given[0].replace('_', '-')}")
-        stored = loop.read_run(args.out)
-        run = dict(stored["run"])
-        if args.batches is not None or args.time_budget is not None:  # a new target extends (or shortens) the run
-            run.update(batches=args.batches, time_budget_s=args.time_budget)
-        if run.get("batches") is None and run.get("time_budget_s") is None:
-            raise ValueError(
-                f"the run in {args.out} stores no target (an older czjax wrote it): give --batches or --time-budget"
-            )
-        return TrainConfig.from_dict(stored["config"]), HParams.create(**stored["hparams"]), run
+        return _resumed_settings(args)
     preset_name = args.preset or "default"
     preset = presets.get_preset(preset_name)
-    overrides = _setting_overrides(args)
-    if args.no_baseline:
-        overrides["baseline"] = False
-    config = preset.config.override(overrides)
+    config = preset.config.override(_setting_overrides(args))
     hp = dict(preset.hparams)
     hp.update({k: getattr(args, k) for k in flags.hparam_flags() if getattr(args, k) is not None})
     batches = args.batches if args.batches is not None else (None if args.time_budget else preset.batches)
@@ -230,16 +232,7 @@ def add_train_command(commands) -> None:
         metavar="SECONDS",
         help="stop after this many seconds of training in all (a resumed run counts its earlier time)",
     )
-    for name in flags.hparam_flags():  # one flag per traced hyperparameter (train.HParams)
-        train.add_argument(
-            f"--{name.replace('_', '-')}",
-            *flags.HPARAM_ALIASES.get(name, ()),
-            dest=name,
-            type=flags.non_negative_float,
-            default=None,
-            help=flags.HPARAM_HELP.get(name, "(default: the preset's)"),
-        )
-    train.add_argument("--no-baseline", action="store_true", help="plain REINFORCE even with a value head")
+    flags.add_hparam_flags(train)  # one flag per traced hyperparameter (train.HParams)
     train.add_argument("--out", default=None, help="output folder (default: runs/PRESET-seedSEED)")
     flags.add_sink_flags(train)
     train.add_argument("--seed", type=flags.seed, default=None, help="(default: 0)")
@@ -266,6 +259,11 @@ def add_train_command(commands) -> None:
         metavar="N",
         help="split each batch's games over N devices (default: all of them, every host's; the same run on any number)",
     )
+    _add_run_flags(train)
+
+
+def _add_run_flags(train) -> None:
+    """Where and how a run goes on: several hosts, checkpoints."""
     hosts = train.add_argument_group(
         "several hosts",
         "one `czjax train` per host, the same flags on each but --process-id; "

@@ -50,18 +50,30 @@ CONTROL_FLOWS = ("auto", "cond", "static")
 BACKEND_CONTROL_FLOW = {"cpu": "cond"}  # what TrainConfig.solver_eval scores: nothing, the network's move, the search's
 
 
+def setting(default: Any, help: str, **flag: Any) -> Any:
+    """A field of the settings with its description: ``help`` (the command line's flag shows it)
+    and, where the default's type does not tell how a flag reads a value, ``type`` ("positive":
+    an integer >= 1, "games": an integer >= 2, "count": an integer >= 0), ``metavar`` and
+    ``choices`` (:func:`czjax.cli.flags.add_setting_flags` builds every flag from these)."""
+    return dataclasses.field(default=default, metadata={"help": help, **flag})
+
+
 @pytree_dataclass(frozen=True)
 class HParams:
     """Traced hyperparameters (float32 scalars, or arrays with a leading scan axis). The fields
     and their defaults are the one list of scannable names: the CLI's flags and the scans'
     grids derive from them (:func:`hparam_names`)."""
 
-    learning_rate: chex.Array = 1e-4
-    entropy_bonus: chex.Array = 0.05
-    value_weight: chex.Array = 0.5
-    discount: chex.Array = 0.9
-    temperature: chex.Array = 1.0
-    value_mix: chex.Array = 0.0  # search-based training: the root's value mixed into the value target, (1 - m) G + m Q
+    learning_rate: chex.Array = setting(1e-4, "AdamW's learning rate (default: the preset's)")
+    entropy_bonus: chex.Array = setting(0.05, "weight of the entropy bonus in the loss (default: the preset's)")
+    value_weight: chex.Array = setting(0.5, "weight of the value loss (default: the preset's)")
+    discount: chex.Array = setting(0.9, "discount of the returns, gamma (default: the preset's)")
+    temperature: chex.Array = setting(1.0, "sampling temperature of the learner (default: the preset's)")
+    value_mix: chex.Array = setting(
+        0.0,
+        "search-based training: the weight m of the search's root value in the value target, "
+        "(1 - m) * return + m * Q (default 0: the return alone)",
+    )
 
     @classmethod
     def create(cls, **values) -> HParams:
@@ -90,11 +102,24 @@ def hparam_names() -> tuple[str, ...]:
 
 @dataclasses.dataclass(frozen=True)
 class PPOSettings:
-    clip: float = 0.2
-    epochs: int = 4  # full-batch epochs per batch of games, stopped early by target_kl
-    target_kl: float = 0.01  # no further epoch once the mean KL from the starting policy exceeds this
-    kl_stop: str = "after-step"  # the step of the epoch that exceeds it is taken (PyTorch's order), or not
-    bootstrap: bool = False  # A2C's one-step TD target in place of the Monte-Carlo return (bootstrap_value)
+    clip: float = setting(0.2, "PPO's clip range of the probability ratio (default 0.2)")
+    epochs: int = setting(
+        4, "full-batch epochs per batch of games, stopped early by the KL (default 4)", type="positive"
+    )
+    target_kl: float = setting(
+        0.01, "no further epoch once the mean KL from the starting policy exceeds this (default 0.01)"
+    )
+    kl_stop: str = setting(
+        "after-step",
+        "after-step (default, as the PyTorch project): the epoch whose KL exceeds --target-kl still "
+        "takes its step, then PPO stops; before-step: it stops without that step",
+        choices=PPO_KL_STOPS,
+    )
+    bootstrap: bool = setting(
+        False,
+        "PPO with A2C's one-step TD target in place of the Monte-Carlo return, as the PyTorch project's "
+        "example 5 (bootstrap_value=True; the ex5-ppo preset's default)",
+    )
 
     def __post_init__(self):
         if not self.epochs >= 1 or not self.clip > 0 or not self.target_kl >= 0:
@@ -110,10 +135,14 @@ class PromotionSettings:
     score counts a draw as half a win, as the PyTorch project's ``self_play_loop`` does
     (``draws_count_half=False``: wins only, what czjax did before)."""
 
-    every_games: int = 5000  # every 100 batches of 50, as the blog
-    window_games: int = 1000  # the last 20 batches of 50
-    threshold: float = 0.52
-    draws_count_half: bool = True
+    every_games: int = setting(
+        5000, "self-play: check whether to promote the learner every this many games (default 5000)", type="positive"
+    )
+    window_games: int = setting(
+        1000, "self-play: the learner's score over the last this many games decides (default 1000)", type="positive"
+    )
+    threshold: float = setting(0.52, "self-play: promote when that score exceeds this (default 0.52)")
+    draws_count_half: bool = setting(True, "self-play: a draw counts as half a win in that score (default: on)")
 
     def __post_init__(self):
         if self.every_games <= 0 or self.window_games <= 0:
@@ -127,11 +156,20 @@ class PoolSettings:
     frozen copy of the learner whenever its EMA win rate against every member exceeds the
     threshold (:mod:`czjax.learn.pool`)."""
 
-    members: tuple = ()
-    ema: float = 0.1  # EMA step per batch played against a member
-    league: bool = False
-    league_slots: int = 8  # at most this many learner copies; then the oldest is replaced
-    league_threshold: float = 0.6
+    members: tuple = setting(
+        (),
+        "opponents for --opponent pool: random, random-punisher, checkpoint files; each batch draws one, "
+        "favouring those the learner beats least",
+        metavar="PLAYER",
+    )
+    ema: float = setting(0.1, "the step of the win rates' moving average per batch against a member (default 0.1)")
+    league: bool = setting(False, "add a frozen copy of the learner to the pool whenever it beats every member")
+    league_slots: int = setting(
+        8, "a league keeps at most this many learner copies, then replaces the oldest (default 8)", type="positive"
+    )
+    league_threshold: float = setting(
+        0.6, "a league adds a copy when the learner's win rate against every member exceeds this (default 0.6)"
+    )
 
     def __post_init__(self):
         object.__setattr__(self, "members", tuple(self.members))  # a list when read back from JSON
@@ -145,9 +183,25 @@ class ReplaySettings:
     positions are added to a circular buffer of ``capacity`` rows and the step trains on
     ``batch`` rows drawn from it uniformly. ``capacity`` 0 trains on each batch as it comes."""
 
-    capacity: int = 0
-    batch: int = 1024
-    steps: int = 1  # gradient steps per batch of games, each on a fresh draw of ``batch`` rows
+    capacity: int = setting(
+        0,
+        "search-based training from an on-device replay buffer of this many positions (circular; "
+        "default 0: train on each batch as it comes)",
+        metavar="POSITIONS",
+    )
+    batch: int = setting(
+        1024,
+        "positions drawn uniformly from the replay buffer for each step (default 1024)",
+        type="positive",
+        metavar="POSITIONS",
+    )
+    steps: int = setting(
+        1,
+        "gradient steps per batch of games, each on a fresh draw from the replay buffer (default 1); "
+        "a position is trained on about STEPS x POSITIONS / positions-per-batch times (metric replay_reuse)",
+        type="positive",
+        metavar="STEPS",
+    )
 
     def __post_init__(self):
         if self.capacity < 0 or self.batch < 1 or self.steps < 1:
@@ -181,45 +235,124 @@ SETTINGS_BEFORE_THEY_EXISTED = {
 NESTED = {"ppo": PPOSettings, "promotion": PromotionSettings, "pool": PoolSettings, "replay": ReplaySettings}
 
 
+def setting_fields() -> dict[str, dataclasses.Field]:
+    """Every static setting by the name :meth:`TrainConfig.override` takes (``"model"``,
+    ``"ppo.clip"``, ``"promotion.every_games"``), in the order of the fields: the one list the
+    command line's flags are built from."""
+    found: dict[str, dataclasses.Field] = {}
+    for field in dataclasses.fields(TrainConfig):
+        if field.name in NESTED:
+            found.update({f"{field.name}.{f.name}": f for f in dataclasses.fields(NESTED[field.name])})
+        else:
+            found[field.name] = field
+    return found
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     """Static settings: what is compiled. Hyperparameters that can be scanned are in HParams."""
 
-    model: str = "mlp"  # a name in models.MODELS
-    init: str = "torch"  # fresh parameters: "torch" (PyTorch's defaults, as the PyTorch project) or "flax"
-    games_per_batch: int = 50
-    opponent: str = "self"  # one of OPPONENTS
-    algorithm: str = "reinforce"  # a name in algorithms.ALGORITHMS
-    search: str = (
-        ""  # a search that plays the learner's games (alpha, alphazero): "mcts:sims=32,noise=0.25" (czjax.search)
+    model: str = setting(
+        "mlp",
+        f"the network: {', '.join(models.MODELS)}, or resnet[:blocks=B,channels=C] (default 5 x 64) "
+        "(default: the preset's)",
     )
-    baseline: bool = True  # REINFORCE with baseline when the model has a value head
-    weight_decay: float = 0.01  # AdamW, as torch.optim.AdamW's default
-    mirror: bool = False  # add every position flipped left-right to the batch
-    eval_games: int = 100  # against RandomPunisher after every chunk
-    batches_per_chunk: int = 20  # iterations per compiled chunk: the logging and evaluation interval
-    precision: str = "default"  # float32 matrix products of the compiled chunk (czjax.util.precision.PRECISIONS)
-    unroll: int = (
-        1  # pairs of plies per step of the rollout's compiled loop (rollout.play_games); the games are the same
+    init: str = setting(
+        "torch",
+        "fresh parameters: torch (PyTorch's default initialisation, as the PyTorch project; the default) "
+        "or flax (Flax's LeCun-normal kernels and zero biases, czjax's before)",
+        metavar="|".join(models.INITS),
     )
-    sample_plies: int | None = (
-        None  # moves are sampled on the game's first plies only, then the most likely (None: always)
+    games_per_batch: int = setting(50, "games per batch (one update each)", type="games")
+    opponent: str = setting(
+        "self",
+        f"{', '.join(OPPONENTS)}: self is a frozen copy of the learner, promoted at 52%; current is the "
+        "learner itself (AlphaZero's self-play); pool needs --pool",
     )
-    openings: int = 0  # games start from a position drawn uniformly from all positions 0..openings plies deep (rollout.opening_positions)
-    both_sides: bool = (
-        False  # opponent "current": train on both players' positions (both play with the learner's parameters)
+    algorithm: str = setting(
+        "reinforce",
+        "; ".join(f"{name}: {a.description}" for name, a in algorithms.ALGORITHMS.items()),
+        choices=tuple(algorithms.ALGORITHMS),
     )
-    control_flow: str = (
-        "auto"  # one of CONTROL_FLOWS: skip finished work with lax.cond, or compute it masked (the same results)
+    search: str = setting(
+        "",
+        "the search that plays the games of alpha and alphazero, e.g. mcts:sims=32,noise=0.25 or "
+        "rollout:width=4,depth=4 (searches and options as in a player spec: czjax eval accuracy --help)",
+        metavar="SEARCH[:OPTIONS]",
     )
-    solver_eval: str = "off"  # after each chunk, on Pons' sets and the public solver positions: off, network, search (czjax.learn.solver_metrics)
-    conv: str = (
-        "auto"  # how Mk4's 3x3 convolutions are computed: auto (measured per backend), im2col, xla (czjax.models)
+    baseline: bool = setting(True, "REINFORCE with baseline when the model has a value head (--no-baseline: plain)")
+    weight_decay: float = setting(0.01, "AdamW's decoupled weight decay (default 0.01, torch.optim.AdamW's)")
+    mirror: bool = setting(False, "add every position flipped left-right")
+    eval_games: int = setting(100, "games against RandomPunisher per evaluation (default 100)", type="games")
+    batches_per_chunk: int = setting(
+        20,
+        "batches per compiled chunk: log, evaluate against RandomPunisher, and check the clock this often",
+        type="positive",
+        metavar="BATCHES",
     )
-    norm: str = (
-        "auto"  # how Mk4's GroupNorm layers are computed: auto (measured per backend), flax, grouped (czjax.models)
+    precision: str = setting(
+        "default",
+        "float32 matrix products: default (the backend's: TF32-class on an NVIDIA GPU, exact on a CPU), "
+        "highest (full float32), bf16 (bfloat16 products) or mixed (bfloat16 activations and products, "
+        "float32 parameters and optimizer state)",
+        metavar="|".join(precision.PRECISIONS),
     )
-    compaction: str = "auto"  # skip finished games and invalid positions: auto (measured per backend), on, loss, off (czjax.compaction)
+    unroll: int = setting(
+        1,
+        "pairs of plies per step of the rollout's compiled loop (default 1): fewer loop steps, which "
+        "each wait on the host on a GPU, for a larger program; the same games",
+        type="positive",
+        metavar="PAIRS",
+    )
+    sample_plies: int | None = setting(
+        None,
+        "sample moves at the temperature on the game's first PLIES plies only, then play the most likely "
+        "(the most visited, for a search): AlphaZero's schedule (default: sample throughout)",
+        type="count",
+        metavar="PLIES",
+    )
+    openings: int = setting(
+        0,
+        "start each game from a position drawn uniformly from every distinct position 0..PLIES plies deep "
+        "(at most 6; default 0: the empty board)",
+        metavar="PLIES",
+    )
+    both_sides: bool = setting(
+        False, "with --opponent current and a search-based algorithm: train on both players' positions"
+    )
+    control_flow: str = setting(
+        "auto",
+        "cond: skip finished pairs of plies, idle chunks and PPO's stopped epochs with lax.cond; static: compute "
+        "them under masks, a program with no data-dependent branch (a GPU's host round trip per step at small "
+        "batches); the same results; auto: by backend (default)",
+        choices=CONTROL_FLOWS,
+    )
+    solver_eval: str = setting(
+        "off",
+        "after every chunk, score the network's (or the training search's) move on Pons' six sets and the "
+        "public solver positions, on the device: metrics pons_*_error (%, AlphaZero.jl's measure), "
+        "public_optimal, public_keeps (default: network for the search-based presets, else off)",
+        choices=SOLVER_EVALS,
+    )
+    conv: str = setting(
+        "auto",
+        "Mk4's 3x3 convolutions: im2col (patches and one matmul), xla (lax.conv: cuDNN on a GPU) or "
+        "auto (the default: chosen per backend by measurement, im2col on a CPU)",
+        metavar="|".join(models.CONV_METHODS),
+    )
+    norm: str = setting(
+        "auto",
+        "Mk4's GroupNorm layers: flax (nn.GroupNorm), grouped (normalised in the grouped shape) or auto "
+        "(the default: chosen per backend by measurement)",
+        metavar="|".join(models.NORM_METHODS),
+    )
+    compaction: str = setting(
+        "auto",
+        "skip finished games in the rollout and invalid positions in the gradient when the model is "
+        "expensive enough: on (both), loss (the gradient only), off (neither), auto (the default: on, "
+        "except that on a GPU rollouts of fewer than 4,096 games evaluate every board, as measured)",
+        metavar="|".join(compaction.COMPACTION_MODES),
+    )
     ppo: PPOSettings = PPOSettings()
     promotion: PromotionSettings = PromotionSettings()
     pool: PoolSettings = PoolSettings()
@@ -241,7 +374,8 @@ class TrainConfig:
             )
         if self.search and not algorithm.needs_search:
             raise ValueError(
-                f"a search plays the games of search-based algorithms only ({', '.join(a for a, v in algorithms.ALGORITHMS.items() if v.needs_search)}), not {self.algorithm}"
+                "a search plays the games of search-based algorithms only "
+                f"({', '.join(a for a, v in algorithms.ALGORITHMS.items() if v.needs_search)}), not {self.algorithm}"
             )
         if self.replay.capacity and not algorithm.needs_search:
             raise ValueError(
@@ -274,7 +408,8 @@ class TrainConfig:
             raise ValueError(f"openings must be between 0 and 6 plies, got {self.openings}")
         if self.both_sides and (self.opponent != "current" or not algorithm.needs_search):
             raise ValueError(
-                "both_sides trains on the opponent's positions too: it needs opponent 'current' and a search-based algorithm"
+                "both_sides trains on the opponent's positions too: "
+                "it needs opponent 'current' and a search-based algorithm"
             )
         if self.sample_plies is not None and self.sample_plies < 0:
             raise ValueError(f"sample_plies must be >= 0, got {self.sample_plies}")
