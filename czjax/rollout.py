@@ -183,7 +183,7 @@ def _ply(match: _Match, carry, randomness, movers, index):
         next_pos, won, ended = game.position_step(pos, jnp.where(active, action, -1))
     outcome = jnp.where(won, jnp.where(match.mover_is_a[movers], 1, -1).astype(jnp.int8), outcome)
     new_carry = (next_pos, done | ended, outcome, length + active.astype(jnp.int32))
-    record = (pos, jnp.where(active, action, 0).astype(jnp.int8), active)
+    record: tuple = (pos, jnp.where(active, action, 0).astype(jnp.int8), active)
     if match.record_targets:
         record += (
             jnp.where(active[:, None], outputs[:, game.COLS : 2 * game.COLS], 0.0),
@@ -305,7 +305,7 @@ def opening_positions(max_plies: int) -> np.ndarray:
     seen: dict[bytes, np.ndarray] = {}
     frontier = [np.zeros((game.ROWS, game.COLS), np.int8)]
     for depth in range(max_plies + 1):
-        next_frontier = []
+        next_frontier: list[np.ndarray] = []
         for board in frontier:
             board = np.asarray(board, np.int8)
             if board.tobytes() in seen:
@@ -326,7 +326,7 @@ def draw_openings(key, num_games: int, max_plies: int) -> game.Position:
 
 def _idle_records(pos: game.Position, num_games: int, record_targets: bool):
     """The records of a pair of plies after every game has ended: nothing happened."""
-    record = (
+    record: tuple = (
         jax.tree.map(lambda x: jnp.stack([x, x]), pos),
         jnp.zeros((2, num_games), jnp.int8),
         jnp.zeros((2, num_games), bool),

@@ -186,7 +186,7 @@ def analyze(agent: Agent, moves: str | None = None, temperature: float = 1.0, se
                 "best_prob": float(probs[t, greedy[t]]),
             }
         )
-        if visits is not None:
+        if visits is not None and q is not None:  # a search's details: both or neither
             rows[-1]["visits"] = [int(v) for v in visits[t]]
             rows[-1]["q"] = [None if np.isnan(x) else float(x) for x in q[t]]
     outcome = game_result(cols)

@@ -118,6 +118,9 @@ class Search(Protocol):
     __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
     description: ClassVar[str]
 
+    def __hash__(self) -> int:  # frozen: a search is a static argument and a cache key
+        ...
+
     def run(
         self, player: Player, params: Any, boards: jax.Array, key: jax.Array, *, env: Environment = CONNECT_FOUR
     ) -> SearchOutput:
