@@ -213,10 +213,24 @@ def bench_train(
             runs,
             profile,
         )
+    row = _train_row(config, num_devices, compile_s, times, metrics)
+    if phases is not None:
+        row["phases"] = {name: seconds / steps for name, seconds in phases}
+    peak = peak_bytes()
+    if peak is not None:
+        row["peak_bytes"] = peak
+    return _with_pytorch_reference(row)
+
+
+def _train_row(config, num_devices: int, compile_s: float, times: list[float], metrics) -> dict:
+    """:func:`bench_train`'s row from its timings: the median chunk's speed per iteration, the
+    learner's real positions per second, and the settings of ``config`` that change how the
+    iteration is computed."""
+    steps, games_per_batch = config.batches_per_chunk, config.games_per_batch
     per_iteration = statistics.median(times) / steps
     positions = float(metrics["positions"]) / steps  # the learner's real positions per batch
-    row = {
-        "model": model,
+    return {
+        "model": config.model,
         "games_per_batch": games_per_batch,
         "games_per_s": games_per_batch / per_iteration,
         "positions_per_s": positions / per_iteration,
@@ -230,12 +244,12 @@ def bench_train(
         },
         "devices": num_devices,
     }
-    if phases is not None:
-        row["phases"] = {name: seconds / steps for name, seconds in phases}
-    peak = peak_bytes()
-    if peak is not None:
-        row["peak_bytes"] = peak
-    reference = PYTORCH_TRAIN_GAMES_PER_S.get((model.replace("-value", ""), games_per_batch))
+
+
+def _with_pytorch_reference(row: dict) -> dict:
+    """``row`` with the PyTorch project's published figure for its setting and czjax's ratio to
+    it, where there is one."""
+    reference = PYTORCH_TRAIN_GAMES_PER_S.get((row["model"].replace("-value", ""), row["games_per_batch"]))
     if reference:
         row["pytorch_games_per_s"] = reference
         row["vs_pytorch"] = row["games_per_s"] / reference

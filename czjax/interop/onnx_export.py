@@ -54,6 +54,19 @@ class _Graph:
         self.nodes.append(self.h.make_node(op_type, list(inputs), [out], **attrs))
         return out
 
+    def relu(self, x: str) -> str:
+        return self.op("Relu", x)
+
+    def columns(self, x: str, start: int, stop: int) -> str:
+        """Columns ``start:stop`` of a 2-d ``x``."""
+        return self.op(
+            "Slice",
+            x,
+            self.const(np.array([start], np.int64)),
+            self.const(np.array([stop], np.int64)),
+            self.const(np.array([1], np.int64)),
+        )
+
     def dense(self, x: str, weight: np.ndarray, bias: np.ndarray | None = None) -> str:
         """x @ weight.T (+ bias), with a PyTorch ``(out, in)`` weight."""
         y = self.op("MatMul", x, self.const(np.ascontiguousarray(weight.T), "w"))
@@ -83,40 +96,44 @@ class _Graph:
 
 def _body(g: _Graph, model_name: str, sd: dict[str, np.ndarray], boards: str) -> tuple[str, str | None]:
     """``(logits (N, 7), value (N,) or None)`` from int8 ``boards (N, 6, 7)``."""
-    relu = lambda x: g.op("Relu", x)  # noqa: E731
     if model_name in ("mlp", "mlp3"):
         x = g.op("Reshape", g.op("Cast", boards, to=g.onnx.TensorProto.FLOAT), g.const(np.array([-1, 42], np.int64)))
-        if model_name == "mlp":
-            for t in (1, 3):
-                x = relu(g.dense(x, sd[f"layers.{t}.weight"], sd[f"layers.{t}.bias"]))
-            return g.dense(x, sd["layers.5.weight"], sd["layers.5.bias"]), None
-        for i in range(7):
-            x = g.dense(x, sd[f"layers.{3 * i + 1}.weight"])
-            x = relu(g.layer_norm(x, sd[f"layers.{3 * i + 2}.weight"], sd[f"layers.{3 * i + 2}.bias"]))
-        out = g.dense(x, sd["layers.22.weight"], sd["layers.22.bias"])
-        logits = g.op(
-            "Slice",
-            out,
-            g.const(np.array([0], np.int64)),
-            g.const(np.array([7], np.int64)),
-            g.const(np.array([1], np.int64)),
-        )
-        raw_value = g.op(
-            "Slice",
-            out,
-            g.const(np.array([7], np.int64)),
-            g.const(np.array([8], np.int64)),
-            g.const(np.array([1], np.int64)),
-        )
-        return logits, g.op("Tanh", g.op("Reshape", raw_value, g.const(np.array([-1], np.int64))))
+        return _mlp(g, sd, x) if model_name == "mlp" else _mlp3(g, sd, x)
+    features = _mk4_features(g, sd, boards)
+    logits = _mk4_policy(g, sd, features)
+    if "value_head.0.weight" not in sd:
+        return logits, None
+    return logits, _mk4_value(g, sd, features)
 
-    # Mk4: one-hot planes (own, opponent, empty) in NCHW
+
+def _mlp(g: _Graph, sd: dict[str, np.ndarray], x: str) -> tuple[str, None]:
+    """``SimpleMLPModel``'s logits from the flat boards ``x (N, 42)``; no value."""
+    for t in (1, 3):
+        x = g.relu(g.dense(x, sd[f"layers.{t}.weight"], sd[f"layers.{t}.bias"]))
+    return g.dense(x, sd["layers.5.weight"], sd["layers.5.bias"]), None
+
+
+def _mlp3(g: _Graph, sd: dict[str, np.ndarray], x: str) -> tuple[str, str]:
+    """``Connect4MLP3``'s ``(logits, value)`` from the flat boards ``x (N, 42)``: the last layer's
+    first 7 outputs, and the tanh of its 8th."""
+    for i in range(7):
+        x = g.dense(x, sd[f"layers.{3 * i + 1}.weight"])
+        x = g.relu(g.layer_norm(x, sd[f"layers.{3 * i + 2}.weight"], sd[f"layers.{3 * i + 2}.bias"]))
+    out = g.dense(x, sd["layers.22.weight"], sd["layers.22.bias"])
+    logits = g.columns(out, 0, 7)
+    raw_value = g.columns(out, 7, 8)
+    return logits, g.op("Tanh", g.op("Reshape", raw_value, g.const(np.array([-1], np.int64))))
+
+
+def _mk4_features(g: _Graph, sd: dict[str, np.ndarray], boards: str) -> str:
+    """``Connect4CNN_Mk4``'s features ``(N, 448)`` (channel * 7 + col): one-hot planes (own,
+    opponent, empty) in NCHW, the stem, three residual blocks and the downsampling convolution."""
     planes = []
     for piece in (1, -1, 0):
         is_piece = g.op("Cast", g.op("Equal", boards, g.const(np.int8(piece))), to=g.onnx.TensorProto.FLOAT)
         planes.append(g.op("Unsqueeze", is_piece, g.const(np.array([1], np.int64))))
     x = g.op("Concat", *planes, axis=1)
-    x = relu(
+    x = g.relu(
         g.group_norm(
             g.conv(x, sd["feature_extractor.0.weight"], 1),
             sd["feature_extractor.1.weight"],
@@ -125,23 +142,27 @@ def _body(g: _Graph, model_name: str, sd: dict[str, np.ndarray], boards: str) ->
     )
     for b in (1, 2, 3):
         p = f"resblock{b}"
-        y = relu(g.group_norm(g.conv(x, sd[f"{p}.0.weight"], 1), sd[f"{p}.1.weight"], sd[f"{p}.1.bias"]))
+        y = g.relu(g.group_norm(g.conv(x, sd[f"{p}.0.weight"], 1), sd[f"{p}.1.weight"], sd[f"{p}.1.bias"]))
         y = g.group_norm(g.conv(y, sd[f"{p}.3.weight"], 1), sd[f"{p}.4.weight"], sd[f"{p}.4.bias"])
-        x = relu(g.op("Add", x, y))
-    features = g.op(
-        "Reshape", g.conv(x, sd["downsample.weight"], 0), g.const(np.array([-1, 448], np.int64))
-    )  # channel * 7 + col
-    p = relu(
+        x = g.relu(g.op("Add", x, y))
+    return g.op("Reshape", g.conv(x, sd["downsample.weight"], 0), g.const(np.array([-1, 448], np.int64)))
+
+
+def _mk4_policy(g: _Graph, sd: dict[str, np.ndarray], features: str) -> str:
+    """``Connect4CNN_Mk4``'s logits ``(N, 7)`` from its features."""
+    p = g.relu(
         g.layer_norm(g.dense(features, sd["fc_layers.0.weight"]), sd["fc_layers.1.weight"], sd["fc_layers.1.bias"])
     )
-    p = relu(g.layer_norm(g.dense(p, sd["fc_layers.3.weight"]), sd["fc_layers.4.weight"], sd["fc_layers.4.bias"]))
-    logits = g.dense(p, sd["fc_layers.6.weight"], sd["fc_layers.6.bias"])
-    if "value_head.0.weight" not in sd:
-        return logits, None
-    v = relu(g.dense(features, sd["value_head.0.weight"], sd["value_head.0.bias"]))
-    v = relu(g.dense(v, sd["value_head.2.weight"], sd["value_head.2.bias"]))
+    p = g.relu(g.layer_norm(g.dense(p, sd["fc_layers.3.weight"]), sd["fc_layers.4.weight"], sd["fc_layers.4.bias"]))
+    return g.dense(p, sd["fc_layers.6.weight"], sd["fc_layers.6.bias"])
+
+
+def _mk4_value(g: _Graph, sd: dict[str, np.ndarray], features: str) -> str:
+    """``Connect4CNN_Mk4``'s value head ``(N,)`` from its features (``cnn-mk4-value``)."""
+    v = g.relu(g.dense(features, sd["value_head.0.weight"], sd["value_head.0.bias"]))
+    v = g.relu(g.dense(v, sd["value_head.2.weight"], sd["value_head.2.bias"]))
     v = g.dense(v, sd["value_head.4.weight"], sd["value_head.4.bias"])
-    return logits, g.op("Tanh", g.op("Reshape", v, g.const(np.array([-1], np.int64))))
+    return g.op("Tanh", g.op("Reshape", v, g.const(np.array([-1], np.int64))))
 
 
 def build_model(model_name: str, params, batched: bool = False):

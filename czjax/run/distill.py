@@ -159,9 +159,7 @@ def distill(
     command). Returns the report."""
     from pathlib import Path
 
-    from czjax.agents import load_agent
-    from czjax.evaluate import solver
-    from czjax.learn.train import HParams, TrainConfig, make_trainer
+    from czjax.learn.train import TrainConfig
     from czjax.run import loop
     from czjax.util import checkpoint
 
@@ -173,9 +171,7 @@ def distill(
     boards = teacher_positions(teacher, games, seed, temperature, log)
     log(f"labelling {len(boards):,} positions")
     targets, values = label(teacher, boards, seed=seed, log=log)
-    order = np.random.default_rng(seed).permutation(len(boards))
-    held = order[: len(boards) // 10]
-    train = order[len(boards) // 10 :]
+    held, train = held_out_split(len(boards), seed)
     params, losses = train_student(
         model_name,
         boards[train],
@@ -188,19 +184,10 @@ def distill(
         seed,
         log,
     )
-    state = make_trainer(config).init(seed)
-    state = state.replace(params=params, opponent_params=params)
     path = out_dir / checkpoint.FILENAME
-    checkpoint.save(
-        path,
-        state,
-        config.to_dict(),
-        HParams.create().to_dict(),
-        {"seed": seed, "distilled_from": teacher.name, "games": games, "positions": int(len(boards))},
-    )
-    student = load_agent(str(path))
-    _, _, greedy = policy(student, boards[held])
-    report = {
+    about = {"seed": seed, "distilled_from": teacher.name, "games": games, "positions": int(len(boards))}
+    save_student(path, config, params, seed, about)
+    return {
         "teacher": teacher.name,
         "student": str(path),
         "model": model_name,
@@ -208,12 +195,44 @@ def distill(
         "positions": int(len(boards)),
         "epochs": epochs,
         "losses": losses,
-        "held_out_agreement": float((greedy == targets[held].argmax(1)).mean()) if len(held) else None,
+        **check_student(str(path), boards[held], targets[held]),
+    }
+
+
+def held_out_split(num_positions: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(held, train)``: the indices of a seeded shuffle of the positions, its first tenth held
+    out and the rest trained on."""
+    order = np.random.default_rng(seed).permutation(num_positions)
+    return order[: num_positions // 10], order[num_positions // 10 :]
+
+
+def save_student(path, config, params, seed: int, about: dict) -> None:
+    """The student's checkpoint at ``path``: a fresh TrainState of ``config`` (from ``seed``) with
+    ``params`` as its parameters and its opponent's, default hyperparameters, and ``about`` as
+    the run's description."""
+    from czjax.learn.train import HParams, make_trainer
+    from czjax.util import checkpoint
+
+    state = make_trainer(config).init(seed)
+    state = state.replace(params=params, opponent_params=params)
+    checkpoint.save(path, state, config.to_dict(), HParams.create().to_dict(), about)
+
+
+def check_student(path: str, held_boards: np.ndarray, held_targets: np.ndarray) -> dict:
+    """The student's scores: ``held_out_agreement`` (how often its greedy move on the held-out
+    positions is the teacher's favourite; None when none are held out) and
+    ``student_accuracy`` (on the solver-labelled positions, without the per-ply breakdown)."""
+    from czjax.agents import load_agent
+    from czjax.evaluate import solver
+
+    student = load_agent(path)
+    _, _, greedy = policy(student, held_boards)
+    return {
+        "held_out_agreement": float((greedy == held_targets.argmax(1)).mean()) if len(held_boards) else None,
         "student_accuracy": {
             k: v for k, v in solver.accuracy(student, solver.load_positions()).items() if k != "by_ply"
         },
     }
-    return report
 
 
 def format_report(report: dict) -> str:

@@ -33,6 +33,7 @@ does not read it again.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
@@ -41,6 +42,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -437,125 +439,202 @@ def _run(
         **({"init_from": str(init_from)} if init_from is not None else {}),
     }
     writes = devices.is_main_process()  # over several hosts, process 0 writes the run's files
-    saved: list[bool] = []
-    with discarded_on_failure(out_dir, RUN_FILES, lambda: writes and not resumed and not saved):
-        return _train(
-            config,
-            hparams,
-            out_dir,
-            trainer,
-            state,
-            rows,
-            elapsed_before,
-            description,
-            batches,
-            time_budget_s,
-            checkpoint_every,
-            checkpoint_every_s,
-            plot_every_s,
-            log,
-            title,
-            num_devices,
-            writes,
-            saved,
-            sinks,
-        )
+    training = _Training(
+        config,
+        hparams,
+        out_dir,
+        trainer,
+        description,
+        _Schedule(batches, time_budget_s, checkpoint_every, checkpoint_every_s, plot_every_s),
+        log,
+        title,
+        num_devices,
+        writes,
+        sinks,
+    )
+    with discarded_on_failure(out_dir, RUN_FILES, lambda: writes and not resumed and not training.saved):
+        return _train(training, state, rows, elapsed_before)
 
 
-def _train(
-    config,
-    hparams,
-    out_dir,
-    trainer,
-    state,
-    rows,
-    elapsed_before,
-    description,
-    batches,
-    time_budget_s,
-    checkpoint_every,
-    checkpoint_every_s,
-    plot_every_s,
-    log,
-    title,
-    num_devices,
-    writes,
-    saved,
-    sinks,
-) -> dict:
-    if writes:
-        (out_dir / RUN).write_text(
-            json.dumps({"config": config.to_dict(), "hparams": hparams.to_dict(), "run": description}, indent=1)
-        )
-    ckpt_path, metrics_path, dash_path = out_dir / CHECKPOINT, out_dir / METRICS, out_dir / DASHBOARD
-    promotes = config.opponent == "self" or config.pool.league  # else no promotions panel: the count stays 0
+class _Schedule(NamedTuple):
+    """When a run stops (``batches``, ``time_budget_s``: None for no such limit) and how often it
+    saves a checkpoint (every ``checkpoint_every`` chunks or ``checkpoint_every_s`` seconds) and
+    redraws its dashboard (every ``plot_every_s`` seconds)."""
 
-    def save(state):
-        if writes:
-            checkpoint.save(ckpt_path, devices.local_view(state), config.to_dict(), hparams.to_dict(), description)
-            saved.append(True)
+    batches: int | None
+    time_budget_s: float | None
+    checkpoint_every: int
+    checkpoint_every_s: float
+    plot_every_s: float
 
-    start = time.perf_counter()
-    first_row = len(rows)  # this process's rows start here (a resumed run's earlier ones came before)
-    last_print = last_plot = last_save = 0.0
-    chunks = 0
-    interrupted: str | bool = False
-    try:
-        while not log.broken:
-            done = int(devices.local_view(state).step)
-            if (batches is not None and done >= batches) or (
-                time_budget_s is not None and elapsed_before + time.perf_counter() - start >= time_budget_s
-            ):
-                break
-            num_batches = config.batches_per_chunk if batches is None else min(config.batches_per_chunk, batches - done)
-            state, metrics, chunk_s = run_chunk_once(
-                trainer.run_chunk,
-                state,
-                hparams,
-                num_batches,
-                config,
-                (config, num_batches, num_devices),
-                log,
-                f"of {config.games_per_batch} games",
-                f"batches {done + 1:,}-{done + num_batches:,}",
-                lambda tree: devices.replicate(tree, num_devices),
+
+@dataclasses.dataclass
+class _Training:
+    """What stays fixed while a run trains: what it trains, where it writes, its schedule; and
+    ``saved``, whether it has written a checkpoint yet."""
+
+    config: TrainConfig
+    hparams: HParams
+    out_dir: Path
+    trainer: Any
+    description: dict
+    schedule: _Schedule
+    log: QuietLog
+    title: str
+    num_devices: int
+    writes: bool  # over several hosts, process 0 writes the run's files
+    sinks: Any
+    saved: bool = False
+
+    @property
+    def promotes(self) -> bool:
+        """Whether the dashboard has a promotions panel (else the count stays 0)."""
+        return self.config.opponent == "self" or self.config.pool.league
+
+    def write_description(self) -> None:
+        """``run.json``: the run's settings and description."""
+        if self.writes:
+            (self.out_dir / RUN).write_text(
+                json.dumps(
+                    {"config": self.config.to_dict(), "hparams": self.hparams.to_dict(), "run": self.description},
+                    indent=1,
+                )
             )
-            row = dict(
-                metric_row(metrics),
-                games_per_s=num_batches * config.games_per_batch / chunk_s,
-                chunk_s=chunk_s,
-                elapsed_s=elapsed_before + time.perf_counter() - start,
+
+    def save(self, state) -> None:
+        """The checkpoint of ``state``, with the run's settings and description."""
+        if self.writes:
+            checkpoint.save(
+                self.out_dir / CHECKPOINT,
+                devices.local_view(state),
+                self.config.to_dict(),
+                self.hparams.to_dict(),
+                self.description,
             )
-            rows.append(row)
-            if writes:
-                with metrics_path.open("a") as f:
-                    f.write(json.dumps(row) + "\n")
-                log_rows(sinks, [row])
-            chunks += 1
-            now = time.perf_counter() - start
-            if now - last_print >= 2.0 or chunks == 1:
-                log(format_progress(row, batches, run_time_left(rows, first_row, batches, time_budget_s)))
-                last_print = now
-            if chunks % checkpoint_every == 0 or now - last_save >= checkpoint_every_s:
-                save(state)
-                last_save = now
-            if writes and now - last_plot >= plot_every_s and rows:
-                plots.dashboard(rows, dash_path, title=title, promotes=promotes)
-                last_plot = now
-    except KeyboardInterrupt:
-        interrupted = "interrupt"
-    except Stopped:
-        interrupted = "SIGTERM"
-    if log.broken and not interrupted:
-        interrupted = "broken pipe"
+            self.saved = True
+
+    def append_row(self, row: dict) -> None:
+        """One chunk's row to ``metrics.jsonl`` and the sinks."""
+        if self.writes:
+            with (self.out_dir / METRICS).open("a") as f:
+                f.write(json.dumps(row) + "\n")
+            log_rows(self.sinks, [row])
+
+    def dashboard(self, rows: list[dict]) -> None:
+        """``dashboard.png`` redrawn from ``rows``."""
+        if self.writes and rows:
+            plots.dashboard(rows, self.out_dir / DASHBOARD, title=self.title, promotes=self.promotes)
+
+
+@dataclasses.dataclass
+class _Clock:
+    """A run's host-side timing in this process: when it started (``time.perf_counter()``), the
+    first of its rows (a resumed run's earlier ones came before), the chunks it ran, and when it
+    last printed, plotted and saved (seconds since its start)."""
+
+    start: float
+    first_row: int
+    chunks: int = 0
+    last_print: float = 0.0
+    last_plot: float = 0.0
+    last_save: float = 0.0
+
+
+def _train(training: _Training, state, rows: list[dict], elapsed_before: float) -> dict:
+    """Train from ``state`` to the run's target, saving on the way and at the end (also when
+    interrupted); returns the run's summary."""
+    training.write_description()
+    state, interrupted = _train_chunks(training, state, rows, elapsed_before)
     # the save comes before any word about it: printing may fail (a pipe whose reader is gone)
     with contextlib.suppress(KeyboardInterrupt, Stopped):
-        save(state)
+        training.save(state)
     if interrupted:
-        log(f"{interrupted}: saved the last completed chunk (batch {int(devices.local_view(state).step):,})")
-    if writes and rows:
-        plots.dashboard(rows, dash_path, title=title, promotes=promotes)
-    return run_summary(out_dir, devices.local_view(state), rows, elapsed_before, interrupted)
+        training.log(f"{interrupted}: saved the last completed chunk (batch {int(devices.local_view(state).step):,})")
+    training.dashboard(rows)
+    return run_summary(training.out_dir, devices.local_view(state), rows, elapsed_before, interrupted)
+
+
+def _train_chunks(training: _Training, state, rows: list[dict], elapsed_before: float) -> tuple[Any, str | bool]:
+    """Run chunks until the target, a broken output pipe, Ctrl-C or SIGTERM, each chunk's row
+    appended to ``rows`` and written; returns the last completed chunk's state and why the run
+    stopped early (False when it did not)."""
+    clock = _Clock(time.perf_counter(), len(rows))
+    try:
+        while not training.log.broken:
+            done = int(devices.local_view(state).step)
+            if _target_reached(training.schedule, done, lambda: elapsed_before + time.perf_counter() - clock.start):
+                break
+            num_batches = _chunk_size(training.config, done, training.schedule.batches)
+            state, metrics, chunk_s = _run_chunk(training, state, done, num_batches)
+            row = _chunk_row(
+                training.config, metrics, num_batches, chunk_s, elapsed_before + time.perf_counter() - clock.start
+            )
+            rows.append(row)
+            training.append_row(row)
+            clock.chunks += 1
+            _report(training, state, rows, clock)
+    except KeyboardInterrupt:
+        return state, "interrupt"
+    except Stopped:
+        return state, "SIGTERM"
+    return state, ("broken pipe" if training.log.broken else False)
+
+
+def _target_reached(schedule: _Schedule, done: int, elapsed: Callable[[], float]) -> bool:
+    """Whether ``done`` batches, or ``elapsed()`` seconds of training in all, reach the run's target."""
+    return (schedule.batches is not None and done >= schedule.batches) or (
+        schedule.time_budget_s is not None and elapsed() >= schedule.time_budget_s
+    )
+
+
+def _chunk_size(config: TrainConfig, done: int, batches: int | None) -> int:
+    """The batches in the next chunk: a whole chunk, or what is left to the target."""
+    return config.batches_per_chunk if batches is None else min(config.batches_per_chunk, batches - done)
+
+
+def _run_chunk(training: _Training, state, done: int, num_batches: int):
+    """The compiled chunk of ``num_batches`` batches from batch ``done``, state and hyperparameters
+    replicated over the run's devices: ``(state, metrics, seconds)``."""
+    config, num_devices = training.config, training.num_devices
+    return run_chunk_once(
+        training.trainer.run_chunk,
+        state,
+        training.hparams,
+        num_batches,
+        config,
+        (config, num_batches, num_devices),
+        training.log,
+        f"of {config.games_per_batch} games",
+        f"batches {done + 1:,}-{done + num_batches:,}",
+        lambda tree: devices.replicate(tree, num_devices),
+    )
+
+
+def _chunk_row(config: TrainConfig, metrics: dict, num_batches: int, chunk_s: float, elapsed_s: float) -> dict:
+    """A chunk's metrics row: its metrics, speed, own time and the run's time in all."""
+    return dict(
+        metric_row(metrics),
+        games_per_s=num_batches * config.games_per_batch / chunk_s,
+        chunk_s=chunk_s,
+        elapsed_s=elapsed_s,
+    )
+
+
+def _report(training: _Training, state, rows: list[dict], clock: _Clock) -> None:
+    """After a chunk: its progress line every 2 s (and after the first chunk), a checkpoint every
+    ``checkpoint_every`` chunks or ``checkpoint_every_s`` seconds, the dashboard every
+    ``plot_every_s`` seconds."""
+    schedule, now = training.schedule, time.perf_counter() - clock.start
+    if now - clock.last_print >= 2.0 or clock.chunks == 1:
+        left_s = run_time_left(rows, clock.first_row, schedule.batches, schedule.time_budget_s)
+        training.log(format_progress(rows[-1], schedule.batches, left_s))
+        clock.last_print = now
+    if clock.chunks % schedule.checkpoint_every == 0 or now - clock.last_save >= schedule.checkpoint_every_s:
+        training.save(state)
+        clock.last_save = now
+    if training.writes and now - clock.last_plot >= schedule.plot_every_s and rows:
+        training.dashboard(rows)
+        clock.last_plot = now
 
 
 def run_summary(out_dir: Path, state, rows: list[dict], elapsed_before: float, interrupted: str | bool) -> dict:

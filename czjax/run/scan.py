@@ -17,6 +17,7 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -199,63 +200,108 @@ def run_group(
     ids = [c["config"] for c in group]
     hparams = stacked_hparams(base_hparams, group)
     states = init(jnp.asarray([c["seed"] for c in group]))
-    ckpt, metrics_path = group_checkpoint(out_dir, g), out_dir / METRICS
-    if resume and ckpt.exists():
-        states, _ = checkpoint.load(ckpt, states, expected_model=config.model)
-        done = int(np.asarray(states.step)[0])
-        rows = [r for r in rows if r["config"] not in ids or r["batches"] <= done]
-        log(f"group {g + 1}/{num_groups}: resuming at batch {done:,}")
-    elif resume:
-        rows = [r for r in rows if r["config"] not in ids]
-    if resume:
-        write_metrics(metrics_path, rows)
+    ckpt, metrics_path, label = group_checkpoint(out_dir, g), out_dir / METRICS, f"group {g + 1}/{num_groups}"
+    states, rows = resume_group(config, states, rows, ids, ckpt, metrics_path, resume, log, label)
     start = time.perf_counter()
     spread = devices.largest_divisor(len(group), num_devices)  # configurations split evenly
     first, pace_from = True, None  # pace_from: (batch, time) after the first chunk (which compiles)
     while (done := int(np.asarray(states.step)[0])) < batches:
         if stop_at is not None and time.monotonic() >= stop_at and not first:
-            log(
-                f"group {g + 1}/{num_groups}: stopping at batch {done:,} of {batches:,} (time limit); "
-                "--resume continues it"
-            )
+            log(f"{label}: stopping at batch {done:,} of {batches:,} (time limit); --resume continues it")
             break
         num_batches = min(config.batches_per_chunk, batches - done)
-        states, metrics, seconds = run_chunk_once(
-            run_chunk,
-            states,
-            hparams,
-            num_batches,
-            config,
-            ("scan", config, num_batches, len(group), spread),
-            log,
-            f"for {len(group)} configurations",
-            f"group {g + 1}/{num_groups}: {num_batches} batches",
-            lambda tree: devices.spread_configurations(tree, spread),
+        states, metrics, seconds = run_group_chunk(
+            run_chunk, states, hparams, num_batches, config, len(group), spread, log, label
         )
         first = False
         new_rows = group_rows(
             group, metrics, len(group) * num_batches * config.games_per_batch / seconds, time.perf_counter() - start
         )
         rows = rows + new_rows
-        with metrics_path.open("a") as f:
-            f.writelines(json.dumps(r) + "\n" for r in new_rows)
-        log_rows(sinks, new_rows)
-        checkpoint.save(ckpt, states, config.to_dict(), base_hparams, {"scan_group": g, "configs": ids})
-        mean_entropy = np.mean([r["entropy"] for r in new_rows])
-        mean_win = np.mean([r["eval_win_rate"] for r in new_rows])
-        log(
-            f"group {g + 1}/{num_groups} ({len(group)} configurations) | "
-            f"batch {new_rows[0]['batches']:,}/{batches:,} | "
-            f"{new_rows[0]['games_per_s']:,.0f} games/s in all | mean entropy {mean_entropy:.2f} | "
-            f"mean win vs punisher {mean_win:.2f} | "
-            + eta_text(
-                scan_time_left(
-                    pace_from, done + num_batches, (num_batches, seconds), batches, (num_groups - g - 1) * batches
-                )
-            )
+        save_group_chunk(config, base_hparams, g, ids, states, new_rows, ckpt, metrics_path, sinks)
+        left_s = scan_time_left(
+            pace_from, done + num_batches, (num_batches, seconds), batches, (num_groups - g - 1) * batches
         )
+        log(group_progress(label, len(group), new_rows, batches, left_s))
         pace_from = pace_from or (done + num_batches, time.perf_counter())
     return rows
+
+
+def run_group_chunk(
+    run_chunk, states, hparams, num_batches: int, config: TrainConfig, size: int, spread: int, log, label: str
+):
+    """The compiled chunk of ``num_batches`` batches for a group of ``size`` configurations,
+    spread over ``spread`` devices: ``(states, metrics, seconds)``."""
+    return run_chunk_once(
+        run_chunk,
+        states,
+        hparams,
+        num_batches,
+        config,
+        ("scan", config, num_batches, size, spread),
+        log,
+        f"for {size} configurations",
+        f"{label}: {num_batches} batches",
+        lambda tree: devices.spread_configurations(tree, spread),
+    )
+
+
+def resume_group(
+    config: TrainConfig,
+    states,
+    rows: list[dict],
+    ids: list[int],
+    ckpt: Path,
+    metrics_path: Path,
+    resume: bool,
+    log,
+    label: str,
+) -> tuple[Any, list[dict]]:
+    """A group's ``(states, rows)`` to continue from on ``resume``: its checkpoint's states (if it
+    has one) and the rows without the group's ones logged after it (all of them when it has
+    none), the metrics file rewritten to match; else ``(states, rows)`` unchanged."""
+    if resume and ckpt.exists():
+        states, _ = checkpoint.load(ckpt, states, expected_model=config.model)
+        done = int(np.asarray(states.step)[0])
+        rows = [r for r in rows if r["config"] not in ids or r["batches"] <= done]
+        log(f"{label}: resuming at batch {done:,}")
+    elif resume:
+        rows = [r for r in rows if r["config"] not in ids]
+    if resume:
+        write_metrics(metrics_path, rows)
+    return states, rows
+
+
+def save_group_chunk(
+    config: TrainConfig,
+    base_hparams: dict,
+    g: int,
+    ids: list[int],
+    states,
+    new_rows: list[dict],
+    ckpt: Path,
+    metrics_path: Path,
+    sinks,
+) -> None:
+    """After a group's chunk: its rows appended to the metrics file and the sinks, then the
+    group's checkpoint."""
+    with metrics_path.open("a") as f:
+        f.writelines(json.dumps(r) + "\n" for r in new_rows)
+    log_rows(sinks, new_rows)
+    checkpoint.save(ckpt, states, config.to_dict(), base_hparams, {"scan_group": g, "configs": ids})
+
+
+def group_progress(label: str, size: int, new_rows: list[dict], batches: int, left_s: float | None) -> str:
+    """A group's progress line after a chunk: the batch, speed, mean entropy and mean win rate
+    against the punisher over its configurations, and the time left."""
+    mean_entropy = np.mean([r["entropy"] for r in new_rows])
+    mean_win = np.mean([r["eval_win_rate"] for r in new_rows])
+    return (
+        f"{label} ({size} configurations) | "
+        f"batch {new_rows[0]['batches']:,}/{batches:,} | "
+        f"{new_rows[0]['games_per_s']:,.0f} games/s in all | mean entropy {mean_entropy:.2f} | "
+        f"mean win vs punisher {mean_win:.2f} | " + eta_text(left_s)
+    )
 
 
 def run_scan(
