@@ -455,7 +455,7 @@ def _mctx_over_czjax():
 
     def root_fn(params, boards):
         pos = game.pack(boards)
-        logits, value, legal = search.evaluate(search_network_player, params, pos, None)
+        logits, value, legal = search.network_value(search_network_player, params, pos, None)
         return mctx.RootFnOutput(
             prior_logits=logits, value=value, embedding=(pos, jnp.zeros(value.shape, bool))
         ), ~legal
@@ -463,7 +463,7 @@ def _mctx_over_czjax():
     def recurrent_fn(params, key, action, embedding):
         pos, over = embedding
         nxt, won, done = game.position_step(pos, action)
-        logits, value, _ = search.evaluate(search_network_player, params, nxt, key)
+        logits, value, _ = search.network_value(search_network_player, params, nxt, key)
         ended = over | done
         out = mctx.RecurrentFnOutput(
             reward=jnp.where(over, 0.0, won.astype(jnp.float32)),

@@ -58,10 +58,6 @@ from czjax.search.tree import (
     simulate,
 )
 
-evaluate = network_value
-"""Deprecated: the former name of :func:`network_value` (it clashed with the package
-``czjax.evaluate``); kept while callers move over."""
-
 __all__ = [
     "CONNECT_FOUR",
     "GUMBEL_MOVES",
