@@ -207,10 +207,16 @@ def _settings(cls, prefix=""):
     """Every setting of a settings dataclass by its override name, walking nested groups."""
     import dataclasses
 
+    from czjax.learn.algorithms import ALGORITHMS
+
     found = {}
     for field in dataclasses.fields(cls):
         value = field.default
-        if dataclasses.is_dataclass(value):
+        if field.name == "algorithm_settings":  # each algorithm's own settings, named after it
+            for name, algorithm in ALGORITHMS.items():
+                if algorithm.settings is not None:
+                    found.update(_settings(algorithm.settings, f"{name}."))
+        elif dataclasses.is_dataclass(value):
             found.update(_settings(type(value), f"{prefix}{field.name}."))
         else:
             found[prefix + field.name] = field

@@ -151,3 +151,43 @@ def test_a_draw_counts_half_a_win_for_promotion(draws_count_half, expect):
     assert int(state.promotions) == 0  # not a check batch
     state, _ = train.record_batch(setup, state, state.params, state.opt_state, results, None)  # batch 2: the check
     assert int(state.promotions) == int(expect)
+
+
+def test_ppo_settings_stored_flat_or_nested_read_back():
+    """PPO's settings live with its table entry (algorithms.PPOSettings, TrainConfig.algorithm_settings);
+    a config stored with them flat (before nesting) or as the group "ppo" reads as it ran."""
+    from czjax.learn.algorithms import PPOSettings
+
+    flat = dict(OLD_STORED_CONFIG, algorithm="ppo", model="mlp3", ppo_clip=0.3, ppo_epochs=2, target_kl=0.05)
+    config = TrainConfig.from_dict(flat)
+    assert config.ppo == PPOSettings(clip=0.3, epochs=2, target_kl=0.05, kl_stop="before-step", bootstrap=False)
+    assert config.settings_of("ppo") is config.ppo and config.settings_of("reinforce") is None
+    stored = config.to_dict()
+    assert stored["ppo"] == {"clip": 0.3, "epochs": 2, "target_kl": 0.05, "kl_stop": "before-step", "bootstrap": False}
+    assert "algorithm_settings" not in stored and TrainConfig.from_dict(stored) == config
+    assert TrainConfig(ppo=PPOSettings(clip=0.3)) == TrainConfig().override({"ppo.clip": 0.3})
+    with pytest.raises(ValueError, match="unknown setting 'nothing.x'"):
+        TrainConfig().override({"nothing.x": 1})
+
+
+def test_a_new_algorithm_with_settings_is_its_table_row(monkeypatch):
+    """An algorithm's settings need nothing outside its entry: TrainConfig's group, the override
+    names, the stored form and the CLI's flags follow from ALGORITHMS."""
+    from czjax import cli
+    from czjax.cli import flags
+    from czjax.learn import algorithms
+
+    @dataclasses.dataclass(frozen=True)
+    class SlowSettings:
+        slowness: float = algorithms.setting(2.0, "how slow")
+        careful: bool = algorithms.setting(False, "whether careful")
+
+    slow = dataclasses.replace(algorithms.ALGORITHMS["reinforce"], description="slow", settings=SlowSettings)
+    monkeypatch.setitem(algorithms.ALGORITHMS, "slow", slow)
+    config = TrainConfig(algorithm="slow").override({"slow.slowness": 3.0})
+    assert config.settings_of("slow") == SlowSettings(slowness=3.0) and config.ppo == algorithms.PPOSettings()
+    assert config.to_dict()["slow"] == {"slowness": 3.0, "careful": False}
+    assert TrainConfig.from_dict(config.to_dict()) == config
+    assert "slow.slowness" in flags.setting_flags()
+    args = cli.build_parser().parse_args(["train", "--slow-slowness", "4", "--slow-careful"])
+    assert cli.train_settings(args)[0].settings_of("slow") == SlowSettings(slowness=4.0, careful=True)

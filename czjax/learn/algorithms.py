@@ -38,6 +38,18 @@ from czjax.learn.losses import (
 from czjax.players import masked_log_probs
 from czjax.util import devices
 
+PPO_KL_STOPS = ("after-step", "before-step")
+
+
+def setting(default: Any, help: str, **flag: Any) -> Any:
+    """A field of the settings with its description: ``help`` (the command line's flag shows it)
+    and, where the default's type does not tell how a flag reads a value, ``type`` ("positive":
+    an integer >= 1, "games": an integer >= 2, "count": an integer >= 0), ``metavar`` and
+    ``choices`` (:func:`czjax.cli.flags.add_setting_flags` builds every flag from these). The settings of
+    ``TrainConfig``, its groups, ``HParams`` and each algorithm's settings (:attr:`Algorithm.settings`) are
+    declared with it."""
+    return dataclasses.field(default=default, metadata={"help": help, **flag})
+
 
 class UpdateContext(NamedTuple):
     """What every update needs that is fixed for a trainer (static under ``jit``)."""
@@ -47,12 +59,12 @@ class UpdateContext(NamedTuple):
     games: int  # per batch
     mirror: bool
     baseline: bool  # REINFORCE with baseline (the model has a value head and it is wanted)
-    ppo: Any  # PPOSettings
     num_chunks: int  # of the learner's positions, for the gradient (compaction.loss_chunks)
     axis_name: str | None  # the vmapped configuration axis of a scan
     devices: int = 1  # the games and the learner's positions split across this many devices
     both_sides: bool = False  # both players' positions (self-play with the learner's parameters on both sides)
     static: bool = False  # no lax.cond (TrainConfig.control_flow "static"): PPO's epochs after the KL stop run, masked
+    settings: Any = None  # the algorithm's own settings (Algorithm.settings: PPOSettings for ppo), or None
 
 
 def make_optimizer(weight_decay: float) -> optax.GradientTransformation:
@@ -159,7 +171,7 @@ def ppo_targets(ctx, params, boards, batch, outcome, hp):
     ``ppo.bootstrap`` the TD target ``y`` takes the place of ``G`` (value target and advantage
     ``y - V``), as the PyTorch project's example 5 runs it (``bootstrap_value=True``)."""
     logits, values = starting_policy(ctx, params, boards)
-    if ctx.ppo.bootstrap:
+    if ctx.settings.bootstrap:
         batch = batch.replace(returns=td_returns(ctx, values, batch, outcome, hp.discount))
     return batch.replace(old_log_probs=masked_log_probs(batch.legal, logits), advantages=batch.returns - values)
 
@@ -206,6 +218,36 @@ def _one_step(ctx: UpdateContext, chunk_loss, params, opt_state, boards, batch: 
     return params, opt_state, metrics_from_sums(sums)
 
 
+@dataclasses.dataclass(frozen=True)
+class PPOSettings:
+    """PPO's settings (``TrainConfig``'s group ``ppo``: ``--ppo-clip`` and the like)."""
+
+    clip: float = setting(0.2, "PPO's clip range of the probability ratio (default 0.2)")
+    epochs: int = setting(
+        4, "full-batch epochs per batch of games, stopped early by the KL (default 4)", type="positive"
+    )
+    target_kl: float = setting(
+        0.01, "no further epoch once the mean KL from the starting policy exceeds this (default 0.01)"
+    )
+    kl_stop: str = setting(
+        "after-step",
+        "after-step (default, as the PyTorch project): the epoch whose KL exceeds --target-kl still "
+        "takes its step, then PPO stops; before-step: it stops without that step",
+        choices=PPO_KL_STOPS,
+    )
+    bootstrap: bool = setting(
+        False,
+        "PPO with A2C's one-step TD target in place of the Monte-Carlo return, as the PyTorch project's "
+        "example 5 (bootstrap_value=True; the ex5-ppo preset's default)",
+    )
+
+    def __post_init__(self):
+        if not self.epochs >= 1 or not self.clip > 0 or not self.target_kl >= 0:
+            raise ValueError("ppo epochs must be >= 1, clip > 0 and target_kl >= 0")
+        if self.kl_stop not in PPO_KL_STOPS:
+            raise ValueError(f"unknown ppo kl_stop {self.kl_stop!r}; choose one of {', '.join(PPO_KL_STOPS)}")
+
+
 def ppo_step(ctx: UpdateContext, params, opt_state, boards, batch: LossInputs, hp):
     """Up to ``ppo.epochs`` full-batch steps. Each epoch's forward pass gives the gradient and
     the mean KL from the starting policy to the epoch's starting parameters. Once that KL
@@ -213,7 +255,7 @@ def ppo_step(ctx: UpdateContext, params, opt_state, boards, batch: LossInputs, h
     ``ppo.kl_stop="after-step"`` (the PyTorch project's order: forward, step, then check) still
     takes the step of the epoch whose KL exceeded the target; ``"before-step"`` does not, so it
     stops one step earlier."""
-    ppo = ctx.ppo
+    ppo: PPOSettings = ctx.settings
     step_then_stop = ppo.kl_stop == "after-step"
 
     def chunk_loss(params, chunk_boards, chunk_batch):
@@ -274,6 +316,10 @@ class Algorithm:
     records_policy_targets: bool = (
         False  # the rollout keeps the players' policy targets and values (search-based training)
     )
+    # The algorithm's own settings: a frozen dataclass declared with :func:`setting`, a group of
+    # TrainConfig named after the algorithm (``--NAME-FIELD`` flags, ``"NAME.field"`` overrides,
+    # ``{"NAME": {...}}`` in a stored config); the step reads it as ``ctx.settings``.
+    settings: type | None = None
 
 
 ALGORITHMS: dict[str, Algorithm] = {
@@ -281,7 +327,9 @@ ALGORITHMS: dict[str, Algorithm] = {
         "REINFORCE, with baseline when the model has a value head", False, monte_carlo_targets, gradient_step
     ),
     "a2c": Algorithm("A2C: one-step TD targets from the value head", True, td_targets, gradient_step),
-    "ppo": Algorithm("PPO: clipped ratio objective, several epochs, KL stop", True, ppo_targets, ppo_step),
+    "ppo": Algorithm(
+        "PPO: clipped ratio objective, several epochs, KL stop", True, ppo_targets, ppo_step, settings=PPOSettings
+    ),
     "alphazero": Algorithm(
         "AlphaZero: --search plays; cross-entropy to its policy (visit counts, or Gumbel's improved policy) "
         "and value MSE to the return",
@@ -301,6 +349,11 @@ ALGORITHMS: dict[str, Algorithm] = {
         records_policy_targets=True,
     ),
 }
+
+
+def settings_classes() -> dict[str, type]:
+    """The settings class of every algorithm that has settings, by the algorithm's name."""
+    return {name: a.settings for name, a in ALGORITHMS.items() if a.settings is not None}
 
 
 def get_algorithm(name: str) -> Algorithm:

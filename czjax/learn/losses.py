@@ -123,8 +123,9 @@ def ppo_sums(logits, values, batch: LossInputs, clip, entropy_bonus, value_weigh
     log_p = masked_log_probs(batch.legal, logits)
     entropy = -(jnp.exp(log_p) * log_p).sum(-1)
     take = lambda lp: jnp.take_along_axis(lp, batch.actions[:, None].astype(jnp.int32), axis=-1)[:, 0]  # noqa: E731
-    ratio = jnp.exp(take(log_p) - take(batch.old_log_probs))
-    advantage = batch.advantages
+    old_log_probs, advantage = batch.old_log_probs, batch.advantages
+    assert old_log_probs is not None and advantage is not None, "PPO's targets (algorithms.ppo_targets) give these"
+    ratio = jnp.exp(take(log_p) - take(old_log_probs))
     clipped_ratio = jnp.clip(ratio, 1.0 - clip, 1.0 + clip)
     surrogate = jnp.minimum(ratio * advantage, clipped_ratio * advantage)
     policy_loss = -(mask * surrogate).sum()
@@ -132,8 +133,8 @@ def ppo_sums(logits, values, batch: LossInputs, clip, entropy_bonus, value_weigh
     loss, sums = _loss_and_sums(
         mask, policy_loss, value_loss, entropy, batch.returns, advantage, entropy_bonus, value_weight
     )
-    p_old = jnp.exp(batch.old_log_probs)
-    kl = (p_old * (batch.old_log_probs - log_p)).sum(-1)
+    p_old = jnp.exp(old_log_probs)
+    kl = (p_old * (old_log_probs - log_p)).sum(-1)
     sums["kl"] = jax.lax.stop_gradient((mask * kl).sum())
     sums["clipped"] = jax.lax.stop_gradient((mask * (ratio != clipped_ratio)).sum())
     return loss, sums
@@ -173,6 +174,7 @@ def imitation_sums(logits, values, batch: LossInputs, entropy_bonus, value_weigh
     log_p = masked_log_probs(batch.legal, logits)
     entropy = -(jnp.exp(log_p) * log_p).sum(-1)
     targets = batch.policy_targets
+    assert targets is not None, "search-based training records the search's policy targets"
     policy_loss = -(mask * (targets * log_p).sum(-1)).sum()
     value_loss = (mask * (values - batch.returns) ** 2).sum()
     loss, sums = _loss_and_sums(

@@ -22,7 +22,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import chex
 import jax
@@ -31,6 +31,9 @@ from jax import lax
 
 from czjax import compaction, models, players, rollout, search
 from czjax.learn import algorithms, replay, solver_metrics
+from czjax.learn.algorithms import PPO_KL_STOPS as PPO_KL_STOPS  # re-exported: their home before
+from czjax.learn.algorithms import PPOSettings as PPOSettings
+from czjax.learn.algorithms import setting
 from czjax.learn.pool import init_pool, load_member, play_against_pool, update_pool
 from czjax.util import devices, precision
 from czjax.util.pytree import pytree_dataclass
@@ -38,7 +41,6 @@ from czjax.util.pytree import pytree_dataclass
 # self: a frozen copy of the learner, promoted when it is beaten; current: the learner itself
 # (AlphaZero's self-play: both sides play with the current parameters)
 OPPONENTS = ("self", "current", "random-punisher", "random", "pool")
-PPO_KL_STOPS = ("after-step", "before-step")
 SOLVER_EVALS = ("off", "network", "search")
 # How the training iteration handles work that may be skipped (TrainConfig.control_flow): "cond"
 # skips it with data-dependent branches (finished pairs of plies, idle chunks of the compaction,
@@ -48,14 +50,6 @@ SOLVER_EVALS = ("off", "network", "search")
 # czjax bench train --control-flow cond static).
 CONTROL_FLOWS = ("auto", "cond", "static")
 BACKEND_CONTROL_FLOW = {"cpu": "cond"}  # what TrainConfig.solver_eval scores: nothing, the network's move, the search's
-
-
-def setting(default: Any, help: str, **flag: Any) -> Any:
-    """A field of the settings with its description: ``help`` (the command line's flag shows it)
-    and, where the default's type does not tell how a flag reads a value, ``type`` ("positive":
-    an integer >= 1, "games": an integer >= 2, "count": an integer >= 0), ``metavar`` and
-    ``choices`` (:func:`czjax.cli.flags.add_setting_flags` builds every flag from these)."""
-    return dataclasses.field(default=default, metadata={"help": help, **flag})
 
 
 @pytree_dataclass(frozen=True)
@@ -98,34 +92,6 @@ def hparam_names() -> tuple[str, ...]:
 
 
 # --- Static settings ----------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class PPOSettings:
-    clip: float = setting(0.2, "PPO's clip range of the probability ratio (default 0.2)")
-    epochs: int = setting(
-        4, "full-batch epochs per batch of games, stopped early by the KL (default 4)", type="positive"
-    )
-    target_kl: float = setting(
-        0.01, "no further epoch once the mean KL from the starting policy exceeds this (default 0.01)"
-    )
-    kl_stop: str = setting(
-        "after-step",
-        "after-step (default, as the PyTorch project): the epoch whose KL exceeds --target-kl still "
-        "takes its step, then PPO stops; before-step: it stops without that step",
-        choices=PPO_KL_STOPS,
-    )
-    bootstrap: bool = setting(
-        False,
-        "PPO with A2C's one-step TD target in place of the Monte-Carlo return, as the PyTorch project's "
-        "example 5 (bootstrap_value=True; the ex5-ppo preset's default)",
-    )
-
-    def __post_init__(self):
-        if not self.epochs >= 1 or not self.clip > 0 or not self.target_kl >= 0:
-            raise ValueError("ppo epochs must be >= 1, clip > 0 and target_kl >= 0")
-        if self.kl_stop not in PPO_KL_STOPS:
-            raise ValueError(f"unknown ppo kl_stop {self.kl_stop!r}; choose one of {', '.join(PPO_KL_STOPS)}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -232,7 +198,45 @@ SETTINGS_BEFORE_THEY_EXISTED = {
     "promote_draws_count_half": False,
     "ppo_bootstrap": False,
 }
-NESTED = {"ppo": PPOSettings, "promotion": PromotionSettings, "pool": PoolSettings, "replay": ReplaySettings}
+NESTED = {"promotion": PromotionSettings, "pool": PoolSettings, "replay": ReplaySettings}
+
+
+def setting_groups() -> dict[str, type]:
+    """Every group of settings by its name: each algorithm's own (``"ppo"``:
+    :func:`czjax.learn.algorithms.settings_classes`), then the nested groups (NESTED)."""
+    return {**algorithms.settings_classes(), **NESTED}
+
+
+def complete_algorithm_settings(given) -> tuple:
+    """``(name, settings)`` of every algorithm of the table that has settings, in the table's
+    order: those ``given`` (pairs or a dict), the defaults for the rest."""
+    given, classes = dict(given), algorithms.settings_classes()
+    for name, value in given.items():
+        if name not in classes:
+            raise ValueError(f"{name!r} is no algorithm with settings; those are: {', '.join(classes)}")
+        if not isinstance(value, classes[name]):
+            raise ValueError(f"the settings of {name} are a {classes[name].__name__}, not {value!r}")
+    return tuple((name, given[name] if name in given else cls()) for name, cls in classes.items())
+
+
+_C = TypeVar("_C")
+
+
+def _accepting_groups_by_name(cls: type[_C]) -> type[_C]:
+    """``TrainConfig(ppo=PPOSettings(...))``: an algorithm's settings given by its name, as when
+    they were a field of their own; they join ``algorithm_settings``."""
+    generated = cls.__init__
+
+    @functools.wraps(generated)
+    def __init__(self, *args, **kwargs):
+        named = {name: kwargs.pop(name) for name in algorithms.settings_classes() if name in kwargs}
+        if named:
+            kwargs["algorithm_settings"] = (*tuple(kwargs.get("algorithm_settings", ())), *named.items())
+        generated(self, *args, **kwargs)
+
+    klass: Any = cls
+    klass.__init__ = __init__
+    return cls
 
 
 def setting_fields() -> dict[str, dataclasses.Field]:
@@ -241,13 +245,19 @@ def setting_fields() -> dict[str, dataclasses.Field]:
     command line's flags are built from."""
     found: dict[str, dataclasses.Field] = {}
     for field in dataclasses.fields(TrainConfig):
-        if field.name in NESTED:
-            found.update({f"{field.name}.{f.name}": f for f in dataclasses.fields(NESTED[field.name])})
+        if field.name == "algorithm_settings":
+            groups = algorithms.settings_classes()
+        elif field.name in NESTED:
+            groups = {field.name: NESTED[field.name]}
         else:
             found[field.name] = field
+            continue
+        for group, cls in groups.items():
+            found.update({f"{group}.{f.name}": f for f in dataclasses.fields(cls)})
     return found
 
 
+@_accepting_groups_by_name
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     """Static settings: what is compiled. Hyperparameters that can be scanned are in HParams."""
@@ -353,12 +363,16 @@ class TrainConfig:
         "except that on a GPU rollouts of fewer than 4,096 games evaluate every board, as measured)",
         metavar="|".join(compaction.COMPACTION_MODES),
     )
-    ppo: PPOSettings = PPOSettings()
+    # Each algorithm's own settings (czjax.learn.algorithms: Algorithm.settings), every algorithm of
+    # the table that has some: (name, settings) pairs, completed with the defaults. A group is named
+    # after its algorithm: config.ppo, TrainConfig(ppo=...), override({"ppo.clip": ...}), "ppo" in to_dict.
+    algorithm_settings: tuple = ()
     promotion: PromotionSettings = PromotionSettings()
     pool: PoolSettings = PoolSettings()
     replay: ReplaySettings = ReplaySettings()
 
     def __post_init__(self):
+        object.__setattr__(self, "algorithm_settings", complete_algorithm_settings(self.algorithm_settings))
         model = self.build_model()  # one-line errors for an unknown model, conv or norm
         models.check_init(self.init)
         precision.check(self.precision)
@@ -446,18 +460,47 @@ class TrainConfig:
     def window_batches(self) -> int:
         return max(1, math.ceil(self.promotion.window_games / self.games_per_batch))
 
+    def settings_of(self, group: str) -> Any:
+        """A group of settings by its name: an algorithm's own (``"ppo"``; None for an algorithm
+        without settings) or a nested group (``"pool"``)."""
+        return getattr(self, group) if group in NESTED else dict(self.algorithm_settings).get(group)
+
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, name):
+            """``config.ppo``: an algorithm's settings, read as the field they once were."""
+            groups = dict(self.__dict__.get("algorithm_settings", ()))
+            if name in groups:
+                return groups[name]
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def to_dict(self) -> dict:
-        """JSON-ready (nested settings as objects, the pool's members as a list)."""
-        return json_ready(dataclasses.asdict(self))
+        """JSON-ready: nested settings as objects, each algorithm's settings under its name (as
+        ``"ppo"`` always was), the pool's members as a list."""
+        stored: dict[str, Any] = {}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.name == "algorithm_settings":
+                stored.update({name: dataclasses.asdict(settings) for name, settings in value})
+            else:
+                stored[field.name] = dataclasses.asdict(value) if field.name in NESTED else value
+        return json_ready(stored)
 
     def override(self, settings: dict) -> TrainConfig:
-        """A copy with ``settings`` changed; a nested one is named ``"ppo.clip"`` and the like."""
+        """A copy with ``settings`` changed; a nested one is named ``"ppo.clip"``,
+        ``"pool.ema"`` and the like."""
         top = {k: v for k, v in settings.items() if "." not in k}
-        for group in NESTED:
+        unknown = sorted(k for k in settings if "." in k and k.split(".", 1)[0] not in setting_groups())
+        if unknown:
+            raise ValueError(f"unknown setting {unknown[0]!r}; groups: {', '.join(setting_groups())}")
+        own, classes = dict(self.algorithm_settings), setting_groups()
+        for group in classes:
             nested = {k.split(".", 1)[1]: v for k, v in settings.items() if k.startswith(group + ".")}
-            if nested:
+            if nested and group in NESTED:
                 top[group] = dataclasses.replace(getattr(self, group), **nested)
-        return dataclasses.replace(self, **top)
+            elif nested:
+                own[group] = dataclasses.replace(own[group] if group in own else classes[group](), **nested)
+        return dataclasses.replace(self, **top, algorithm_settings=tuple(own.items()))
 
     @classmethod
     def from_dict(cls, stored: dict) -> TrainConfig:
@@ -465,14 +508,17 @@ class TrainConfig:
         old run was written reads as what that run did (``init`` as ``"flax"``, Flax's
         defaults; ``ppo_kl_stop`` as ``"before-step"``), and flat names of settings that are now
         nested are moved into their group, so an old run resumes as it began."""
-        if not isinstance(stored.get("ppo"), dict):  # written before the settings were nested
+        classes = setting_groups()
+        if not any(isinstance(stored.get(group), dict) for group in classes):  # before the settings were nested
             stored = {**SETTINGS_BEFORE_THEY_EXISTED, **stored}
-        groups = {group: dict(stored[group]) for group in NESTED if isinstance(stored.get(group), dict)}
+        groups = {group: dict(stored[group]) for group in classes if isinstance(stored.get(group), dict)}
         for flat_name, (group, name) in FLAT_SETTINGS.items():
             if flat_name in stored and not isinstance(stored[flat_name], dict):
                 groups.setdefault(group, {})[name] = stored[flat_name]
-        top = {k: v for k, v in stored.items() if k not in FLAT_SETTINGS and k not in NESTED}
-        return cls(**top, **{group: NESTED[group](**values) for group, values in groups.items()})
+        top = {k: v for k, v in stored.items() if k not in FLAT_SETTINGS and k not in classes}
+        nested = {group: NESTED[group](**values) for group, values in groups.items() if group in NESTED}
+        own = tuple((group, classes[group](**values)) for group, values in groups.items() if group not in NESTED)
+        return cls(**top, **nested, algorithm_settings=own)
 
 
 def json_ready(value):
@@ -552,13 +598,13 @@ def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1)
         mirror=config.mirror,
         both_sides=config.both_sides,
         baseline=config.baseline and models.has_value_head(model),
-        ppo=config.ppo,
         num_chunks=compaction.loss_chunks(compaction.flops_per_board(learner, shapes), positions)
         if compact_gradient
         else 1,
         axis_name=axis_name,
         devices=num_devices,
         static=static,
+        settings=config.settings_of(config.algorithm),
     )
     members = [load_member(spec) for spec in config.pool.members]
     slots = config.pool.league_slots if config.pool.league else 0
@@ -670,7 +716,8 @@ def record_batch(setup: Setup, state: TrainState, params, opt_state, results, ch
             "pool_min_win_rate": jnp.min(jnp.where(pool.available(), pool.win_rate, jnp.inf)),
             "league_size": pool.league_active.sum().astype(jnp.float32),
         }
-    new_state = state.replace(
+    new_state = dataclasses.replace(
+        state,
         params=params,
         opt_state=opt_state,
         opponent_params=jax.tree.map(lambda new, old: jnp.where(promote, new, old), params, state.opponent_params),
@@ -695,7 +742,7 @@ def train_step(setup: Setup, state: TrainState, hp: HParams, key) -> tuple[Train
             params, opt_state, metrics, buffer = replay_update(
                 setup, state, traj, results.outcome, hp, jax.random.fold_in(key, 1)
             )
-            state = state.replace(replay=buffer)
+            state = dataclasses.replace(state, replay=buffer)
         else:
             params, opt_state, metrics = algorithms.update(
                 setup.ctx, setup.algorithm, state.params, state.opt_state, traj, results.outcome, hp
@@ -738,11 +785,11 @@ def run_chunk(setup: Setup, state: TrainState, hp: HParams, num_batches: int) ->
 
     def body(state, _):
         key, step_key = jax.random.split(state.key)
-        return train_step(setup, state.replace(key=key), hp, step_key)
+        return train_step(setup, dataclasses.replace(state, key=key), hp, step_key)
 
     state, per_batch = lax.scan(body, state, None, length=num_batches)
     key, eval_key = jax.random.split(state.key)
-    state = state.replace(key=key)
+    state = dataclasses.replace(state, key=key)
     with jax.named_scope("evaluation"):
         _, evaluation = rollout.play_games(
             eval_key,

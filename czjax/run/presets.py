@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from czjax.learn.train import PPOSettings, PromotionSettings, ReplaySettings, TrainConfig
+from czjax.learn.algorithms import PPOSettings
+from czjax.learn.train import PromotionSettings, ReplaySettings, TrainConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,7 +36,8 @@ PRESETS: dict[str, Preset] = {
         batches=4000,
     ),
     "ex3-rwb": Preset(
-        "example 3: REINFORCE with baseline, Mk4 CNN with value head, lr 1e-4, entropy 0.05, value weight 0.5, self-play",
+        "example 3: REINFORCE with baseline, Mk4 CNN with value head, lr 1e-4, entropy 0.05, value weight 0.5, "
+        "self-play",
         TrainConfig(
             model="cnn-mk4-value", games_per_batch=50, opponent="self", promotion=PromotionSettings(every_games=5000)
         ),
@@ -43,25 +45,28 @@ PRESETS: dict[str, Preset] = {
         batches=32000,  # the blog's 1.6M games
     ),
     "ex4-a2c": Preset(
-        "example 4: A2C (one-step TD with the value head), Mk4 CNN with value head against RandomPunisher, lr 1e-4, entropy 0.05, value weight 1.5",
+        "example 4: A2C (one-step TD with the value head), Mk4 CNN with value head against RandomPunisher, lr 1e-4, "
+        "entropy 0.05, value weight 1.5",
         TrainConfig(model="cnn-mk4-value", games_per_batch=50, opponent="random-punisher", algorithm="a2c"),
         dict(learning_rate=1e-4, entropy_bonus=0.05, value_weight=1.5, discount=0.9),
         batches=20000,
     ),
     "ex5-ppo": Preset(
-        "example 5: PPO (clip 0.2, 4 epochs, target KL 0.01, one-step TD targets as bootstrap_value=True), Mk4 CNN with value head against RandomPunisher, lr 1e-4, entropy 0.05, value weight 1.5",
+        "example 5: PPO (clip 0.2, 4 epochs, target KL 0.01, one-step TD targets as bootstrap_value=True), Mk4 CNN "
+        "with value head against RandomPunisher, lr 1e-4, entropy 0.05, value weight 1.5",
         TrainConfig(
             model="cnn-mk4-value",
             games_per_batch=50,
             opponent="random-punisher",
             algorithm="ppo",
-            ppo=PPOSettings(clip=0.2, epochs=4, target_kl=0.01, bootstrap=True),
+            algorithm_settings=(("ppo", PPOSettings(clip=0.2, epochs=4, target_kl=0.01, bootstrap=True)),),
         ),
         dict(learning_rate=1e-4, entropy_bonus=0.05, value_weight=1.5, discount=0.9),
         batches=20000,
     ),
     "alpha-mini": Preset(
-        "Connect-Zero's train_alpha_mini: the rollout improver (width 4, depth 4) plays both sides with the current MLP3; "
+        "Connect-Zero's train_alpha_mini: the rollout improver (width 4, depth 4) plays both sides with the current "
+        "MLP3; "
         "cross-entropy to its move and value MSE to the outcome (weight 1.5), mirrored, 100 games per batch, lr 1e-4",
         TrainConfig(
             model="mlp3",
@@ -76,7 +81,8 @@ PRESETS: dict[str, Preset] = {
         batches=2000,
     ),
     "alphazero": Preset(
-        "AlphaZero-style: PUCT with 32 simulations and root noise plays both sides with the current MLP3; cross-entropy to "
+        "AlphaZero-style: PUCT with 32 simulations and root noise plays both sides with the current MLP3; "
+        "cross-entropy to "
         "its visit counts and value MSE to the outcome, mirrored, 100 games per batch, lr 1e-3",
         TrainConfig(
             model="mlp3",
@@ -92,9 +98,12 @@ PRESETS: dict[str, Preset] = {
         batches=2000,
     ),
     "gumbel-az": Preset(
-        "Gumbel AlphaZero (AlphaZero.jl issue #217's recipe at CPU scale): Gumbel search with 16 simulations and 4 considered "
-        "columns over the current MLP3 plays both sides, its move drawn from the improved policy, Q not rescaled; games start "
-        "from a random position 0-2 plies deep; both sides' positions, mirrored, into a 50k replay buffer, 4 steps of 512 per "
+        "Gumbel AlphaZero (AlphaZero.jl issue #217's recipe at CPU scale): Gumbel search with 16 simulations and 4 "
+        "considered "
+        "columns over the current MLP3 plays both sides, its move drawn from the improved policy, Q not rescaled; "
+        "games start "
+        "from a random position 0-2 plies deep; both sides' positions, mirrored, into a 50k replay buffer, 4 steps "
+        "of 512 per "
         "batch of 128 games; cross-entropy to the improved policy and value MSE to the outcome, lr 1e-3",
         TrainConfig(
             model="mlp3",
@@ -113,7 +122,8 @@ PRESETS: dict[str, Preset] = {
         batches=2000,
     ),
     "gumbel-az-gpu": Preset(
-        "the gumbel-az recipe at GPU scale (a starting point, not yet run on a GPU): a 5 x 64 ResNet, 2,048 games per batch, "
+        "the gumbel-az recipe at GPU scale (a starting point, not yet run on a GPU): a 5 x 64 ResNet, 2,048 games "
+        "per batch, "
         "Gumbel with 32 simulations and 4 considered columns (AlphaZero.jl issue #217's), a 2M-position replay buffer, "
         "16 steps of 8,192 per batch (each position trained on about once)",
         TrainConfig(
