@@ -123,7 +123,7 @@ def cmd_bench_search(args) -> int:
         "search (czjax's tree; mctx over czjax's rules and over pgx, same network)",
         harness.SEARCH_HEADER,
         settings,
-        lambda s, log: harness.bench_search(*s, args.runs, peers=not args.no_peer),
+        lambda s, log: harness.bench_search(s[0], s[1], s[2], args.runs, peers=not args.no_peer),
         harness.format_search_row,
     )
 

@@ -20,7 +20,7 @@ OS_ERROR_FIXES = {
 
 def system_error_line(err: OSError) -> str:
     where = f" ({err.filename})" if err.filename else ""
-    fix = OS_ERROR_FIXES.get(err.errno, "check the path and the disk")
+    fix = OS_ERROR_FIXES.get(err.errno or 0, "check the path and the disk")
     return f"{err.strerror or err}{where}: {fix}"
 
 

@@ -112,7 +112,7 @@ def cmd_serve(args) -> int:
         )
     except OSError as err:  # port taken, host unknown
         raise ValueError(f"cannot serve on {args.host}:{args.port}: {err.strerror or err}") from None
-    host, port = server.server_address[:2]
+    host, port = str(server.server_address[0]), server.server_address[1]
     print(
         f"playing {agent.name} at temperature {agent.temperature(args.temperature):g} at http://{host}:{port}/  "
         "(Ctrl-C stops)",
