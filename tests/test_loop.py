@@ -285,7 +285,7 @@ def test_kill_9_mid_run_loses_at_most_the_checkpoint_interval(tmp_path):
         "--checkpoint-seconds",
         "0.2",
     ]
-    env = dict(os.environ, PYTHONPATH=str(Path(cli.__file__).parents[1]))
+    env = dict(os.environ, PYTHONPATH=str(Path(cli.__file__).parents[2]))  # the repository (czjax/cli/__init__.py)
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 240
