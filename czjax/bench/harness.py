@@ -19,7 +19,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from czjax import players, rollout
+from czjax import game, players, rollout, search
+from czjax.bench import profiling, torch_peer
+from czjax.learn.train import HParams, TrainConfig, make_trainer
+from czjax.run import scan
+from czjax.util import devices, precision
 
 # The PyTorch project's RandomPunisher-vs-RandomPunisher games on the 2-core development CPU
 # (issue 2): the figure czjax's RandomPunisher games are compared with.
@@ -63,8 +67,6 @@ def time_compiled(
         times.append(seconds)
     phases = None
     if profile is not None:
-        from czjax.bench import profiling
-
         with profiling.trace(profile):
             jax.block_until_ready(compiled(*make_args(runs + 1)))
         phases = profiling.phase_times(profile, [compiled.as_text()])
@@ -93,8 +95,8 @@ def _time_interleaved(settings, runs: int, names):
 
 
 def machine_description() -> str:
-    devices = jax.devices()
-    return f"{platform.machine()} {devices[0].platform}:{devices[0].device_kind} x{len(devices)}, jax {jax.__version__}"
+    found = jax.devices()
+    return f"{platform.machine()} {found[0].platform}:{found[0].device_kind} x{len(found)}, jax {jax.__version__}"
 
 
 def bench_rollout_czjax(player_name: str, batch: int, runs: int, profile: str | Path | None = None) -> dict:
@@ -196,8 +198,6 @@ def bench_train(
     ``profile``: a folder for a profiler trace of one more chunk, split into phases
     (``row["phases"]``: seconds per iteration per phase). ``row["peak_bytes"]``: the device's
     peak memory in use, where the backend reports it (GPUs do, the CPU does not)."""
-    from czjax.learn.train import HParams, TrainConfig, make_trainer
-    from czjax.util import devices, precision
 
     config = TrainConfig(
         model=model, games_per_batch=games_per_batch, opponent="self", eval_games=2, batches_per_chunk=steps, **settings
@@ -263,7 +263,6 @@ def add_torch_peer(row: dict, runs: int, steps: int) -> bool:
         import torch  # noqa: F401
     except ImportError:
         return False
-    from czjax.bench import torch_peer
 
     peer = torch_peer.bench_train(row["model"], row["games_per_batch"], runs, steps)
     row["torch_games_per_s"] = peer["games_per_s"]
@@ -298,8 +297,6 @@ def format_train_row(row: dict) -> str:
 def bench_scan(k: int, games_per_batch: int, steps: int, runs: int, model: str = "mlp") -> dict:
     """K configurations (entropy bonus spread over [0, 0.1], one seed each) for ``steps``
     batches: one vmapped compiled chunk, against the same K chunks run one after another."""
-    from czjax.learn.train import HParams, TrainConfig, make_trainer
-    from czjax.run import scan
 
     config = TrainConfig(
         model=model, games_per_batch=games_per_batch, opponent="self", eval_games=2, batches_per_chunk=steps
@@ -401,7 +398,6 @@ def search_network_player(params, boards, key):
 def midgame_moves(batch: int, plies: int = 12, seed: int = 0) -> np.ndarray:
     """``int (batch, plies)``: random games of ``plies`` moves that never complete four (so the
     same positions exist in czjax and in pgx, none of them finished)."""
-    from czjax import game
 
     rng = np.random.default_rng(seed)
     moves = np.zeros((batch, plies), np.int64)
@@ -422,7 +418,6 @@ def midgame_moves(batch: int, plies: int = 12, seed: int = 0) -> np.ndarray:
 
 
 def _czjax_search(algo: str, sims: int):
-    from czjax import search
 
     settings = search.Gumbel(sims=sims) if algo == "gumbel" else search.PUCT(sims=sims)
 
@@ -450,8 +445,6 @@ def _mctx_search(algo: str, sims: int, root_fn, recurrent_fn):
 def _mctx_over_czjax():
     """mctx with czjax's packed positions as the embedding and czjax's step as the dynamics."""
     import mctx
-
-    from czjax import game, search
 
     def root_fn(params, boards):
         pos = game.pack(boards)
@@ -513,7 +506,6 @@ def bench_search(algo: str, batch: int, sims: int, runs: int, peers: bool = True
     simulations, the same network: czjax's tree, and with mctx installed mctx over czjax's
     rules and mctx over pgx's connect_four (with pgx installed), in this process, their timed
     runs interleaved."""
-    from czjax import game
 
     params = search_network_params()
     moves = midgame_moves(batch)

@@ -17,9 +17,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
+from czjax import models
+from czjax.agents import load_params
 from czjax.models import torch_layout
+from czjax.players import random_player
+from czjax.rollout import play_games
+from czjax.util import precision
 
 OPSET = 17
 EPS = 1e-5
@@ -206,7 +213,6 @@ def build_model(model_name: str, params, batched: bool = False):
 
 def export(checkpoint_path, out_path, batched: bool = False) -> str:
     """Write the learner of a czjax checkpoint as ONNX; returns the model name."""
-    from czjax.agents import load_params
 
     onnx = _import_onnx()
     model_name, params, _ = load_params(checkpoint_path)
@@ -221,10 +227,6 @@ def export(checkpoint_path, out_path, batched: bool = False) -> str:
 
 def sample_boards(n: int, seed: int = 0) -> np.ndarray:
     """``n`` positions (int8, canonical) from random games, for checking an export."""
-    import jax
-
-    from czjax.players import random_player
-    from czjax.rollout import play_games
 
     traj, _ = play_games(jax.random.key(seed), random_player, None, random_player, None, max(2, n // 8))
     boards = np.asarray(traj.boards())[np.asarray(traj.valid)]
@@ -238,11 +240,6 @@ def max_difference(onnx_path, checkpoint_path, boards: np.ndarray) -> float | No
         import onnxruntime as ort
     except ImportError:
         return None
-    import jax.numpy as jnp
-
-    from czjax import models
-    from czjax.agents import load_params
-    from czjax.util import precision
 
     model_name, params, _ = load_params(checkpoint_path)
     with precision.parity():  # a parity path: full float32 on every backend

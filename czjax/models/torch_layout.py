@@ -14,6 +14,7 @@ read and write whole checkpoints are in :mod:`czjax.interop.torch_io`.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from pathlib import Path
 
 import jax
@@ -169,7 +170,6 @@ def read_pth(path) -> dict[str, np.ndarray]:
 
 def write_pth(path, state_dict: dict[str, np.ndarray]) -> None:
     torch = _import_torch()
-    from collections import OrderedDict
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import cast
 
 import jax
@@ -25,8 +26,12 @@ import numpy as np
 import optax
 
 from czjax import game, models
-from czjax.agents import Agent, in_batches, policy, self_play
+from czjax.agents import Agent, in_batches, load_agent, policy, self_play
+from czjax.evaluate import solver
+from czjax.learn.train import HParams, TrainConfig, make_trainer
 from czjax.players import mask_for_sampling, masked_log_probs
+from czjax.run import loop
+from czjax.util import checkpoint
 from czjax.util.progress import Progress, eta_text, time_left
 
 
@@ -157,11 +162,6 @@ def distill(
     other 10% (how often its greedy move is the teacher's favourite) and on the solver-labelled
     positions; the student is written to ``out_dir/checkpoint.msgpack`` (a player for every
     command). Returns the report."""
-    from pathlib import Path
-
-    from czjax.learn.train import TrainConfig
-    from czjax.run import loop
-    from czjax.util import checkpoint
 
     out_dir = Path(out_dir)
     config = TrainConfig(model=model_name)  # one-line error for an unknown model
@@ -210,8 +210,6 @@ def save_student(path, config, params, seed: int, about: dict) -> None:
     """The student's checkpoint at ``path``: a fresh TrainState of ``config`` (from ``seed``) with
     ``params`` as its parameters and its opponent's, default hyperparameters, and ``about`` as
     the run's description."""
-    from czjax.learn.train import HParams, make_trainer
-    from czjax.util import checkpoint
 
     state = make_trainer(config).init(seed)
     state = state.replace(params=params, opponent_params=params)
@@ -222,8 +220,6 @@ def check_student(path: str, held_boards: np.ndarray, held_targets: np.ndarray) 
     """The student's scores: ``held_out_agreement`` (how often its greedy move on the held-out
     positions is the teacher's favourite; None when none are held out) and
     ``student_accuracy`` (on the solver-labelled positions, without the per-ply breakdown)."""
-    from czjax.agents import load_agent
-    from czjax.evaluate import solver
 
     student = load_agent(path)
     _, _, greedy = policy(student, held_boards)

@@ -35,6 +35,7 @@ from czjax.run.loop import (
     run_chunk_once,
     write_metrics,
 )
+from czjax.run.plots import PANELS, plt, save_figure
 from czjax.run.sinks import log_rows
 from czjax.util import checkpoint, devices
 from czjax.util.progress import eta_text, time_left_after_compile
@@ -424,7 +425,6 @@ def summary_table(rows: list[dict], sort_by: str = "eval_win_rate", tail: float 
 def scan_figure(rows: list[dict], path, title: str = "") -> None:
     """One figure, a panel per metric: a thin line per configuration, and per setting the mean
     over seeds with a band from the lowest to the highest seed."""
-    from czjax.run.plots import PANELS, plt, save_figure
 
     fig, axes = plt.subplots(2, 4, figsize=(17, 7.5), constrained_layout=True)
     settings = sorted({r["setting"] for r in rows})
