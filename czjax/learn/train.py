@@ -490,10 +490,11 @@ class TrainConfig:
         """A copy with ``settings`` changed; a nested one is named ``"ppo.clip"``,
         ``"pool.ema"`` and the like."""
         top = {k: v for k, v in settings.items() if "." not in k}
-        unknown = sorted(k for k in settings if "." in k and k.split(".", 1)[0] not in setting_groups())
+        classes = setting_groups()
+        unknown = sorted(k for k in settings if "." in k and k.split(".", 1)[0] not in classes)
         if unknown:
-            raise ValueError(f"unknown setting {unknown[0]!r}; groups: {', '.join(setting_groups())}")
-        own, classes = dict(self.algorithm_settings), setting_groups()
+            raise ValueError(f"unknown setting {unknown[0]!r}; groups: {', '.join(classes)}")
+        own = dict(self.algorithm_settings)
         for group in classes:
             nested = {k.split(".", 1)[1]: v for k, v in settings.items() if k.startswith(group + ".")}
             if nested and group in NESTED:
