@@ -176,6 +176,8 @@ def test_a_new_algorithm_with_settings_is_its_table_row(monkeypatch):
     from czjax import cli
     from czjax.cli import flags
     from czjax.learn import algorithms
+    from czjax.run import presets  # noqa: F401  built now, before the table is patched: a config
+    # made while "slow" is in the table holds its settings and would outlive the patch
 
     @dataclasses.dataclass(frozen=True)
     class SlowSettings:
