@@ -20,9 +20,8 @@ python="${PYTHON:-python3}"
 venv=$(mktemp -d)/venv
 trap 'rm -rf "$(dirname "$venv")"' EXIT
 echo "refresh-constraints: a fresh venv in $venv with the newest versions pyproject.toml allows"
-"$python" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --upgrade pip
-"$venv/bin/python" -m pip install --quiet -e ".[test]"
+# as ./test.sh sets one up (torch's CPU build first), without the constraints
+CZJAX_VENV="$venv" CZJAX_CONSTRAINTS=none PYTHON="$python" scripts/setup-venv.sh test
 echo "refresh-constraints: running the suite with them"
 (. "$venv/bin/activate" && python -m pytest -q -n 2 --dist loadfile tests)
 { echo "# Known-good versions on the CPU ($("$venv/bin/python" --version), $(uname -m)): the suite passed with these."

@@ -122,6 +122,12 @@ def puct(g: RefGame, W, w, sims: int, c: float, entropy_guided: bool = False) ->
     """The root after ``sims`` simulations."""
     root = Node(g, W, w, 0.0)
     root.add(root.raw)
+    return more_puct(root, W, w, sims, c, entropy_guided)
+
+
+def more_puct(root: Node, W, w, sims: int, c: float, entropy_guided: bool = False) -> Node:
+    """``sims`` more simulations from ``root``, a node of an earlier search kept with its
+    subtree (AlphaZero's tree reuse), or a fresh root."""
     for _ in range(sims):
         path = [root]
         node = root

@@ -285,7 +285,10 @@ def test_search_based_training_steps():
     trainer = make_trainer(config)
     state = trainer.init(0)
     new, metrics = trainer.run_chunk(
-        state, HParams.create(learning_rate=1e-3, value_weight=1.5, discount=1.0, value_mix=0.5), 2
+        state,
+        HParams.create(learning_rate=1e-3, value_weight=1.5, discount=1.0, value_mix=0.5),
+        2,
+        trainer.solver_bench,
     )
     assert (
         np.isfinite(float(metrics["loss"])) and float(metrics["positions"]) > 0 and float(metrics["target_entropy"]) > 0
@@ -296,6 +299,12 @@ def test_search_based_training_steps():
         np.mean(pons), rel=1e-5
     )
     assert 0 < float(metrics["public_optimal"]) <= float(metrics["public_keeps"]) < 1
+    # the benchmark is an argument of the chunk (issue 35): its scores are the final network's on
+    # the benchmark, scored alone by a function that closes over it (the way the chunk did before)
+    from czjax.learn import solver_metrics
+
+    alone = jax.jit(lambda p: solver_metrics.metrics(trainer.learner, p, solver_metrics.load()))(new.params)
+    assert {k: float(v) for k, v in alone.items()} == {k: float(metrics[k]) for k in alone}
     moved = jax.tree.map(lambda a, b: float(jnp.abs(a - b).max()), new.params, state.params)
     assert max(jax.tree.leaves(moved)) > 0
     buffer = jax.device_get(new.replay)

@@ -38,6 +38,25 @@ def test_help_explains_itself(command, capsys):
     assert "usage: czjax" in capsys.readouterr().out
 
 
+def every_parser(parser, path=("czjax",)):
+    """``(command path, parser)`` of ``parser`` and every (sub)command under it."""
+    import argparse
+
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from every_parser(sub, (*path, name))
+
+
+def test_no_help_shows_a_doubled_percent_sign():
+    """argparse formats help strings with %, not descriptions: a "%%" in a description is printed as is."""
+    helps = {" ".join(path): parser.format_help() for path, parser in every_parser(cli.build_parser())}
+    assert len(helps) > 20 and {"czjax tournament", "czjax distill"} <= set(helps)
+    assert [name for name, text in helps.items() if "%%" in text] == []
+    assert "95% intervals" in helps["czjax tournament"] and "10% of the positions" in helps["czjax distill"]
+
+
 def test_bench_rollout_json_has_the_documented_keys(capsys):
     assert (
         cli.main(["bench", "rollout", "--batch", "8", "--player", "random", "--runs", "1", "--no-peer", "--json"]) == 0

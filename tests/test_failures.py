@@ -171,3 +171,84 @@ def test_outputs_are_checked_before_the_work(tmp_path, capsys):
     assert cli.main([*SCAN, "--resume", "--out", str(tmp_path / "never")]) == 2
     out = capsys.readouterr()
     assert "scan of" not in out.out and "nothing to resume" in out.err and not (tmp_path / "never").exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["eval", "accuracy", "mcts:sims=3000000000:czjax"],
+        ["tournament", "random", "rollout:width=3000000000:random", "--games", "2"],
+        ["train", "--preset", "gumbel-az", "--search", "gumbel:sims=3000000000"],
+    ],
+)
+def test_a_search_size_beyond_32_bits(tmp_path, capsys, command):
+    """A tree of sims + 1 nodes is indexed by the device's 32-bit integers: one line naming the
+    option, before anything is loaded or written (not JAX's OverflowError from inside the search)."""
+    out = tmp_path / "run"
+    assert cli.main([*command, *(["--out", str(out)] if command[0] == "train" else [])]) == 2
+    [line] = error_lines(capsys)
+    assert line.startswith("czjax: error: ") and "=3,000,000,000 does not fit" in line and "32-bit" in line
+    assert not out.exists()
+
+
+def test_resume_and_overwrite_contradict(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert cli.main([*TRAIN, "--out", str(out)]) == 0
+    saved = (out / "checkpoint.msgpack").read_bytes(), (out / "metrics.jsonl").read_text()
+    capsys.readouterr()
+    for command in (["train", "--resume", "--overwrite", "--out", str(out)], [*SCAN, "--resume", "--overwrite"]):
+        assert cli.main([*command, *(["--out", str(tmp_path / "scan")] if command[0] == "scan" else [])]) == 2
+        [line] = error_lines(capsys)
+        assert "--resume" in line and "--overwrite" in line and "not both" in line
+    assert ((out / "checkpoint.msgpack").read_bytes(), (out / "metrics.jsonl").read_text()) == saved
+    assert not (tmp_path / "scan").exists()
+
+
+def test_a_time_budget_of_zero_is_refused(tmp_path, capsys):
+    for budget in ("0", "-1"):
+        with pytest.raises(SystemExit) as stop:
+            cli.main([*TRAIN[:-2], "--time-budget", budget, "--out", str(tmp_path / "run")])
+        assert stop.value.code == 2
+        [line] = error_lines(capsys)
+        assert "--time-budget" in line and f"got {budget}" in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_stop_says_on_stderr_how_to_continue_and_lists_only_written_files(tmp_path, capsys, monkeypatch):
+    """Ctrl-C during the first chunk: the step-0 state is saved, no metrics row or dashboard exists
+    yet, and the lines to read after a stop are on stderr (stdout may be a pipe into `head`)."""
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(loop, "run_chunk_once", ctrl_c)
+    out = tmp_path / "run"
+    assert cli.main([*TRAIN, "--out", str(out)]) == 130
+    printed = capsys.readouterr()
+    assert "stopped: 0 batches" in printed.out and "nan" not in printed.out
+    [outputs] = [line for line in printed.out.splitlines() if line.startswith("outputs: ")]
+    listed = outputs.removeprefix("outputs: ").split(", ")
+    assert sorted(listed) == sorted(str(p) for p in out.iterdir() if not p.name.startswith("."))
+    assert not (out / "metrics.jsonl").exists() and not (out / "dashboard.png").exists()
+    assert "interrupt: saved the last completed chunk (batch 0)" in printed.err
+    assert f"continue with: czjax train --resume --out {out}" in printed.err
+    assert "saved the last" not in printed.out and "continue with" not in printed.out
+
+
+def test_eval_accuracy_refuses_a_finished_game_and_a_file_that_is_not_text(tmp_path, capsys):
+    good = '{"moves": "4", "scores": [0,0,0,0,0,0,0]}'
+    positions = tmp_path / "positions.jsonl"
+    positions.write_text(good + "\n" + '{"moves": "1212121", "scores": [0,0,0,0,0,0,0]}\n')  # X has four in column 1
+    assert cli.main(["eval", "accuracy", "random", "--positions", str(positions)]) == 2
+    [line] = error_lines(capsys)
+    assert f"{positions}:2: the game is already over" in line
+    binary = tmp_path / "positions.bin"
+    binary.write_bytes(bytes(range(256)) * 4)
+    assert cli.main(["eval", "accuracy", "random", "--positions", str(binary)]) == 2
+    [line] = error_lines(capsys)
+    assert str(binary) in line and "not a text file" in line
+    gz = tmp_path / "positions.jsonl.gz"
+    gz.write_bytes(b"not gzip at all")
+    assert cli.main(["eval", "accuracy", "random", "--positions", str(gz)]) == 2
+    [line] = error_lines(capsys)
+    assert str(gz) in line and "gzip" in line

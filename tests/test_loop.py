@@ -156,9 +156,8 @@ def test_resume_of_a_checkpoint_without_init_field(tmp_path, uninterrupted):
     state, meta = checkpoint.load(uninterrupted / loop.CHECKPOINT, make_trainer(CONFIG).init(0), CONFIG.model)
     checkpoint.save(tmp_path / loop.CHECKPOINT, state, OLD_STORED_CONFIG, meta["hparams"], {"seed": 3})
     shutil.copy(uninterrupted / loop.METRICS, tmp_path / loop.METRICS)
-    assert (
-        cli.main(["train", "--resume", "--out", str(tmp_path), "--batches", "8"]) == 0
-    )  # already there: no batch to run
+    # one chunk more (at its target, batch 8, a resumed run says it has finished and writes nothing)
+    assert cli.main(["train", "--resume", "--out", str(tmp_path), "--batches", "10"]) == 0
     meta, _ = checkpoint.read_meta(tmp_path / loop.CHECKPOINT)
     assert (
         meta["config"]
@@ -230,8 +229,8 @@ def test_a_folder_that_holds_a_run_is_never_overwritten(tmp_path, capsys):
     assert [r["batches"] for r in loop.read_metrics(tmp_path / loop.METRICS)] == [2]
 
 
-def printed_resume_command(out: str) -> list[str]:
-    line = [line for line in out.splitlines() if line.startswith("continue with: ")][-1]
+def printed_resume_command(err: str) -> list[str]:
+    line = [line for line in err.splitlines() if line.startswith("continue with: ")][-1]
     command = shlex.split(line.removeprefix("continue with: "))
     assert command[0] == "czjax"
     return command[1:]
@@ -254,10 +253,10 @@ def test_ctrl_c_then_the_printed_command_equals_an_uninterrupted_run(tmp_path, c
         assert cli_train(tmp_path / "stopped", "--batches", "8") == 130
     finally:
         signal.signal(signal.SIGINT, previous)
-    out = capsys.readouterr().out
-    assert "stopped: 2 batches" in out
+    printed = capsys.readouterr()
+    assert "stopped: 2 batches" in printed.out
     monkeypatch.setattr(loop, "format_progress", progress)
-    assert cli.main(printed_resume_command(out)) == 0
+    assert cli.main(printed_resume_command(printed.err)) == 0
     header = capsys.readouterr().out.splitlines()[0]
     assert "games per batch, until 8 batches; hyperparameters" in header
     straight, resumed = (loop.read_metrics(tmp_path / name / loop.METRICS) for name in ("straight", "stopped"))
@@ -321,12 +320,16 @@ def test_resume_before_the_first_checkpoint_and_with_a_stored_time_budget(tmp_pa
     assert cli.main(["train", "--resume", "--out", str(tmp_path / "a")]) == 0
     assert "no checkpoint yet: starting its run from the beginning" in capsys.readouterr().out
     assert [r["batches"] for r in loop.read_metrics(tmp_path / "a" / loop.METRICS)] == [2, 4]
-    assert cli_train(tmp_path / "b", "--time-budget", "0") == 0  # a spent budget trains nothing, before or after resume
+    # a stored time budget, spent in the first chunk: resuming says the run has finished and trains nothing
+    assert cli_train(tmp_path / "b", "--time-budget", "0.001") == 0
+    saved = (tmp_path / "b" / loop.CHECKPOINT).read_bytes()
+    capsys.readouterr()
     assert cli.main(["train", "--resume", "--out", str(tmp_path / "b")]) == 0
     out = capsys.readouterr().out
-    assert "for 0 s of training" in out and "done: 0 batches" in out
-    assert cli.main(["train", "--resume", "--out", str(tmp_path / "b"), "--batches", "2"]) == 0  # a new target
-    assert [r["batches"] for r in loop.read_metrics(tmp_path / "b" / loop.METRICS)] == [2]
+    assert "holds a finished run: its target (for 0.001 s of training) is reached" in out and "--overwrite" in out
+    assert (tmp_path / "b" / loop.CHECKPOINT).read_bytes() == saved
+    assert cli.main(["train", "--resume", "--out", str(tmp_path / "b"), "--batches", "4"]) == 0  # a new target
+    assert [r["batches"] for r in loop.read_metrics(tmp_path / "b" / loop.METRICS)] == [2, 4]
     assert cli.main(["train", "--resume", "--out", str(tmp_path / "b"), "--seed", "0"]) == 2
     assert "drop --seed" in capsys.readouterr().err
 

@@ -82,3 +82,15 @@ def test_export_onnx_command(model_checkpoints, tmp_path, capsys):
     ]
     assert cli.main(["export-onnx", str(tmp_path / "missing"), "-o", str(out)]) == 2
     assert "no checkpoint at" in capsys.readouterr().err
+
+
+def test_export_onnx_of_the_shipped_model(tmp_path, capsys):
+    """``czjax`` names the shipped model here too, as for every player; the command checks the file
+    against it in onnxruntime."""
+    from czjax import agents
+
+    out = tmp_path / "czjax.onnx"
+    assert cli.main(["export-onnx", "czjax", "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"exported {agents.load_params(agents.SHIPPED_MODEL)[0]} to {out}" in printed
+    assert "largest difference from czjax" in printed and float(printed.rsplit(" ", 1)[1]) <= 1e-5

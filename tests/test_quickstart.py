@@ -78,3 +78,76 @@ def test_setup_installs_the_known_good_versions():
     assert re.search(r"-c constraints/cpu\.txt$", dry_run().strip())
     assert "-c" not in dry_run(CZJAX_CONSTRAINTS="none")
     assert "-c constraints/gpu-h100.txt" in dry_run(CZJAX_CONSTRAINTS="constraints/gpu-h100.txt")
+
+
+def setup_dry_run(*extras, **env) -> list[str]:
+    """The pip commands scripts/setup-venv.sh would run, one a line."""
+    return subprocess.run(
+        ["scripts/setup-venv.sh", *extras],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "CZJAX_SETUP_DRY_RUN": "1", **env},
+    ).stdout.splitlines()
+
+
+def test_the_cpu_set_up_takes_torch_s_cpu_build():
+    """With torch in the extras, the CPU set-up first installs torch alone from PyTorch's CPU index
+    (the plain index's torch is the CUDA build, with GB of NVIDIA packages), at the version the
+    test extra pins; a mirror replaces that index."""
+    cpu_index = "--index-url https://download.pytorch.org/whl/cpu"
+    torch, czjax = setup_dry_run("test")
+    assert torch == f"pip install --no-deps {cpu_index} torch==2.13.0 -c constraints/cpu.txt"
+    assert czjax == "pip install -e .[test] -c constraints/cpu.txt"
+    assert setup_dry_run("torch")[0] == f"pip install --no-deps {cpu_index} torch>=2.1 -c constraints/cpu.txt"
+    assert setup_dry_run() == ["pip install -e . -c constraints/cpu.txt"]  # no torch: no torch step
+    mirror = setup_dry_run("test", CZJAX_TORCH_INDEX="https://mirror.example/torch-cpu")
+    assert mirror[0].startswith("pip install --no-deps --index-url https://mirror.example/torch-cpu torch==2.13.0")
+    assert setup_dry_run("test", CZJAX_TORCH_INDEX="none") == [czjax]
+
+
+def test_the_gpu_set_up_says_its_cuda_step():
+    """GPU=1 installs jax's CUDA plugin after czjax (and torch from the ordinary index: its CUDA build)."""
+    czjax = "pip install -e .[test] -c constraints/cpu.txt"
+    for gpu, plugin in (("1", "cuda12"), ("cuda13", "cuda13")):
+        assert setup_dry_run("test", GPU=gpu) == [czjax, f"pip install --upgrade jax[{plugin}] -c constraints/cpu.txt"]
+
+
+def test_run_sh_on_a_finished_run_says_so(tmp_path):
+    """A second ./run.sh on the default run that has reached its target says it has finished and
+    how to train it further, trains nothing, and still shows what to do with the model. (In a
+    copy of run.sh beside this .venv, its set-up step a no-op, so that the repository's runs/ and
+    .venv are left alone.)"""
+    (tmp_path / ".venv").symlink_to(ROOT / ".venv")
+    (tmp_path / "scripts").mkdir()
+    for script, text in (("run.sh", (ROOT / "run.sh").read_text()), ("scripts/setup-venv.sh", "#!/bin/sh\n")):
+        (tmp_path / script).write_text(text)
+        (tmp_path / script).chmod(0o755)
+    out = tmp_path / "runs" / "default-seed0"
+    first = subprocess.run(
+        [
+            "./run.sh",
+            "--games-per-batch",
+            "4",
+            "--batches-per-chunk",
+            "1",
+            "--eval-games",
+            "2",
+            "--batches",
+            "1",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert first.returncode == 0, first.stderr
+    saved = (out / "checkpoint.msgpack").read_bytes()
+    again = subprocess.run(["./run.sh"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert "continuing" not in again.stdout and "resuming" not in again.stdout
+    assert "runs/default-seed0 holds a finished run: its target (until 1 batches) is reached" in again.stdout
+    assert "--resume --out runs/default-seed0 and a larger --batches" in again.stdout and "--overwrite" in again.stdout
+    assert "next, with the model in runs/default-seed0:" in again.stdout
+    assert (out / "checkpoint.msgpack").read_bytes() == saved

@@ -84,3 +84,23 @@ def test_sampling_draws_written_rows_uniformly():
     assert set(counts) == set(written) and max(abs(c - 500) for c in counts.values()) < 4.5 * np.sqrt(
         500 * 0.9
     )  # uniform
+
+
+def test_a_window_draws_the_most_recent_rows_only():
+    """Rows written in order 0..29 into a 16-row buffer (it wraps): a window of 5 draws exactly
+    the last five written (25..29), uniformly; a window larger than the rows written draws them all."""
+    capacity = 16
+    rng = np.random.default_rng(2)
+    buffer = replay.empty(capacity)
+    boards, inputs = batch_of(rng, 30, 1.0)
+    for start in range(0, 30, 10):  # three batches, so the cursor wraps
+        part = jax.tree.map(lambda x: x[start : start + 10], (boards, inputs))
+        buffer = replay.add(buffer, *part)
+    order = {np.asarray(boards)[i].tobytes(): i for i in range(30)}
+    draw = jax.jit(replay.sample, static_argnums=2)
+    drawn_boards, _ = draw(buffer, jax.random.key(3), 4000, jnp.int32(5))
+    counts = collections.Counter(order[b.tobytes()] for b in np.asarray(drawn_boards))
+    assert set(counts) == {25, 26, 27, 28, 29}
+    assert max(abs(c - 800) for c in counts.values()) < 4.5 * np.sqrt(800 * 0.8)
+    drawn_boards, _ = draw(buffer, jax.random.key(4), 4000, jnp.int32(1000))
+    assert {order[b.tobytes()] for b in np.asarray(drawn_boards)} == set(range(14, 30))

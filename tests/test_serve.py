@@ -28,7 +28,7 @@ try:
 except ImportError:  # the API tests need no browser; the browser tests skip, saying why
     expect = sync_playwright = None
 
-from czjax import agents
+from czjax import agents, game
 from czjax.evaluate import serve
 
 CHROMIUM = os.environ.get("CZJAX_CHROMIUM", "/usr/bin/chromium")
@@ -508,6 +508,29 @@ def test_a_search_reports_its_visit_shares(model_checkpoints):
         assert all(abs(s * 16 - round(s * 16)) < 1e-6 for s in shares)  # whole visits of the 16
         assert shares[state["move"] - 1] == max(shares)
         assert state["shares"] is not None and abs(sum(state["shares"]) - 1) < 1e-6  # the position after the move, too
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("spec", ["gumbel:sims=8", "mcts:sims=8"])
+def test_a_model_move_searches_each_position_once(spec, model_checkpoints):
+    """Issue 35: a model move searches the position it moves from once (its move, value and
+    shares from one search) and the position after it once: 2 x (sims + 1) network evaluations,
+    where each position was searched twice before; with the shares those searches give."""
+    from tests.test_interactive import counting
+
+    agent, calls = counting(spec, model_checkpoints["mlp"])
+    server = serve.make_server(agent, port=0, temperature=0.0, reuse=False)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    try:
+        assert len(calls) == 9  # the compile at start: the empty board, once
+        calls.clear()
+        status, state = post(url, "/api/model-move", {"moves": "44"})
+        assert status == 200 and len(calls) == 2 * 9
+        want = agents.visit_shares(agent, game.from_moves("44")[None])[0]
+        assert state["move_shares"] == [float(x) for x in want]
     finally:
         server.shutdown()
         server.server_close()

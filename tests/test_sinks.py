@@ -161,3 +161,56 @@ def test_a_missing_package_is_one_line(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["czjax: error: --tensorboard needs the tensorboardX package: pip install 'czjax[tensorboard]'"]
     assert not (tmp_path / "run" / "run.json").exists()
+
+
+def offline_runs(out: Path) -> list[str]:
+    """The ids of the offline W&B runs under a run folder (offline-run-DATE_TIME-ID), oldest first."""
+    return [p.name.rsplit("-", 1)[1] for p in sorted(out.glob("wandb/offline-run-*"))]
+
+
+def test_wandb_without_a_login_or_offline_mode_is_one_line(tmp_path):
+    """No API key anywhere wandb looks (environment, ~/.netrc, its settings) and not offline: one
+    line saying what to do, before the run's folder exists (a fresh process, as a user runs it:
+    wandb reads its settings once per process)."""
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    env.update(HOME=str(tmp_path), NETRC=str(tmp_path / "no-netrc"))
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "czjax", "train", *TINY, "--out", str(out), "--wandb", "czjax-test"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert proc.returncode == 2, proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("czjax: error: --wandb needs a W&B login") and "WANDB_MODE=offline" in line
+    assert not out.exists() and proc.stdout == ""  # refused before the header: nothing written, nothing trained
+
+
+def test_a_refused_run_opens_no_wandb_run(tmp_path, monkeypatch, capsys):
+    """Refused once the run opens (its starting weights are missing): no W&B run, no folder left."""
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    out = tmp_path / "run"
+    assert cli.main(["train", *TINY, "--out", str(out), "--wandb", "czjax-test", "--init-from", "none.pth"]) == 2
+    assert "no file at none.pth" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_resumed_run_logs_to_its_own_wandb_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    out = tmp_path / "run"
+    assert cli.main(["train", *TINY, "--out", str(out), "--wandb", "czjax-test"]) == 0
+    [first] = offline_runs(out)
+    assert cli.main(["train", "--resume", "--out", str(out), "--batches", "5", "--wandb", "czjax-test"]) == 0
+    assert offline_runs(out) == [first, first]  # the same W&B run, continued
+    assert json.loads((out / "wandb-run.json").read_text()) == {"project": "czjax-test", "id": first}
+    assert cli.main(["train", *TINY, "--out", str(out), "--overwrite", "--wandb", "czjax-test"]) == 0
+    ids = offline_runs(out)
+    assert len(ids) == 3 and ids[-1] != first  # a run started again is a new W&B run

@@ -11,6 +11,8 @@ from czjax import rollout
 from czjax.learn import train
 from czjax.learn.train import HParams, PoolSettings, PromotionSettings, TrainConfig, make_trainer
 from czjax.run import loop
+from czjax.util import checkpoint
+from czjax.util.counts import WideCount
 
 # One small config shared by every test here, so the chunk compiles once.
 CONFIG = TrainConfig(
@@ -115,7 +117,7 @@ def test_promotion_on_scripted_win_rates(trainer):
         # the previous batch of the window scored `earlier_points` of 16 half-points (8 games);
         # this batch is the check batch (step 2)
         s = state.replace(
-            step=jnp.int32(1),
+            step=WideCount.of(1),
             window_wins=jnp.array([earlier_points, 0], jnp.int32),
             window_games=jnp.array([16, 0], jnp.int32),
         )
@@ -128,10 +130,73 @@ def test_promotion_on_scripted_win_rates(trainer):
             assert int(new.window_games.sum()) == 0  # a new checkpoint starts a new window
     # not a check batch: no promotion even at 100%
     s = state.replace(
-        step=jnp.int32(0), window_wins=jnp.array([8, 8], jnp.int32), window_games=jnp.array([8, 8], jnp.int32)
+        step=WideCount.of(0), window_wins=jnp.array([8, 8], jnp.int32), window_games=jnp.array([8, 8], jnp.int32)
     )
     new, _ = step(s, HP, jax.random.key(2))
     assert int(new.promotions) == 0
+
+
+def test_the_counters_run_past_2_31_batches_and_2_32_games(tmp_path):
+    """Issue 35: a run's counters are wide (czjax.util.counts). From just below 2**31 batches and
+    2**32 games, the win-rate window's slot and the promotion check follow the batch count as
+    Python counts it (an int32 count wrapped to -2**31, whose remainder by 3 is 1, not 2), the
+    metrics rows say the exact numbers, and a run resumed from such a checkpoint continues and
+    saves them exactly."""
+    # 3 batches per window; a promotion check every 125,000 batches (a modulus past 2**16)
+    config = CONFIG.override({"promotion.window_games": 24, "promotion.every_games": 1_000_000})
+    assert config.window_batches == 3 and config.promote_every == 125_000
+    trainer = make_trainer(config)
+    batches, games = 2**31 - 1, 2**32 - 8
+    state = dataclasses.replace(trainer.init(0), step=WideCount.of(batches), games=WideCount.of(games))
+    step = jax.jit(trainer.train_step)
+    slots = []
+    for i in range(3):
+        before = np.asarray(state.window_games)
+        state, _ = step(state, HP, jax.random.key(i))
+        slots.append(int(np.flatnonzero(np.asarray(state.window_games) != before)[0]))
+        assert int(state.step) == batches + i + 1 and int(state.games) == games + 8 * (i + 1)
+    assert slots == [(batches + i) % 3 for i in range(3)] == [1, 2, 0]
+    assert int(state.promotions) == 0  # no batch here is a check batch: (2**31 + i) % 125,000 != 0
+
+    # through the run loop: resumed from a checkpoint at that point, two more batches
+    out = tmp_path / "run"
+    description = {"seed": 0, "batches": batches + 5, "time_budget_s": None, "title": ""}
+    checkpoint.save(out / loop.CHECKPOINT, state, config.to_dict(), HP.to_dict(), description)
+    summary = loop.run(config, HP, out, batches=batches + 5, resume=True, log=lambda m: None)
+    assert summary["batches"] == 2**31 + 4 and summary["games"] == 2**32 + 32
+    rows = loop.read_metrics(out / loop.METRICS)
+    assert [(r["batches"], r["games"]) for r in rows] == [(2**31 + 4, 2**32 + 32)]
+    assert 0 < rows[0]["positions"] <= 2 * 8 * 21 and isinstance(rows[0]["positions"], int)
+    loaded, _ = checkpoint.load(out / loop.CHECKPOINT, trainer.init(0), config.model)
+    assert int(loaded.step) == 2**31 + 4 and int(loaded.games) == 2**32 + 32
+    _, raw = checkpoint.read_meta(out / loop.CHECKPOINT)  # what reads a run's progress without loading it
+    assert checkpoint.stored_count(raw["step"]) == 2**31 + 4 and checkpoint.stored_count(raw["games"]) == 2**32 + 32
+
+
+def test_the_solver_benchmark_is_an_argument_of_the_chunk_not_a_constant():
+    """Issue 35: with --solver-eval the chunk takes the benchmark (7,000 positions and their labels)
+    as an argument: its program holds no large literal for XLA to fold at every compile, where a
+    function closing over the benchmark holds its boards as one (2 hex digits a cell). A chunk
+    lowered without it is refused. (That its metrics are the benchmark's scored alone:
+    test_algorithms.test_search_based_training_steps.)"""
+    import re
+
+    from czjax.learn import solver_metrics
+
+    def largest_literal(text: str) -> int:
+        return max((len(m) for m in re.findall(r'dense<"0x[0-9A-Fa-f]*">', text)), default=0)
+
+    config = TrainConfig(model="mlp3", games_per_batch=4, eval_games=2, batches_per_chunk=2, solver_eval="network")
+    trainer = make_trainer(config)
+    state = trainer.init(0)
+    bench = trainer.solver_bench
+    assert bench is solver_metrics.load() and bench.boards.shape == (7000, 6, 7)
+    assert largest_literal(trainer.run_chunk.lower(state, HP, 2, bench).as_text()) < 1000
+    closed = jax.jit(lambda p: solver_metrics.metrics(trainer.learner, p, bench)).lower(state.params).as_text()
+    assert largest_literal(closed) > 2 * bench.boards.size
+    with pytest.raises(ValueError, match="solver_bench"):
+        trainer.run_chunk.lower(state, HP, 2)
+    assert make_trainer(CONFIG).solver_bench is None  # solver_eval off: nothing to pass
 
 
 @pytest.mark.parametrize("draws_count_half, expect", [(True, True), (False, False)])

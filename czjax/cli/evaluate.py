@@ -9,31 +9,35 @@ from czjax.cli import flags, output
 
 
 def cmd_eval_accuracy(args) -> int:
-    from czjax import agents
     from czjax.evaluate import solver
 
     positions = solver.load_positions(args.positions)
-    agent = output.announced(agents.load_agent(args.player), len(positions["boards"]), "the positions")
+    agent = output.announced(flags.load_player(args.player), len(positions["boards"]), "the positions")
     return output.print_report(args, solver.accuracy(agent, positions, log=output.stderr), solver.format_accuracy)
 
 
 def cmd_eval_pons(args) -> int:
-    from czjax import agents
     from czjax.evaluate import solver
 
     sets = solver.load_pons(args.dir)
+    spec = args.player
+    if args.protocol is not None:
+        try:
+            spec = solver.protocol_spec(args.protocol, spec)
+        except ValueError as err:
+            raise SystemExit(f"czjax eval pons: {err}") from None
     agent = output.announced(
-        agents.load_agent(args.player), sum(len(data["boards"]) for data in sets.values()), "Pons' positions"
+        flags.load_player(spec), sum(len(data["boards"]) for data in sets.values()), "Pons' positions"
     )
-    return output.print_report(args, solver.pons(agent, sets, log=output.stderr), solver.format_pons)
+    report = solver.pons(agent, sets, log=output.stderr, protocol=args.protocol)
+    return output.print_report(args, report, solver.format_pons)
 
 
 def cmd_eval_puzzles(args) -> int:
-    from czjax import agents
     from czjax.evaluate import puzzles
 
     data = puzzles.load(args.puzzles)
-    agent = output.announced(agents.load_agent(args.player), len(data["boards"]), "the puzzles")
+    agent = output.announced(flags.load_player(args.player), len(data["boards"]), "the puzzles")
     return output.print_report(args, puzzles.score(agent, data, log=output.stderr), puzzles.format_score)
 
 
@@ -50,10 +54,9 @@ def cmd_eval_make_puzzles(args) -> int:
 
 
 def cmd_tournament(args) -> int:
-    from czjax import agents
     from czjax.evaluate import tournament
 
-    players = [agents.load_agent(spec) for spec in args.players]
+    players = [flags.load_player(spec) for spec in args.players]
     log = (lambda m: print(m, file=sys.stderr)) if args.json else print
     log(f"round robin between {len(players)} players, {args.games} games per pair")
     for agent in players:  # a search's moves: about 11 per game, in every pair it plays
@@ -62,35 +65,34 @@ def cmd_tournament(args) -> int:
             args.games * output.AVERAGE_MOVES_PER_SIDE * (len(players) - 1),
             f"its {args.games * (len(players) - 1):,} games",
         )
-    report = tournament.tournament(players, args.games, anchor=args.anchor, seed=args.seed, log=log)
+    report = tournament.tournament(
+        players, args.games, anchor=args.anchor, seed=args.seed, log=log, temperature=args.temperature
+    )
     return output.print_report(args, report, tournament.format_tournament)
 
 
 def cmd_play(args) -> int:
-    from czjax import agents
     from czjax.evaluate import interactive
 
-    agent = agents.load_agent(args.player)
+    agent = flags.load_player(args.player)
     interactive.play(agent, first=args.first, temperature=agent.temperature(args.temperature), seed=args.seed)
     return 0
 
 
 def cmd_analyze(args) -> int:
-    from czjax import agents
     from czjax.evaluate import interactive
 
     report = interactive.analyze(
-        agents.load_agent(args.player), args.moves, temperature=args.temperature, seed=args.seed
+        flags.load_player(args.player), args.moves, temperature=args.temperature, seed=args.seed
     )
     return output.print_report(args, report, interactive.format_analysis)
 
 
 def cmd_openings(args) -> int:
-    from czjax import agents
     from czjax.evaluate import interactive
 
     agent = output.announced(
-        agents.load_agent(args.player),
+        flags.load_player(args.player),
         args.games * 2 * output.AVERAGE_MOVES_PER_SIDE,
         f"{args.games:,} games against itself",
     )
@@ -101,10 +103,9 @@ def cmd_openings(args) -> int:
 
 
 def cmd_serve(args) -> int:
-    from czjax import agents
     from czjax.evaluate import serve
 
-    agent = agents.load_agent(args.player)
+    agent = flags.load_player(args.player)
     print(f"compiling {agent.name} (the page opens once it is ready) ...", flush=True)
     try:
         server = serve.make_server(
@@ -127,7 +128,7 @@ def cmd_serve(args) -> int:
 
 def add_evaluation_commands(commands) -> None:
     evaluate = commands.add_parser(
-        "eval", help="measure a model: solver-labelled accuracy, tactical puzzles, values on Pons' sets"
+        "eval", help="measure a model: solver-labelled accuracy, tactical puzzles, move error on Pons' sets"
     )
     eval_commands = evaluate.add_subparsers(dest="eval_command", metavar="WHAT", required=True)
     acc = eval_commands.add_parser(
@@ -161,15 +162,29 @@ def add_evaluation_commands(commands) -> None:
     puz.set_defaults(func=cmd_eval_puzzles)
     pons = eval_commands.add_parser(
         "pons",
-        help="does the value read win, draw or loss right, on Pascal Pons' benchmark sets",
+        help="move error on Pascal Pons' benchmark sets (AlphaZero.jl's measure), and the outcome read from the value",
         description=(
-            "Reads each position's outcome from the player's value (the value head, or a search's root value): win "
-            "above +1/3, loss below -1/3, a draw between, and compares it with the exact score of Pons' benchmark "
-            "sets (6 x 1,000 positions shipped with czjax: L3 ply 29-41, L2 15-28, L1 1-14; R1-R3 increasingly "
-            "hard for a solver). Also the sign alone on the decided positions."
+            "Per set, the move error (%): how often the move the player plays (its most likely column or the "
+            "search's move; the expectation over its draw for random and random-punisher) does not keep the "
+            "game-theoretic outcome, as AlphaZero.jl measures it, beside AlphaZero.jl's reference figures. For a "
+            "player with a value (a value head, or a search's root value), also how often the value reads the "
+            "outcome right: win above +1/3, loss below -1/3, a draw between, and the sign alone on the decided "
+            "positions. Default: the 6 x 1,000 positions shipped with czjax with every column's exact score (L3 ply "
+            "29-41, L2 15-28, L1 1-14; R1-R3 increasingly hard for a solver); --dir reads Test_L*_R* files, which "
+            "hold each position's value only: the outcome read, no move error. --protocol alphazero.jl scores as "
+            "AlphaZero.jl's benchmark does: a network (or built-in player) under its MCTS with 600 simulations, "
+            "cpuct 2, no noise, the most visited column (the lowest on ties); a search or minimax:depth=N as given, "
+            "by its most likely column. The reference columns: AlphaZero.jl's untrained network under that "
+            "protocol (iteration 0), depth-5 minimax, and its network after 15 iterations."
         ),
     )
     flags.add_player_arg(pons)
+    pons.add_argument(
+        "--protocol",
+        default=None,
+        choices=["alphazero.jl"],
+        help="score as AlphaZero.jl's Pons benchmark (MCTS-600 around a network; the most likely move)",
+    )
     pons.add_argument(
         "--dir", default=None, metavar="DIR", help="a folder of Test_L*_R* files (default: the shipped sets)"
     )
@@ -201,12 +216,21 @@ def add_play_commands(commands) -> None:
         description=(
             "Every pair of players plays --games games, half with each side first; pairs of the same model run as one "
             "compiled program. Prints the win/draw/loss table and Bradley-Terry (Elo-scale) ratings fitted by maximum "
-            "likelihood, draws counted as half, with 95%% intervals, anchored to --anchor."
+            "likelihood, draws counted as half, with 95% intervals, anchored to --anchor. Each player plays as it "
+            "does everywhere (its most likely column for a checkpoint or a search, sampled for random and "
+            "random-punisher) unless --temperature says otherwise; the table says how each chose its moves."
         ),
     )
     tour.add_argument("players", nargs="+", metavar="PLAYER", help="players, each " + flags.player_help())
     tour.add_argument("--games", type=flags.game_batch, default=200, help="games per pair (default: %(default)s)")
     tour.add_argument("--anchor", default=None, help="the player rated 0 (default: the first)")
+    tour.add_argument(
+        "--temperature",
+        type=flags.non_negative_float,
+        default=None,
+        help="every player's sampling temperature; 0 plays its most likely column, 1 samples its policy "
+        "(default: each player's own, 0 for a checkpoint or a search, 1 for random and random-punisher)",
+    )
     tour.add_argument("--seed", type=flags.seed, default=0)
     flags.add_json_flag(tour)
     tour.set_defaults(func=cmd_tournament)

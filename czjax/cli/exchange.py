@@ -16,22 +16,32 @@ def cmd_import_torch(args) -> int:
     return 0
 
 
+CHECKPOINT_HELP = "a run folder or checkpoint file, or czjax (the model shipped with czjax)"
+
+
+def checkpoint_file(spec: str):
+    """The checkpoint file ``spec`` names: a shipped model's (``czjax``, ``czjax@1``, ... as for
+    every player), else a run folder's checkpoint or the file itself."""
+    from czjax import agents
+    from czjax.util import checkpoint
+
+    return agents.shipped_path(spec) or checkpoint.resolve(spec)
+
+
 def cmd_export_torch(args) -> int:
     from czjax.interop import torch_io
     from czjax.models import torch_layout
-    from czjax.util import checkpoint
 
-    model = torch_io.export_torch(checkpoint.resolve(args.checkpoint), args.out)
+    model = torch_io.export_torch(checkpoint_file(args.checkpoint), args.out)
     print(f"exported {model} as a {torch_layout.TORCH_CLASSES[model]} state dict: {args.out}")
     return 0
 
 
 def cmd_distill(args) -> int:
-    from czjax import agents
     from czjax.run import distill
 
     teacher = output.announced(
-        agents.load_agent(args.teacher),
+        flags.load_player(args.teacher),
         args.games * 4 * output.AVERAGE_MOVES_PER_SIDE,
         f"{args.games:,} games against itself and the labels of their positions",
     )
@@ -55,9 +65,8 @@ def cmd_distill(args) -> int:
 
 def cmd_export_onnx(args) -> int:
     from czjax.interop import onnx_export
-    from czjax.util import checkpoint
 
-    ckpt = checkpoint.resolve(args.checkpoint)
+    ckpt = checkpoint_file(args.checkpoint)
     model = onnx_export.export(ckpt, args.out, batched=args.batch)
     shape = "(N, 6, 7) -> logits (N, 7), value (N,)" if args.batch else "(6, 7) -> logits (7,), value ()"
     print(f"exported {model} to {args.out}: board int8 {shape}")
@@ -81,7 +90,7 @@ def add_commands(commands) -> None:
             "every "
             "position with its policy target (a search's visit counts or improved policy, a network's softmax) and its "
             "value, and a fresh student network learns both (cross-entropy and squared error, AdamW, minibatches). "
-            "10%% of "
+            "10% of "
             "the positions are held out to check it. The student is written to OUT/checkpoint.msgpack, a player for "
             "every "
             "command."
@@ -131,7 +140,9 @@ def _add_torch_commands(commands) -> None:
         help="a czjax checkpoint -> a .pth the PyTorch project loads",
         description="Writes {'model_state_dict': ...} with the PyTorch project's key names and layouts. Needs PyTorch.",
     )
-    exp.add_argument("checkpoint", metavar="CHECKPOINT", help="a run folder or checkpoint file")
+    exp.add_argument(
+        "checkpoint", metavar="CHECKPOINT", help="a run folder or checkpoint file, or czjax (the shipped model)"
+    )
     exp.add_argument("-o", "--out", required=True, metavar="FILE.pth")
     exp.set_defaults(func=cmd_export_torch)
     onnx = commands.add_parser(
@@ -144,7 +155,9 @@ def _add_torch_commands(commands) -> None:
             "positions. Needs pip install 'czjax[onnx]'."
         ),
     )
-    onnx.add_argument("checkpoint", metavar="CHECKPOINT", help="a run folder or checkpoint file")
+    onnx.add_argument(
+        "checkpoint", metavar="CHECKPOINT", help="a run folder or checkpoint file, or czjax (the shipped model)"
+    )
     onnx.add_argument("-o", "--out", required=True, metavar="FILE.onnx")
     onnx.add_argument("--batch", action="store_true", help="a batched model: board (N, 6, 7)")
     onnx.set_defaults(func=cmd_export_onnx)

@@ -59,6 +59,13 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def positive_float(text: str) -> float:
+    value = non_negative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text}")
+    return value
+
+
 # Flags of the settings that name something other than the scheme (--GROUP-NAME for a nested
 # setting): today's names, kept working beside the scheme's.
 FLAG_ALIASES = {
@@ -159,14 +166,16 @@ def add_sink_flags(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="DIR",
         help="also log every metrics.jsonl row to TensorBoard event files in DIR (a scan: a subfolder per "
-        "configuration); needs pip install 'czjax[tensorboard]'",
+        "configuration); needs pip install 'czjax[tensorboard]'; to view them, pip install tensorboard, then "
+        "tensorboard --logdir DIR",
     )
     parser.add_argument(
         "--wandb",
         default=None,
         metavar="PROJECT",
         help="also log every metrics.jsonl row to a Weights & Biases run in PROJECT (a scan: one run, a series "
-        "per configuration; WANDB_MODE=offline keeps it local); needs pip install 'czjax[wandb]'",
+        "per configuration; --resume logs to the same run); needs pip install 'czjax[wandb]' and a W&B login "
+        "(wandb login, or WANDB_API_KEY) or WANDB_MODE=offline (files under --out, wandb sync uploads them)",
     )
 
 
@@ -186,6 +195,30 @@ def player_help() -> str:
         "SEARCH[:OPTIONS]:PLAYER, e.g. mcts:sims=64:runs/ex3 or rollout:width=4,depth=4:runs/ex3; "
         f"searches and their options (defaults): {search_options()}"
     )
+
+
+def check_search_sizes(search, spec: str) -> None:
+    """A one-line ValueError when an integer option of ``search`` (a player spec's or --search's)
+    does not fit the device's 32-bit integers: a tree of ``sims + 1`` nodes is indexed by them."""
+    if search is None:
+        return
+    for field in dataclasses.fields(search):
+        value = getattr(search, field.name)
+        if isinstance(value, int) and not isinstance(value, bool) and value > INT32_MAX - 1:
+            raise ValueError(
+                f"{spec}: {field.name}={value:,} does not fit: a search's sizes are 32-bit integers on the device, "
+                f"at most {INT32_MAX - 1:,}"
+            )
+
+
+def load_player(spec: str):
+    """The agent ``spec`` names (:func:`czjax.agents.load_agent`), its search's sizes checked first."""
+    from czjax import agents, search
+
+    parsed = search.parse_spec(spec)
+    if parsed is not None:
+        check_search_sizes(parsed[0], spec)
+    return agents.load_agent(spec)
 
 
 def add_player_arg(parser: argparse.ArgumentParser, default: str | None = None) -> None:

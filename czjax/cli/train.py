@@ -7,7 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from czjax.cli import flags
+from czjax.cli import flags, output
 
 
 def _setting_overrides(args) -> dict:
@@ -65,9 +65,29 @@ def train_settings(args):
     return config, HParams.create(**hp), run
 
 
+def check_resume_or_overwrite(args) -> None:
+    """--resume continues what --overwrite deletes: a one-line error for both at once."""
+    if args.resume and args.overwrite:
+        raise ValueError(
+            "--resume continues the run in --out and --overwrite deletes it: give one or the other, not both"
+        )
+
+
+def check_search_sizes(config) -> None:
+    """The training search's and the pool's search players' sizes fit the device's integers."""
+    from czjax import search
+
+    flags.check_search_sizes(config.searcher(), f"--search {config.search}")
+    for member in config.pool.members:
+        parsed = search.parse_spec(member)
+        if parsed is not None:
+            flags.check_search_sizes(parsed[0], member)
+
+
 def cmd_train(args) -> int:
     from czjax.run import loop, sinks
 
+    check_resume_or_overwrite(args)
     if args.out is None:
         if args.resume:
             raise ValueError("--resume needs --out: the folder of the run to continue")
@@ -77,10 +97,16 @@ def cmd_train(args) -> int:
 
         devices.initialize_hosts(args.coordinator, args.num_processes, args.process_id)
     config, hparams, run = train_settings(args)
+    check_search_sizes(config)
     loop.check_out_dir(Path(args.out))
     loop.check_unlocked(Path(args.out))  # another process training there: one line, and its files untouched
     if not args.resume and not args.coordinator:  # before the header, so a refused run prints one line only
         loop.guard_fresh(Path(args.out), loop.RUN_FILES, args.overwrite)
+    if args.resume and loop.target_reached(Path(args.out), run["batches"], run["time_budget_s"]):
+        print(finished_line(args.out, run), flush=True)
+        return 0
+    if args.wandb:
+        sinks.check_wandb()  # the package, and a login or offline mode: before anything is written
     print(
         f"training {config.model} ({config.algorithm}) against {config.opponent}, {config.games_per_batch} games per "
         "batch, "
@@ -96,6 +122,7 @@ def cmd_train(args) -> int:
         run.get("title") or str(args.out),
         {"config": config.to_dict(), "hparams": hparams.to_dict(), **run},
         Path(args.out),
+        resume=args.resume,
     ) as active:
         summary = loop.run(
             config,
@@ -109,6 +136,7 @@ def cmd_train(args) -> int:
             checkpoint_every=args.checkpoint_every,
             checkpoint_every_s=args.checkpoint_seconds,
             log=lambda m: print(m, flush=True),
+            notice=output.stderr,  # a stop's "saved" line: read even when stdout goes into a pipe
             title=run.get("title", ""),
             num_devices=args.devices,
             init_from=run.get("init_from"),
@@ -126,30 +154,49 @@ def cmd_train(args) -> int:
 EXIT_CODES = {"interrupt": 130, "SIGTERM": 143, "broken pipe": 141}
 
 
-def report_run(args, config, summary) -> None:
-    last = summary["last"]
-    print(
-        f"{'stopped' if summary['interrupted'] else 'done'}: {summary['batches']:,} batches, {summary['games']:,} "
-        "games "
-        f"in {summary['elapsed_s']:.0f} s; last interval: win rate {last.get('win_rate', float('nan')):.2f} against "
-        "the "
-        f"training opponent, {last.get('eval_win_rate', float('nan')):.2f} against RandomPunisher, entropy "
-        f"{last.get('entropy', float('nan')):.2f}, game length {last.get('game_length', float('nan')):.1f}"
-        + (f", {summary['promotions']} checkpoint promotions" if config.opponent == "self" else "")
-        + (f", {summary['promotions']} league additions" if config.pool.league else "")
+def finished_line(out, run: dict) -> str:
+    """What ``czjax train --resume`` says of a run that has already reached its target."""
+    from czjax.run import loop
+
+    return (
+        f"{out} holds a finished run: its target ({loop.describe_target(run['batches'], run['time_budget_s'])}) "
+        "is reached, nothing to continue. Train it further with czjax train --resume --out "
+        f"{shlex.quote(str(out))} and a larger --batches or --time-budget, or start it again with --overwrite"
     )
-    print(f"outputs: {summary['checkpoint']}, {summary['metrics']}, {summary['dashboard']}, {summary['run_json']}")
-    if summary["interrupted"]:
-        print(f"continue with: czjax train --resume --out {shlex.quote(str(args.out))}", flush=True)
+
+
+def report_run(args, config, summary) -> None:
+    last, nan = summary["last"], float("nan")
+    head = (
+        f"{'stopped' if summary['interrupted'] else 'done'}: {summary['batches']:,} batches, {summary['games']:,} "
+        f"games in {summary['elapsed_s']:.0f} s"
+    )
+    if not last:  # stopped before its first chunk: no metrics yet
+        print(f"{head}; no chunk completed, so no metrics yet")
+    else:
+        print(
+            f"{head}; last interval: win rate {last.get('win_rate', nan):.2f} against the training opponent, "
+            f"{last.get('eval_win_rate', nan):.2f} against {config.eval_opponent}, entropy "
+            f"{last.get('entropy', nan):.2f}, game length {last.get('game_length', nan):.1f}"
+            + (f", {summary['promotions']} checkpoint promotions" if config.opponent == "self" else "")
+            + (f", {summary['promotions']} league additions" if config.pool.league else "")
+        )
+    written = [summary[k] for k in ("checkpoint", "metrics", "dashboard", "run_json") if Path(summary[k]).exists()]
+    if written:
+        print(f"outputs: {', '.join(written)}", flush=True)
+    if summary["interrupted"]:  # what must be read after a stop goes to stderr: stdout may be a pipe already closed
+        output.stderr(f"continue with: czjax train --resume --out {shlex.quote(str(args.out))}")
 
 
 def cmd_scan(args) -> int:
     from czjax.run import loop, presets, scan, sinks
 
+    check_resume_or_overwrite(args)
     preset = presets.get_preset(args.preset)
     grid = scan.parse_grid(args.grid)
     scan.check_sort(args.sort, list(grid))  # everything is checked before anything is written or run
     config = preset.config.override(_setting_overrides(args))
+    check_search_sizes(config)
     settings = scan.grid_settings(grid)
     seeds = list(range(args.seed, args.seed + args.seeds))
     batches = args.batches if args.batches is not None else preset.batches
@@ -158,6 +205,8 @@ def cmd_scan(args) -> int:
     loop.check_unlocked(out, "scan")
     if args.resume:
         scan.check_resumable(out)  # before the header
+    if args.wandb:
+        sinks.check_wandb()
     print(
         f"scan of {len(settings)} settings x {len(seeds)} seeds = {len(settings) * len(seeds)} configurations of "
         f"{config.model} against {config.opponent}, {config.games_per_batch} games per batch, {batches:,} batches "
@@ -174,6 +223,7 @@ def cmd_scan(args) -> int:
                 f"scan {out}",
                 {"config": config.to_dict(), "grid": args.grid, "seeds": seeds},
                 out,
+                resume=args.resume,
             ) as active,
         ):
             rows = scan.run_scan(
@@ -227,7 +277,7 @@ def add_train_command(commands) -> None:
     )
     train.add_argument(
         "--time-budget",
-        type=flags.non_negative_float,
+        type=flags.positive_float,
         default=None,
         metavar="SECONDS",
         help="stop after this many seconds of training in all (a resumed run counts its earlier time)",
@@ -250,7 +300,9 @@ def add_train_command(commands) -> None:
         "czjax checkpoint (run folder or .msgpack; its parameters only, fresh optimizer state)",
     )
     train.add_argument(
-        "--overwrite", action="store_true", help="start again in an --out that already holds a run, deleting it"
+        "--overwrite",
+        action="store_true",
+        help="start again in an --out that already holds a run, deleting it (not with --resume)",
     )
     train.add_argument(
         "--devices",

@@ -13,10 +13,17 @@ import jax
 import numpy as np
 
 from czjax import game
-from czjax.agents import Agent, policy, search_details, self_play, visit_shares
+from czjax.agents import Agent, SearchedMove, policy, search_details, searched_move, self_play
+from czjax.search import reuse as search_reuse
 from czjax.util.progress import Progress
 
 QUIT = ("q", "quit", "exit")
+REUSE_PLIES = 2  # a search's tree serves the next search this many plies later: its move and the reply
+# Whether play and serve keep a PUCT search's tree between moves by default (czjax.search.reuse):
+# not, by measurement (experiments/tree_reuse.py, docs/search.md "Tree reuse"): at equal
+# simulations a PUCT search over the shipped networks that reuses its tree loses to one that does
+# not (it has more visits, and more visits alone lose too at these settings)
+REUSE_TREES = False
 
 
 def absolute_board(moves: list[int]) -> np.ndarray:
@@ -83,12 +90,54 @@ def human_move(board: np.ndarray, mark: str, read: Callable[[str], str], write: 
     return col
 
 
-def model_move(agent: Agent, board: np.ndarray, temperature: float, rng, write: Callable[[str], None]) -> int:
-    """The model's column, written with its probabilities (or a search's visit shares) and value."""
-    probs, value, greedy = (x[0] for x in policy(agent, board[None]))
+class SearchMemory:
+    """A player's reports of the positions of one game (:func:`czjax.agents.searched_move`: one
+    search per position for a search), and, for a search that allows it (PUCT:
+    :func:`czjax.search.reuse.reusable`) with ``reuse`` (off by default: :data:`REUSE_TREES`),
+    its last tree: the next search starts
+    from the subtree below the moves played since (up to :data:`REUSE_PLIES`, its move and the
+    reply), ``keep`` nodes of it at most (default: the search's simulations), and adds its own
+    simulations to it. Any other position (a new game, an undone move) is searched afresh."""
+
+    def __init__(self, agent: Agent, reuse: bool = REUSE_TREES, keep: int | None = None):
+        self.agent = agent
+        reusable = reuse and agent.search is not None and search_reuse.reusable(agent.search)
+        self.keep = (keep or agent.search.sims) if reusable else 0
+        self.root_moves: list[int] | None = None  # the moves to the last tree's root
+        self.tree = None
+
+    def searched(self, moves: list[int]) -> SearchedMove:
+        """The player's report of the position after ``moves`` (0-based), batch of one."""
+        board = game.apply_moves(moves)[None]
+        if not self.keep:
+            return searched_move(self.agent, board)
+        previous, path, root = self.tree, None, self.root_moves
+        if root is not None and moves[: len(root)] == root and len(moves) - len(root) <= REUSE_PLIES:
+            since = moves[len(root) :]
+            path = np.asarray([since + [-1] * (REUSE_PLIES - len(since))], np.int32)
+        else:
+            previous = None  # nothing to reuse: an empty tree (czjax.agents.searched_move)
+        report = searched_move(self.agent, board, previous, path, self.keep)
+        self.root_moves, self.tree = list(moves), report.tree
+        return report
+
+
+def model_move(
+    agent: Agent,
+    board: np.ndarray,
+    temperature: float,
+    rng,
+    write: Callable[[str], None],
+    report: SearchedMove | None = None,
+) -> int:
+    """The model's column, written with its probabilities (or a search's visit shares) and value,
+    from one search (:func:`czjax.agents.searched_move`); ``report``: that report of ``board``,
+    when the caller has it (a :class:`SearchMemory`'s)."""
+    report = searched_move(agent, board[None]) if report is None else report
+    probs, value, greedy = report.probs[0], report.value[0], report.greedy[0]
     col = choose_move(probs, greedy, temperature, rng)
     value_text = "" if np.isnan(value) else f"; its value for this position {value:+.2f}"
-    shares = visit_shares(agent, board[None])
+    shares = report.shares
     spread = (
         f"visit shares {format_probs(shares[0], board[0] == 0)}"
         if shares is not None
@@ -105,8 +154,11 @@ def play(
     seed: int = 0,
     read: Callable[[str], str] = input,
     write: Callable[[str], None] = print,
+    reuse: bool = REUSE_TREES,
 ) -> dict:
-    """A human against ``agent`` in the terminal. ``first``: human, model or random.
+    """A human against ``agent`` in the terminal. ``first``: human, model or random. ``reuse``:
+    a PUCT search keeps its tree from one move to the next (:class:`SearchMemory`; off by
+    default, :data:`REUSE_TREES`).
 
     Returns ``{"moves", "result", "human"}``: the 1-based move string, ``"human"``,
     ``"model"``, ``"draw"`` or ``"abandoned"``, and whether the human moved first.
@@ -123,6 +175,7 @@ def play(
         f"temperature {temperature:g} ({how}; --temperature changes it). Type a column 1-7 and Enter; q quits."
     )
     moves: list[int] = []
+    memory = SearchMemory(agent, reuse)
     result = None
     while result is None:
         write("")
@@ -136,7 +189,7 @@ def play(
             if col < 0:  # not a legal column: asked again
                 continue
         else:
-            col = model_move(agent, board, temperature, rng, write)
+            col = model_move(agent, board, temperature, rng, write, memory.searched(moves))
         moves.append(col)
         outcome = game_result(moves)
         if outcome is not None:

@@ -4,7 +4,11 @@ Inference runs in czjax behind a small JSON API rather than in the browser from 
 export: the page then works for every player czjax loads (checkpoints of any model and the
 built-in players, which have no ONNX form), needs no JavaScript runtime for ONNX, and the
 rules are checked by czjax's engine, not re-implemented in JavaScript. The page holds the game
-as a move string; the server is stateless.
+as a move string; the server is stateless. A search runs once per position asked for. With
+``reuse`` (:func:`make_server`; off by default, as measured) a PUCT search (``mcts``) keeps its
+last tree and starts the search of a position up to two moves past that tree's root from its
+subtree there (:class:`czjax.evaluate.interactive.SearchMemory`): the positions a page asks for
+in turn, whichever page asked.
 
 API (JSON in, JSON out; columns 1-based as in move strings):
 
@@ -50,8 +54,8 @@ from importlib import resources
 import numpy as np
 
 from czjax import game
-from czjax.agents import Agent, policy, visit_shares
-from czjax.evaluate.interactive import absolute_board, choose_move, game_result
+from czjax.agents import Agent
+from czjax.evaluate.interactive import REUSE_TREES, SearchMemory, absolute_board, choose_move, game_result
 
 RESULTS = {None: None, 0: "draw", 1: "first", -1: "second"}
 
@@ -67,17 +71,19 @@ ALL_METHODS = "GET, HEAD, POST"
 class GameService:
     """The JSON API's logic, separate from HTTP so it can be called directly."""
 
-    def __init__(self, agent: Agent, temperature: float | None = None, seed: int = 0):
+    def __init__(self, agent: Agent, temperature: float | None = None, seed: int = 0, reuse: bool = REUSE_TREES):
         self.agent, self.temperature = agent, agent.temperature(temperature)
         self.rng = np.random.default_rng(seed)
         self.lock = threading.Lock()
+        # one search per position; with ``reuse``, a PUCT search's last tree kept for the next
+        # position of the same game (the positions a page asks for in turn)
+        self.memory = SearchMemory(agent, reuse)
 
     def _evaluate(self, moves: list[int]):
-        board = game.apply_moves(moves)[None]
         with self.lock:
-            probs, value, greedy = (x[0] for x in policy(self.agent, board))
-            visits = visit_shares(self.agent, board)
-        shares = None if visits is None else [float(x) for x in visits[0]]
+            report = self.memory.searched(moves)
+        probs, value, greedy = report.probs[0], report.value[0], report.greedy[0]
+        shares = None if report.shares is None else [float(x) for x in report.shares[0]]
         return probs, (None if np.isnan(value) else float(value)), int(greedy), shares
 
     def position(self, moves: list[int]) -> dict:
@@ -331,11 +337,13 @@ def make_server(
     temperature: float | None = None,
     seed: int = 0,
     read_timeout: float = READ_TIMEOUT,
+    reuse: bool = REUSE_TREES,
 ) -> ThreadingHTTPServer:
     """An HTTP server for the page and the API, bound and with the player compiled (not started:
     call ``serve_forever``). ``temperature`` None: the agent's default (sampling for built-in
-    players, greedy for models). ``read_timeout``: seconds a client may stall mid-request."""
-    service = GameService(agent, temperature, seed)
+    players, greedy for models). ``read_timeout``: seconds a client may stall mid-request.
+    ``reuse``: a PUCT search keeps its tree between the positions of a game (:class:`GameService`)."""
+    service = GameService(agent, temperature, seed, reuse)
     handler = type(
         "Handler",
         (ApiHandler,),

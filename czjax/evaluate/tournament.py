@@ -1,8 +1,11 @@
 """Round-robin tournaments between agents, and ratings fitted to the results.
 
 Every pair plays ``games`` games, half with each side first (``play_games`` splits the batch).
-Pairs of agents with the same player functions (two checkpoints of one model, say) run as one
-compiled program: ``play_games`` vmapped over the stacked parameters of all such pairs.
+Each agent plays at its own temperature (:meth:`czjax.agents.Agent.temperature`: its most likely
+column for a trained model or a search, sampled for the built-in players), as ``play``, ``serve``
+and the evaluations do, unless one temperature is given for all. Pairs of agents with the same
+player functions (two checkpoints of one model, say) run as one compiled program: ``play_games``
+vmapped over the stacked parameters and temperatures of all such pairs.
 
 Ratings are a Bradley-Terry model on the Elo scale, ``P(i beats j) = 1 / (1 + 10 ** (-(R_i -
 R_j) / 400))``, a draw counted as half a win for each side, fitted by maximum likelihood
@@ -34,13 +37,18 @@ def _stack(trees):
     return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
 
 
-def round_robin(agents: list[Agent], games: int, seed: int = 0, log=None) -> np.ndarray:
+def round_robin(
+    agents: list[Agent], games: int, seed: int = 0, log=None, temperatures: list[float] | None = None
+) -> np.ndarray:
     """``results (P, P, 3)``: for ``i < j``, ``[wins of i, draws, wins of j]`` over ``games``
-    games between agents ``i`` and ``j``; ``results[j, i]`` is the same from ``j``'s side."""
+    games between agents ``i`` and ``j``; ``results[j, i]`` is the same from ``j``'s side. Agent
+    ``i`` samples its moves at ``temperatures[i]`` (default: its own, ``Agent.temperature()``)."""
     if games < 2:
         raise ValueError(f"a match needs at least 2 games (one with each side first), got {games}")
     if len(agents) < 2:
         raise ValueError("a tournament needs at least two players")
+    if temperatures is None:
+        temperatures = [agent.temperature() for agent in agents]
     pairs = list(itertools.combinations(range(len(agents)), 2))
     keys = jax.random.split(jax.random.key(seed), len(pairs))
     groups: dict[tuple, list[int]] = {}
@@ -51,14 +59,16 @@ def round_robin(agents: list[Agent], games: int, seed: int = 0, log=None) -> np.
     for (player_a, player_b), members in groups.items():
         params_a = _stack([agents[pairs[p][0]].params for p in members])
         params_b = _stack([agents[pairs[p][1]].params for p in members])
+        temps_a = jnp.asarray([temperatures[pairs[p][0]] for p in members], jnp.float32)
+        temps_b = jnp.asarray([temperatures[pairs[p][1]] for p in members], jnp.float32)
 
-        def match(key, pa, pb, player_a=player_a, player_b=player_b):
-            _, res = play_games(key, player_a, pa, player_b, pb, games)
+        def match(key, pa, pb, ta, tb, player_a=player_a, player_b=player_b):
+            _, res = play_games(key, player_a, pa, player_b, pb, games, ta, tb)
             return jnp.stack([(res.outcome > 0).sum(), (res.outcome == 0).sum(), (res.outcome < 0).sum()])
 
         matches = jax.jit(jax.vmap(match))
         counts = progress.step(  # called at once, so the loop's current values
-            lambda: np.asarray(matches(keys[np.asarray(members)], params_a, params_b)),  # noqa: B023
+            lambda: np.asarray(matches(keys[np.asarray(members)], params_a, params_b, temps_a, temps_b)),  # noqa: B023
             games * len(members),
             f"{len(members)} match{'es' if len(members) > 1 else ''} of {games} games: "
             f"{agents[pairs[members[0]][0]].name} vs {agents[pairs[members[0]][1]].name}",
@@ -106,19 +116,38 @@ def expected_score(rating_a: float, rating_b: float) -> float:
     return 1.0 / (1.0 + 10.0 ** (-(rating_a - rating_b) / 400.0))
 
 
-def tournament(agents: list[Agent], games: int, anchor: str | None = None, seed: int = 0, log=None) -> dict:
+def how_it_plays(agent: Agent, temperature: float) -> str:
+    """How ``agent`` chooses its moves at ``temperature``, in words."""
+    if temperature == 0:
+        return "the search's move" if agent.search is not None else "its most likely column"
+    return f"samples its policy at temperature {temperature:g}"
+
+
+def tournament(
+    agents: list[Agent],
+    games: int,
+    anchor: str | None = None,
+    seed: int = 0,
+    log=None,
+    temperature: float | None = None,
+) -> dict:
+    """A round robin (:func:`round_robin`) and the ratings fitted to it, as a report. Each agent
+    plays at its own temperature (``Agent.temperature()``), or all at ``temperature`` when given."""
     names = [a.name for a in agents]
     if len(set(names)) != len(names):
         raise ValueError(f"each player may take part once, got {names}")
     anchor = names[0] if anchor is None else anchor
     if anchor not in names:
         raise ValueError(f"the anchor {anchor!r} is not among the players {names}")
-    results = round_robin(agents, games, seed, log)
+    temperatures = [agent.temperature(temperature) for agent in agents]
+    results = round_robin(agents, games, seed, log, temperatures)
     ratings, half = fit_ratings(results, names.index(anchor))
     return {
         "games_per_pair": games,
         "anchor": anchor,
         "players": names,
+        "temperatures": temperatures,
+        "plays": [how_it_plays(agent, t) for agent, t in zip(agents, temperatures)],
         "results": [
             {
                 "a": names[i],
@@ -159,6 +188,9 @@ def format_tournament(report: dict) -> str:
             f" {'-':>{width}s}" if a == b else f" {'/'.join(str(n) for n in table[(a, b)]):>{width}s}" for b in names
         )
         lines.append(f"{a:>{width}s}{cells}")
+    if "plays" in report:
+        lines += ["", "how each player chose its moves:"]
+        lines += [f"  {name:>{width}s} {plays}" for name, plays in zip(names, report["plays"])]
     lines += ["", f"ratings (Elo, {report['anchor']} = {0:.0f}; 95% intervals):"]
     for r in report["ratings"]:
         ci = "anchor" if r["player"] == report["anchor"] else f"+- {r['ci95']:.0f}"

@@ -65,10 +65,17 @@ def add(buffer: ReplayBuffer, boards: jax.Array, batch: LossInputs) -> ReplayBuf
     )
 
 
-def sample(buffer: ReplayBuffer, key: jax.Array, size: int) -> tuple[jax.Array, LossInputs]:
-    """``size`` rows drawn uniformly with replacement from the rows written: ``(boards,
-    LossInputs)``; all of them invalid while the buffer is empty."""
-    index = jax.random.randint(key, (size,), 0, jnp.maximum(buffer.filled, 1))
+def sample(
+    buffer: ReplayBuffer, key: jax.Array, size: int, window: jax.Array | None = None
+) -> tuple[jax.Array, LossInputs]:
+    """``size`` rows drawn uniformly with replacement from the rows written (``window``: from the
+    ``window`` most recent of them): ``(boards, LossInputs)``; all invalid while the buffer is empty."""
+    if window is None:
+        index = jax.random.randint(key, (size,), 0, jnp.maximum(buffer.filled, 1))
+    else:
+        capacity = buffer.boards.shape[0]
+        recent = jax.random.randint(key, (size,), 0, jnp.clip(window, 1, jnp.maximum(buffer.filled, 1)))
+        index = (buffer.cursor - 1 - recent) % capacity
     take = lambda x: jnp.take(x, index, axis=0)  # noqa: E731
     inputs = jax.tree.map(take, buffer.inputs)
     return take(buffer.boards), inputs.replace(valid=inputs.valid & (buffer.filled > 0))

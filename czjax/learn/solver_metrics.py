@@ -3,15 +3,21 @@ as one compiled call, for training runs to log as they go.
 
 :func:`load` reads the benchmark once on the host: Pascal Pons' six sets with every column's
 exact score (6,000 positions) and the 1,000 public positions (:mod:`czjax.evaluate.solver`), as
-device arrays. :func:`metrics` plays the player's move on all of them in one batch and returns
+NumPy arrays. :func:`metrics` plays the player's move on all of them in one batch and returns
 flat scalars: ``pons_<set>_error`` (% of moves that do not keep the game-theoretic outcome,
 AlphaZero.jl's measure; sets named ``L1R1``...), ``pons_mean_error``, ``public_optimal`` and
 ``public_keeps`` (fractions of moves that are optimal / keep the outcome). It is a pure
 function of fixed shapes, so it runs inside a training chunk, vmapped over a scan too.
+
+The benchmark is a pytree whose arrays are its leaves (its group names and sizes are static):
+a training chunk takes it as an argument, so the arrays are inputs of the compiled program,
+not constants that XLA would fold at every compile (about a second, with
+``slow_operation_alarm`` lines on stderr).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import cast
 
@@ -21,16 +27,25 @@ import numpy as np
 
 from czjax.evaluate import solver
 from czjax.players import Player, mask_for_sampling
-from czjax.util.pytree import pytree_dataclass
 
 
-@pytree_dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class SolverBenchmark:
+    """The positions and their solver labels (the pytree's leaves: NumPy arrays as loaded,
+    device arrays or tracers when passed to a compiled function), and what is static about
+    them: the groups' names and sizes."""
+
     boards: np.ndarray  # int8 (N, 6, 7)
     keeps: np.ndarray  # bool (N, 7): the column keeps the game-theoretic outcome
     optimal: np.ndarray  # bool (N, 7): the column is optimal
     group: np.ndarray  # int32 (N,): index into ``names``
     names: tuple = ()  # metric prefixes of the groups: "pons_L1R1", ..., "public"
+    sizes: tuple = ()  # positions per group
+
+
+jax.tree_util.register_dataclass(
+    SolverBenchmark, data_fields=["boards", "keeps", "optimal", "group"], meta_fields=["names", "sizes"]
+)
 
 
 def short_name(pons_set: str) -> str:
@@ -46,14 +61,16 @@ def load() -> SolverBenchmark:
     boards = np.concatenate([b for _, b, _ in parts])
     optimal, keeps, _ = solver.good_columns(np.concatenate([s for _, _, s in parts]))
     group = np.concatenate([np.full(len(b), i, np.int32) for i, (_, b, _) in enumerate(parts)])
-    # NumPy arrays (host memory): cached across traces, they enter each compiled program as
-    # constants; a device array made inside one trace would leak its tracer into the next
+    # NumPy arrays (host memory), cached: a device array made inside one trace would leak its
+    # tracer into the next. A training chunk takes them as an argument; a function that closes
+    # over them compiles them in as constants.
     return SolverBenchmark(
         boards=boards.astype(np.int8),
         keeps=keeps,
         optimal=optimal,
         group=group,
         names=tuple(name for name, _, _ in parts),
+        sizes=tuple(len(b) for _, b, _ in parts),
     )
 
 
@@ -63,12 +80,12 @@ def metrics(player: Player, params, bench: SolverBenchmark, key=None) -> dict[st
     key = jax.random.key(0) if key is None else key
     boards, keeps, optimal = jnp.asarray(bench.boards), jnp.asarray(bench.keeps), jnp.asarray(bench.optimal)
     logits = player(params, boards, key).logits.astype(jnp.float32)
-    move = jnp.argmax(mask_for_sampling(jnp.asarray(bench.boards[:, 0, :] == 0), logits), axis=-1)
+    move = jnp.argmax(mask_for_sampling(boards[:, 0, :] == 0, logits), axis=-1)
     rows = jnp.arange(move.shape[0])
     kept = keeps[rows, move].astype(jnp.float32)
     best = optimal[rows, move].astype(jnp.float32)
     groups = len(bench.names)
-    count = jnp.asarray(np.bincount(bench.group, minlength=groups), jnp.float32)  # positions per group, from the host
+    count = jnp.asarray(bench.sizes, jnp.float32)  # positions per group, static
     kept_rate = jax.ops.segment_sum(kept, jnp.asarray(bench.group), groups) / count
     best_rate = jax.ops.segment_sum(best, jnp.asarray(bench.group), groups) / count
     out = {}

@@ -6,9 +6,11 @@
 - ``train_step(state, hparams, key) -> (state, metrics)``: one batch of games against the
   opponent, the update (:mod:`czjax.learn.algorithms`), and promotion or the pool's bookkeeping, as
   one compiled function.
-- ``run_chunk(state, hparams, num_batches) -> (state, metrics)``: ``num_batches`` iterations
-  under ``lax.scan`` and then evaluation games against RandomPunisher, all on the device; the
-  host sees one set of metrics per chunk.
+- ``run_chunk(state, hparams, num_batches, bench=None) -> (state, metrics)``: ``num_batches``
+  iterations under ``lax.scan`` and then evaluation games against RandomPunisher, all on the
+  device; the host sees one set of metrics per chunk. With ``solver_eval`` on, ``bench`` is the
+  solver benchmark (``trainer.solver_bench``), an argument of the program rather than constants
+  compiled into it.
 
 Everything users scan (learning rate, entropy bonus, value weight, discount, temperature) lives
 in :class:`HParams` as traced arrays, so ``jax.vmap`` over hyperparameters and keys runs a
@@ -35,7 +37,10 @@ from czjax.learn.algorithms import PPO_KL_STOPS as PPO_KL_STOPS  # re-exported: 
 from czjax.learn.algorithms import PPOSettings as PPOSettings
 from czjax.learn.algorithms import setting
 from czjax.learn.pool import init_pool, load_member, play_against_pool, update_pool
-from czjax.util import devices, precision
+from czjax.minimax import Minimax
+from czjax.players import Player
+from czjax.util import counts, devices, precision
+from czjax.util.counts import WideCount
 from czjax.util.pytree import pytree_dataclass
 
 # self: a frozen copy of the learner, promoted when it is beaten; current: the learner itself
@@ -169,9 +174,32 @@ class ReplaySettings:
         metavar="STEPS",
     )
 
+    window_start: int = setting(
+        0,
+        "draw from the most recent POSITIONS only at first, a window that grows linearly to the whole "
+        "buffer over --replay-window-games games (AlphaZero.jl's growing memory; default 0: the whole buffer)",
+        type="count",
+        metavar="POSITIONS",
+    )
+    window_games: int = setting(
+        0,
+        "games over which the drawing window grows from --replay-window-start to the capacity",
+        type="count",
+        metavar="GAMES",
+    )
+
     def __post_init__(self):
         if self.capacity < 0 or self.batch < 1 or self.steps < 1:
             raise ValueError("replay capacity must be >= 0, replay batch >= 1 and replay steps >= 1")
+        if self.window_start < 0 or self.window_games < 0 or bool(self.window_start) != bool(self.window_games):
+            raise ValueError("replay window_start and window_games go together, both > 0 (or both 0: no window)")
+
+    def window(self, games: jax.Array) -> jax.Array | None:
+        """The drawing window (positions) after ``games`` games (float32), or None for the whole buffer."""
+        if not self.window_start:
+            return None
+        grown = jnp.minimum(games / self.window_games, 1.0)
+        return (self.window_start + grown * max(self.capacity - self.window_start, 0)).astype(jnp.int32)
 
 
 # Flat names of settings that are now nested (configs stored before the nesting use them).
@@ -293,7 +321,16 @@ class TrainConfig:
     baseline: bool = setting(True, "REINFORCE with baseline when the model has a value head (--no-baseline: plain)")
     weight_decay: float = setting(0.01, "AdamW's decoupled weight decay (default 0.01, torch.optim.AdamW's)")
     mirror: bool = setting(False, "add every position flipped left-right")
-    eval_games: int = setting(100, "games against RandomPunisher per evaluation (default 100)", type="games")
+    eval_games: int = setting(
+        100, "games against the evaluation opponent (--eval-opponent) per evaluation (default 100)", type="games"
+    )
+    eval_opponent: str = setting(
+        "random-punisher",
+        "the opponent of the evaluation games after every chunk (metric eval_win_rate): random-punisher "
+        "(default), random, or minimax:depth=N[,ties=random], AlphaZero.jl's baseline (7 ** N heuristic "
+        "evaluations a move: depth 3 is cheap, depth 5 costs about as much as a 16k-simulation search)",
+        metavar="PLAYER",
+    )
     batches_per_chunk: int = setting(
         20,
         "batches per compiled chunk: log, evaluate against RandomPunisher, and check the clock this often",
@@ -370,6 +407,14 @@ class TrainConfig:
     promotion: PromotionSettings = PromotionSettings()
     pool: PoolSettings = PoolSettings()
     replay: ReplaySettings = ReplaySettings()
+    lr_decay_games: int = setting(
+        0,
+        "decay the learning rate along a half cosine over this many games, to --lr-final times it, then "
+        "hold it there (default 0: constant)",
+        type="count",
+        metavar="GAMES",
+    )
+    lr_final: float = setting(0.1, "the learning rate's final fraction under --lr-decay-games (default 0.1)")
 
     def __post_init__(self):
         object.__setattr__(self, "algorithm_settings", complete_algorithm_settings(self.algorithm_settings))
@@ -410,8 +455,11 @@ class TrainConfig:
                 raise ValueError(
                     f"{name} must be at least 2 (half of the games with each side first), got {getattr(self, name)}"
                 )
+        eval_opponent(self.eval_opponent)  # one-line error for an unknown opponent
         if self.unroll < 1:
             raise ValueError(f"unroll must be >= 1, got {self.unroll}")
+        if not 0 <= self.lr_final <= 1 or self.lr_decay_games < 0:
+            raise ValueError("lr_final must be in [0, 1] and lr_decay_games >= 0")
         if self.control_flow not in CONTROL_FLOWS:
             raise ValueError(f"unknown control_flow {self.control_flow!r}; choose one of {', '.join(CONTROL_FLOWS)}")
         if self.solver_eval not in SOLVER_EVALS:
@@ -537,8 +585,9 @@ class TrainState:
     opt_state: Any
     opponent_params: Any  # the frozen checkpoint copy (self-play); unused otherwise
     key: chex.Array
-    step: chex.Array  # batches done
-    games: chex.Array  # games played in training
+    # The run's totals, exact past 2**31 without 64-bit types (czjax.util.counts): int(state.games)
+    step: WideCount  # batches done
+    games: WideCount  # games played in training
     # The learner's score in each of the last window_batches batches, and the most it could
     # score: in half-points (a win 2, a draw 1, a batch of n games 2n) when draws count half,
     # else in wins and games.
@@ -555,8 +604,10 @@ class Trainer(NamedTuple):
     init: Callable  # (seed, params=None) -> TrainState
     train_step: Callable  # (state, hparams, key) -> (state, metrics)
     update: Callable  # (params, opt_state, trajectory, outcome, hparams) -> (params, opt_state, metrics)
-    run_chunk: Callable  # (state, hparams, num_batches) -> (state, metrics)
+    run_chunk: Callable  # (state, hparams, num_batches, bench=None) -> (state, metrics)
     learner: Callable  # the model as a player
+    # run_chunk's bench: czjax.learn.solver_metrics.SolverBenchmark when config.solver_eval is on, else None
+    solver_bench: Any = None
 
 
 class Setup(NamedTuple):
@@ -643,8 +694,8 @@ def init_state(setup: Setup, seed: int, params=None) -> TrainState:
         opt_state=setup.ctx.optimizer.init(params),
         opponent_params=params,
         key=key,
-        step=jnp.zeros((), jnp.int32),
-        games=jnp.zeros((), jnp.int32),
+        step=WideCount.zeros(),
+        games=WideCount.zeros(),
         window_wins=window,
         window_games=window,
         promotions=jnp.zeros((), jnp.int32),
@@ -699,16 +750,16 @@ def record_batch(setup: Setup, state: TrainState, params, opt_state, results, ch
     frozen copy (self-play) or the pool's bookkeeping; returns ``(state, metrics)``."""
     config, n = setup.config, setup.config.games_per_batch
     wins = (results.outcome == 1).sum().astype(jnp.int32)
-    slot = state.step % config.window_batches
+    slot = state.step.mod(config.window_batches)
     draws = (results.outcome == 0).sum().astype(jnp.int32)
     half = config.promotion.draws_count_half
     window_wins = state.window_wins.at[slot].set(2 * wins + draws if half else wins)
     window_games = state.window_games.at[slot].set(2 * n if half else n)
-    step = state.step + 1
+    step = state.step.add(1)
     pool, metrics, promote, league_added = state.pool, {}, jnp.zeros((), bool), jnp.zeros((), bool)
     if config.opponent == "self":
         window_rate = window_wins.sum() / jnp.maximum(window_games.sum(), 1)
-        promote = (step % config.promote_every == 0) & (window_rate > config.promotion.threshold)
+        promote = (step.mod(config.promote_every) == 0) & (window_rate > config.promotion.threshold)
     elif config.opponent == "pool":
         pool, league_added = update_pool(
             state.pool, params, chosen, wins / n, len(setup.members), config.pool.ema, config.pool.league_threshold
@@ -723,7 +774,7 @@ def record_batch(setup: Setup, state: TrainState, params, opt_state, results, ch
         opt_state=opt_state,
         opponent_params=jax.tree.map(lambda new, old: jnp.where(promote, new, old), params, state.opponent_params),
         step=step,
-        games=state.games + n,
+        games=state.games.add(n),
         window_wins=jnp.where(promote, 0, window_wins),
         window_games=jnp.where(promote, 0, window_games),
         promotions=state.promotions + (promote | league_added).astype(jnp.int32),
@@ -738,6 +789,7 @@ def train_step(setup: Setup, state: TrainState, hp: HParams, key) -> tuple[Train
     # the named scopes are the phases that `czjax bench train --profile` reports (czjax.bench.profiling)
     with jax.named_scope("selfplay"):
         traj, results, chosen = play_batch(setup, state, hp, key)
+    hp = scheduled(setup.config, hp, games_float(state.games))
     with jax.named_scope("update"):
         if setup.config.replay.capacity:
             params, opt_state, metrics, buffer = replay_update(
@@ -753,6 +805,21 @@ def train_step(setup: Setup, state: TrainState, hp: HParams, key) -> tuple[Train
     return state, {**metrics, **batch_metrics}
 
 
+def games_float(count) -> jax.Array:
+    """A wide count of games as float32 (for schedules: exact to 2**24, close beyond)."""
+    return count.high.astype(jnp.float32) * 4294967296.0 + count.low.astype(jnp.float32)
+
+
+def scheduled(config: TrainConfig, hp: HParams, games: jax.Array) -> HParams:
+    """``hp`` with the learning rate of ``config``'s schedule after ``games`` games: constant, or
+    ``lr * (f + (1 - f) (1 + cos(pi t)) / 2)`` with ``t = min(games / lr_decay_games, 1)``."""
+    if not config.lr_decay_games:
+        return hp
+    t = jnp.minimum(games / config.lr_decay_games, 1.0)
+    factor = config.lr_final + (1.0 - config.lr_final) * 0.5 * (1.0 + jnp.cos(jnp.pi * t))
+    return dataclasses.replace(hp, learning_rate=hp.learning_rate * factor)
+
+
 def replay_update(setup: Setup, state: TrainState, traj, outcome, hp, key):
     """The batch's positions into the replay buffer, then ``replay.steps`` steps, each on a
     fresh uniform draw from it: ``(params, opt_state, metrics, buffer)``. ``replay_reuse`` is
@@ -762,11 +829,12 @@ def replay_update(setup: Setup, state: TrainState, traj, outcome, hp, key):
     with jax.named_scope("targets"):
         boards, batch = algorithms.training_batch(ctx, setup.algorithm, state.params, traj, outcome, hp)
     buffer = replay.add(state.replay, boards, batch)
+    window = config.replay.window(games_float(state.games))
 
     def one_step(carry, step_key):
         params, opt_state = carry
         drawn = jax.tree.map(
-            lambda x: devices.split(x, ctx.devices), replay.sample(buffer, step_key, config.replay.batch)
+            lambda x: devices.split(x, ctx.devices), replay.sample(buffer, step_key, config.replay.batch, window)
         )
         params, opt_state, metrics = setup.algorithm.step(ctx, params, opt_state, *drawn, hp)
         return (params, opt_state), metrics
@@ -780,9 +848,18 @@ def replay_update(setup: Setup, state: TrainState, traj, outcome, hp, key):
     return params, opt_state, metrics, buffer
 
 
-def run_chunk(setup: Setup, state: TrainState, hp: HParams, num_batches: int) -> tuple[TrainState, dict]:
+def run_chunk(
+    setup: Setup, state: TrainState, hp: HParams, num_batches: int, bench: solver_metrics.SolverBenchmark | None = None
+) -> tuple[TrainState, dict]:
     """``num_batches`` iterations under ``lax.scan``, then evaluation games against
-    RandomPunisher; one set of metrics for the chunk."""
+    RandomPunisher; one set of metrics for the chunk. ``bench``: the solver benchmark to score
+    (``setup.solver_bench``, given as an argument so that its arrays are inputs of the compiled
+    chunk, not constants), required when ``solver_eval`` is on."""
+    if (setup.solver_bench is None) != (bench is None):
+        raise ValueError(
+            "run_chunk's bench is the trainer's solver_bench: "
+            + ("pass it when solver_eval is on" if bench is None else "None when solver_eval is off")
+        )
 
     def body(state, _):
         key, step_key = jax.random.split(state.key)
@@ -796,7 +873,7 @@ def run_chunk(setup: Setup, state: TrainState, hp: HParams, num_batches: int) ->
             eval_key,
             setup.learner,
             state.params,
-            players.random_punisher,
+            eval_opponent(setup.config.eval_opponent),
             None,
             setup.config.eval_games,
             hp.temperature,
@@ -808,20 +885,33 @@ def run_chunk(setup: Setup, state: TrainState, hp: HParams, num_batches: int) ->
         )
     metrics = {k: v.mean() for k, v in per_batch.items() if k != "positions"}
     metrics.update(
-        positions=per_batch["positions"].sum(),
+        # the per-batch counts are whole numbers (float32 sums of masks, exact); their total is wide
+        positions=counts.total(jnp.round(per_batch["positions"]).astype(jnp.int32)),
         eval_win_rate=(evaluation.outcome == 1).mean(),
         eval_draw_rate=(evaluation.outcome == 0).mean(),
         batches=state.step,
         games=state.games,
         promotions=state.promotions,
     )
-    if setup.solver_bench is not None:
+    if bench is not None:
         with jax.named_scope("solver_eval"):
             scored = setup.learner if setup.config.solver_eval == "network" else setup.actor
-            metrics.update(
-                solver_metrics.metrics(scored, state.params, setup.solver_bench, jax.random.fold_in(eval_key, 1))
-            )
+            metrics.update(solver_metrics.metrics(scored, state.params, bench, jax.random.fold_in(eval_key, 1)))
     return state, metrics
+
+
+@functools.cache
+def eval_opponent(spec: str) -> Player:
+    """The evaluation games' opponent: a built-in player or ``minimax[:OPTIONS]``; one-line
+    ``ValueError`` otherwise."""
+    name, sep, options = spec.partition(":")
+    if name == "minimax":
+        return search.make_settings("minimax", Minimax, options).player()
+    if spec in players.BUILTIN_PLAYERS:
+        return players.BUILTIN_PLAYERS[spec]
+    raise ValueError(
+        f"unknown evaluation opponent {spec!r}; choose {', '.join(players.BUILTIN_PLAYERS)} or minimax:depth=N"
+    )
 
 
 @functools.cache
@@ -843,4 +933,5 @@ def make_trainer(config: TrainConfig, axis_name: str | None = None, num_devices:
         update=jax.jit(update),
         run_chunk=jax.jit(functools.partial(run_chunk, setup), static_argnums=2),
         learner=setup.learner,
+        solver_bench=setup.solver_bench,
     )

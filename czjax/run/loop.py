@@ -200,14 +200,16 @@ def run_chunk_once(
     what: str,
     label: str,
     place: Callable = lambda tree: tree,
+    bench=None,
 ):
     """The one host-side chunk runner of training runs and scans: ``chunk`` (jitted, its
     ``num_batches`` static) compiled at ``config.precision`` once per ``cache_key`` (the compile
     time logged and left out of the speed figures), run with a heartbeat while it works, its
     metrics fetched. ``place`` puts state and hyperparameters on the devices (replicated, or a
     scan's configurations spread), before compiling and before every call, so the compiled
-    program always sees the placement it was compiled for. Returns ``(state, metrics on the
-    host, seconds)``."""
+    program always sees the placement it was compiled for. ``bench``: the chunk's solver
+    benchmark (``trainer.solver_bench``, placed by the caller), an argument of the program.
+    Returns ``(state, metrics on the host, seconds)``."""
     state, hparams = place(state), place(hparams)
     if cache_key not in _COMPILED:
         start = time.perf_counter()
@@ -220,11 +222,11 @@ def run_chunk_once(
             ),
             precision.matmul(config.precision),
         ):
-            _COMPILED[cache_key] = chunk.lower(state, hparams, num_batches).compile()
+            _COMPILED[cache_key] = chunk.lower(state, hparams, num_batches, bench).compile()
         log(f"compiled a chunk of {num_batches} batches {what} in {time.perf_counter() - start:.1f} s")
     start = time.perf_counter()
     with heartbeat(log, lambda: f"  ... {label} running ({time.perf_counter() - start:.0f} s)"):
-        state, metrics = _COMPILED[cache_key](state, hparams)
+        state, metrics = _COMPILED[cache_key](state, hparams, bench)
         metrics = jax.device_get(devices.local_view(metrics))
     return state, metrics, time.perf_counter() - start
 
@@ -263,11 +265,18 @@ def metric_row(metrics: dict, index=None) -> dict:
     return {key: (int(pick(v)) if key in INT_KEYS else float(pick(v))) for key, v in metrics.items()}
 
 
-def format_progress(row: dict, total_batches: int | None, left_s: float | None = None) -> str:
+def eval_label(eval_opponent: str) -> str:
+    """The evaluation opponent's short name in progress lines."""
+    return "punisher" if eval_opponent == "random-punisher" else eval_opponent
+
+
+def format_progress(
+    row: dict, total_batches: int | None, left_s: float | None = None, eval_opponent: str = "random-punisher"
+) -> str:
     batches = f"{row['batches']:,}" + (f"/{total_batches:,}" if total_batches else "")
     return (
         f"batch {batches} | {row['games']:,} games | {row['games_per_s']:,.0f} games/s | "
-        f"win {row['win_rate']:.2f} | vs punisher {row['eval_win_rate']:.2f} | "
+        f"win {row['win_rate']:.2f} | vs {eval_label(eval_opponent)} {row['eval_win_rate']:.2f} | "
         f"entropy {row['entropy']:.2f} | length {row['game_length']:.1f} | promotions {row['promotions']}"
         + (
             f" | Pons error {row['pons_mean_error']:.1f}% | keeps {row['public_keeps']:.3f}"
@@ -310,6 +319,20 @@ def guard_fresh(out_dir: Path, files, overwrite: bool) -> None:
         )
     for name in held:
         (out_dir / name).unlink()
+
+
+def target_reached(out_dir, batches: int | None, time_budget_s: float | None) -> bool:
+    """Whether the run saved in ``out_dir`` has reached the target ``batches`` / ``time_budget_s``
+    (None: no such limit): its checkpoint's batches, or its time in training by the metrics rows up
+    to its checkpoint. False when it has no checkpoint yet."""
+    out_dir = Path(out_dir)
+    if not (out_dir / CHECKPOINT).exists():
+        return False
+    _, raw = checkpoint.read_meta(out_dir / CHECKPOINT)
+    done = checkpoint.stored_count(raw["step"])
+    rows = [r for r in read_metrics(out_dir / METRICS) if r["batches"] <= done]
+    elapsed = rows[-1]["elapsed_s"] if rows else 0.0
+    return _target_reached(_Schedule(batches, time_budget_s, 1, 0.0, 0.0), done, lambda: elapsed)
 
 
 def read_run(out_dir) -> dict:
@@ -372,6 +395,7 @@ def run(
     init_from: str | None = None,
     num_devices: int | None = 1,
     sinks=(),
+    notice: Callable[[str], None] | None = None,
 ) -> dict:
     """Train until ``batches`` batches in all or ``time_budget_s`` seconds of training in all
     (both counting what came before a resume), whichever comes first; returns a summary.
@@ -381,7 +405,9 @@ def run(
     checkpoint: the run continues from its own weights, and keeps naming the source.
     ``num_devices``: each batch's games split across that many local devices (None: all of
     them); the run is the same computation on any number (:mod:`czjax.util.devices`). ``sinks``:
-    :mod:`czjax.run.sinks` that get every row as metrics.jsonl does."""
+    :mod:`czjax.run.sinks` that get every row as metrics.jsonl does. ``notice``: where the line a
+    user must read after a stop goes (the save of an interrupted run; default: ``log``), so that
+    the command line can send it to stderr when stdout is a pipe that may be closed."""
     if batches is None and time_budget_s is None:
         raise ValueError("give a number of batches or a time budget")
     out_dir = Path(out_dir)
@@ -405,6 +431,7 @@ def run(
             init_from,
             num_devices,
             sinks,
+            notice,
         )
 
 
@@ -425,6 +452,7 @@ def _run(
     init_from,
     num_devices,
     sinks=(),
+    notice=None,
 ) -> dict:
     num_devices = devices.available(num_devices)
     resumed = resume and (out_dir / CHECKPOINT).exists()
@@ -451,6 +479,7 @@ def _run(
         num_devices,
         writes,
         sinks,
+        notice=notice or log,
     )
     with discarded_on_failure(out_dir, RUN_FILES, lambda: writes and not resumed and not training.saved):
         return _train(training, state, rows, elapsed_before)
@@ -484,6 +513,7 @@ class _Training:
     num_devices: int
     writes: bool  # over several hosts, process 0 writes the run's files
     sinks: Any
+    notice: Callable[[str], None] = print  # the line a user must read after a stop
     saved: bool = False
 
     @property
@@ -549,7 +579,9 @@ def _train(training: _Training, state, rows: list[dict], elapsed_before: float) 
     with contextlib.suppress(KeyboardInterrupt, Stopped):
         training.save(state)
     if interrupted:
-        training.log(f"{interrupted}: saved the last completed chunk (batch {int(devices.local_view(state).step):,})")
+        training.notice(
+            f"{interrupted}: saved the last completed chunk (batch {int(devices.local_view(state).step):,})"
+        )
     training.dashboard(rows)
     return run_summary(training.out_dir, devices.local_view(state), rows, elapsed_before, interrupted)
 
@@ -607,6 +639,7 @@ def _run_chunk(training: _Training, state, done: int, num_batches: int):
         f"of {config.games_per_batch} games",
         f"batches {done + 1:,}-{done + num_batches:,}",
         lambda tree: devices.replicate(tree, num_devices),
+        devices.replicate(training.trainer.solver_bench, num_devices),
     )
 
 
@@ -627,7 +660,7 @@ def _report(training: _Training, state, rows: list[dict], clock: _Clock) -> None
     schedule, now = training.schedule, time.perf_counter() - clock.start
     if now - clock.last_print >= 2.0 or clock.chunks == 1:
         left_s = run_time_left(rows, clock.first_row, schedule.batches, schedule.time_budget_s)
-        training.log(format_progress(rows[-1], schedule.batches, left_s))
+        training.log(format_progress(rows[-1], schedule.batches, left_s, training.config.eval_opponent))
         clock.last_print = now
     if clock.chunks % schedule.checkpoint_every == 0 or now - clock.last_save >= schedule.checkpoint_every_s:
         training.save(state)

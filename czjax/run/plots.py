@@ -1,4 +1,9 @@
-"""Matplotlib dashboards from metric rows (host side)."""
+"""Matplotlib dashboards from metric rows (host side).
+
+The figures are drawn without pyplot (``matplotlib.figure.Figure``, written by its own canvas), so
+importing czjax changes no global state of matplotlib: a notebook keeps its inline backend, and
+pyplot's figures are the user's alone. ``plt`` is pyplot, for the experiments' own figures.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,8 @@ import os
 import tempfile
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
 # (title, [(metric key, label)]): the blog's panels plus game length.
 PANELS = [
@@ -36,7 +39,7 @@ def save_figure(fig, path) -> None:
         os.replace(tmp, path)
     finally:
         Path(tmp).unlink(missing_ok=True)
-        plt.close(fig)
+        plt.close(fig)  # a pyplot figure (the experiments'); nothing for czjax's own
 
 
 # Mean over Pons' six sets of AlphaZero.jl's reference error rates (czjax.evaluate.solver.PONS_REFERENCE).
@@ -85,7 +88,8 @@ def dashboard(rows: list[dict], path, title: str = "", promotes: bool = True) ->
     solver = any("pons_mean_error" in r for r in rows)
     count = len(panels) + (2 if solver else 0)
     cols = max(1, -(-count // 2))
-    fig, axes = plt.subplots(2, cols, figsize=(4 * cols, 7), constrained_layout=True, squeeze=False)
+    fig = Figure(figsize=(4 * cols, 7), constrained_layout=True)
+    axes = fig.subplots(2, cols, squeeze=False)
     games = [r["games"] for r in rows]
     for ax in axes.flat[count:]:
         ax.axis("off")

@@ -21,6 +21,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import matplotlib
 import numpy as np
 
 from czjax.learn.train import HParams, TrainConfig, hparam_names, make_trainer
@@ -35,7 +36,7 @@ from czjax.run.loop import (
     run_chunk_once,
     write_metrics,
 )
-from czjax.run.plots import PANELS, plt, save_figure
+from czjax.run.plots import PANELS, Figure, save_figure
 from czjax.run.sinks import log_rows
 from czjax.util import checkpoint, devices
 from czjax.util.progress import eta_text, time_left_after_compile
@@ -84,11 +85,16 @@ def stacked_hparams(base: dict, configs: list[dict]) -> HParams:
 
 
 def make_scan_fns(config: TrainConfig):
-    """``(init(seeds) -> stacked state, chunk(states, hparams, num_batches) -> (states, metrics))``."""
+    """``(init(seeds) -> stacked state, chunk(states, hparams, num_batches, bench=None) -> (states,
+    metrics))``; ``bench`` is the trainer's solver benchmark (``make_trainer(config,
+    AXIS).solver_bench``), shared by the configurations."""
     trainer = make_trainer(config, axis_name=AXIS)
     init = jax.jit(jax.vmap(trainer.init))
-    chunk = jax.jit(jax.vmap(trainer.run_chunk, in_axes=(0, 0, None), axis_name=AXIS), static_argnums=2)
-    return init, chunk
+
+    def chunk(states, hparams, num_batches, bench=None):
+        return jax.vmap(lambda s, h: trainer.run_chunk(s, h, num_batches, bench), axis_name=AXIS)(states, hparams)
+
+    return init, jax.jit(chunk, static_argnums=2)
 
 
 def group_checkpoint(out_dir: Path, group: int) -> Path:
@@ -244,6 +250,7 @@ def run_group_chunk(
         f"for {size} configurations",
         f"{label}: {num_batches} batches",
         lambda tree: devices.spread_configurations(tree, spread),
+        devices.replicate(make_trainer(config, axis_name=AXIS).solver_bench, spread),
     )
 
 
@@ -426,9 +433,10 @@ def scan_figure(rows: list[dict], path, title: str = "") -> None:
     """One figure, a panel per metric: a thin line per configuration, and per setting the mean
     over seeds with a band from the lowest to the highest seed."""
 
-    fig, axes = plt.subplots(2, 4, figsize=(17, 7.5), constrained_layout=True)
+    fig = Figure(figsize=(17, 7.5), constrained_layout=True)
+    axes = fig.subplots(2, 4)
     settings = sorted({r["setting"] for r in rows})
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, (panel, series) in zip(axes.flat, PANELS):
         key = series[-1][0] if panel == "win rate" else series[0][0]
         for s in settings:

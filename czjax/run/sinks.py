@@ -6,16 +6,22 @@ numeric entry a scalar at the row's batch. A scan logs one series per configurat
 ``config-003/``, each series stepped by its own ``batches``). Neither package is required: they
 are imported when asked for (``pip install 'czjax[tensorboard]'`` / ``'czjax[wandb]'``), and
 W&B honours its own settings (``WANDB_MODE=offline`` writes local files only). Host side only.
+
+W&B needs a login (``wandb login``, or ``WANDB_API_KEY``) or offline mode: :func:`check_wandb`
+says so in one line before a run writes anything. The W&B run opens with the first row, so a run
+refused before it trains opens none; its id is kept in the run's folder (:data:`WANDB_RUN`), and a
+resumed run logs to the same W&B run.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import os
 import time
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 # Row entries that are not metrics of the run (a scan's bookkeeping), or are the step itself.
 NOT_LOGGED = ("batches", "config", "setting", "seed")
@@ -81,16 +87,91 @@ class TensorBoardSink:
             writer.close()
 
 
-class WandbSink:
-    """One W&B run in ``project`` for a run or a whole scan (its files under ``folder``)."""
+# The W&B run of a run folder (its project and id), which a resumed run logs to again.
+WANDB_RUN = "wandb-run.json"
 
-    def __init__(self, project: str, name: str, config: dict, folder):
-        wandb = _require("wandb", "--wandb", "wandb")
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        self.run = wandb.init(project=project, name=name, config=config, dir=str(folder))
+WANDB_LOGIN = (
+    "--wandb needs a W&B login (wandb login, or WANDB_API_KEY) or offline mode (WANDB_MODE=offline: files in "
+    "--out's wandb folder, wandb sync uploads them later)"
+)
+
+
+def _wandb_credentials_missing() -> str | None:
+    """Why ``wandb.init`` would stop for want of credentials (None when it would not, or when this
+    version of wandb does not tell): not offline or disabled, and no API key in the environment,
+    ~/.netrc or W&B's settings, as ``wandb.init`` looks for them."""
+    try:
+        from wandb.errors import AuthenticationError
+        from wandb.sdk import wandb_setup
+        from wandb.sdk.lib.wbauth import authenticate
+    except ImportError:
+        return None
+    try:
+        settings = wandb_setup.singleton().settings
+        if settings._offline or settings._noop:
+            return None
+        found = authenticate.authenticate_session(
+            host=settings.base_url, source="czjax", prompt=False, update_session=False
+        )
+    except AuthenticationError as err:  # a key of the wrong form
+        return f"--wandb: {str(err).splitlines()[0]}"
+    except Exception:  # another wandb than the one this reads: wandb.init will tell
+        return None
+    return None if found is not None else WANDB_LOGIN
+
+
+def check_wandb() -> None:
+    """A one-line ValueError unless W&B can log: its package, and a login or offline mode."""
+    _require("wandb", "--wandb", "wandb")
+    missing = _wandb_credentials_missing()
+    if missing:
+        raise ValueError(missing)
+
+
+class WandbSink:
+    """One W&B run in ``project`` for a run or a whole scan (its files under ``folder``), opened
+    with the first row; ``resume``: the run in ``folder`` goes on, and so does the W&B run it
+    logged to (its id in ``folder/wandb-run.json``)."""
+
+    def __init__(self, project: str, name: str, config: dict, folder, resume: bool = False):
+        self.wandb = _require("wandb", "--wandb", "wandb")
+        self.project, self.name, self.config, self.folder, self.resume = project, name, config, Path(folder), resume
+        self.run: Any = None  # the W&B run, once the first row came
         self.series: set = set()
 
+    def _stored_id(self) -> str | None:
+        """The id of the W&B run the run in ``folder`` logged to in ``project``, if any."""
+        try:
+            stored = json.loads((self.folder / WANDB_RUN).read_text())
+        except (OSError, ValueError):
+            return None
+        return stored.get("id") if isinstance(stored, dict) and stored.get("project") == self.project else None
+
+    def _open(self):
+        run_id = self._stored_id() if self.resume else None
+        self.folder.mkdir(parents=True, exist_ok=True)
+        try:
+            run = self.wandb.init(
+                project=self.project,
+                name=self.name,
+                config=self.config,
+                dir=str(self.folder),
+                **({"id": run_id, "resume": "allow"} if run_id else {}),
+            )
+        except Exception as err:  # wandb's errors (a refused key, no network): one line
+            if isinstance(err, MemoryError):
+                raise
+            detail = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            raise ValueError(
+                f"--wandb: W&B did not start a run: {detail} (it needs a login, wandb login or WANDB_API_KEY, or "
+                "WANDB_MODE=offline)"
+            ) from None
+        (self.folder / WANDB_RUN).write_text(json.dumps({"project": self.project, "id": run.id}))
+        return run
+
     def log(self, row: dict, series: str | None = None) -> None:
+        if self.run is None:
+            self.run = self._open()
         prefix = f"{series}/" if series else ""
         if series not in self.series:  # each series stepped by its own batch count (a scan's groups restart at 1)
             self.run.define_metric(f"{prefix}batches")
@@ -99,18 +180,20 @@ class WandbSink:
         self.run.log({f"{prefix}{k}": v for k, v in {**scalars(row), "batches": float(row["batches"])}.items()})
 
     def close(self) -> None:
-        self.run.finish()
+        if self.run is not None:
+            self.run.finish()
 
 
 @contextlib.contextmanager
-def opened(tensorboard: str | None, wandb: str | None, name: str, config: dict, folder):
-    """The sinks asked for (none: an empty list), closed when the block ends, however it ends."""
+def opened(tensorboard: str | None, wandb: str | None, name: str, config: dict, folder, resume: bool = False):
+    """The sinks asked for (none: an empty list), closed when the block ends, however it ends;
+    ``resume``: the run (or scan) in ``folder`` goes on, and logs to its W&B run again."""
     sinks: list[MetricSink] = []
     try:
         if tensorboard:
             sinks.append(TensorBoardSink(tensorboard))
         if wandb:
-            sinks.append(WandbSink(wandb, name, config, folder))
+            sinks.append(WandbSink(wandb, name, config, folder, resume))
         yield sinks
     finally:
         for sink in sinks:

@@ -22,7 +22,9 @@ The modules:
   in ``mctx.gumbel_muzero_policy``);
 - ``registry``: the :data:`SEARCHES` table, options from text, and a search as a player
   (:func:`search_player`), so every evaluation command can use it
-  (``agents.load_agent("mcts:sims=64:runs/ex3")``).
+  (``agents.load_agent("mcts:sims=64:runs/ex3")``);
+- ``reuse``: a searched subtree kept between moves (re-rooted, and PUCT continued from it), for
+  ``play`` and ``serve``.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from czjax.search.columns import col_argmax, col_max, col_min, col_softmax, col_
 from czjax.search.gumbel import GUMBEL_MOVES, Gumbel, gumbel_output
 from czjax.search.playouts import ROLLOUT_MASK, RolloutImprover, rollout_values
 from czjax.search.puct import PUCT, dirichlet_noise, visit_output
-from czjax.search.registry import SEARCHES, make_search, parse_spec, search_options, search_player
+from czjax.search.registry import SEARCHES, make_search, make_settings, parse_spec, search_options, search_player
 from czjax.search.selection import completed_q, considered_visits, gumbel_select, puct_select, subtree_entropy
 from czjax.search.tree import (
     ROOT,
@@ -92,6 +94,7 @@ __all__ = [
     "init_tree",
     "make_recurrent_fn",
     "make_search",
+    "make_settings",
     "network_value",
     "parse_spec",
     "puct_select",

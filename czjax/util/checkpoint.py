@@ -4,6 +4,10 @@ Written atomically (a temporary file in the same folder, then ``os.replace``), s
 while writing leaves the previous checkpoint intact. Loading checks the format and that the
 checkpoint was written for the same model, and raises :class:`CheckpointError` with a
 one-line message otherwise.
+
+A run's totals are wide counts (:class:`czjax.util.counts.WideCount`), stored as ``{"high", "low"}``; a
+checkpoint written when they were int32 scalars loads as well (:func:`load` widens them, and
+:func:`stored_count` reads either form from a raw state).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import jax
 import numpy as np
 from flax import serialization
 from flax.traverse_util import flatten_dict
+
+from czjax.util.counts import WideCount
 
 FILENAME = "checkpoint.msgpack"  # a run folder's checkpoint
 FORMAT = "czjax-checkpoint"
@@ -42,14 +48,33 @@ def _to_state_dict(state):
 
 
 def _from_state_dict(template, state_dict):
-    if dataclasses.is_dataclass(template):
-        return template.replace(
+    if dataclasses.is_dataclass(template) and not isinstance(template, type):
+        return dataclasses.replace(
+            template,
             **{
                 f.name: _from_state_dict(getattr(template, f.name), state_dict[f.name])
                 for f in dataclasses.fields(template)
-            }
+            },
         )
     return serialization.from_state_dict(template, state_dict)
+
+
+def _widened(template, raw):
+    """``raw`` (a stored state) with every count that ``template`` holds as a
+    :class:`WideCount` and ``raw`` as a plain integer (a checkpoint written before the counts
+    were widened) in the wide form; the rest as it is."""
+    if isinstance(template, WideCount):
+        return raw if isinstance(raw, dict) else _to_state_dict(WideCount.of(raw))
+    if dataclasses.is_dataclass(template) and not isinstance(template, type) and isinstance(raw, dict):
+        fields = {f.name: getattr(template, f.name) for f in dataclasses.fields(template)}
+        return {k: _widened(fields[k], v) if k in fields else v for k, v in raw.items()}
+    return raw
+
+
+def stored_count(raw) -> int:
+    """A count of a stored state as read by :func:`read_meta` (``raw["step"]``, say): the wide
+    form, or an int32 scalar of an older checkpoint."""
+    return int(WideCount(**raw) if isinstance(raw, dict) else WideCount.of(raw))
 
 
 def _state_to_host(state) -> dict:
@@ -116,6 +141,7 @@ def load(path, template, expected_model: str | None = None):
     if expected_model is not None and model != expected_model:
         raise CheckpointError(f"{path} was written for model {model!r}, not {expected_model!r}")
     template = template.replace(key=jax.random.key_data(template.key))
+    raw = _widened(template, raw)
     expected = flatten_dict(_to_state_dict(template))
     got = flatten_dict(raw) if isinstance(raw, dict) else {}
     mismatched = sorted("/".join(k) for k in expected.keys() ^ got.keys())
