@@ -1,8 +1,10 @@
 """Agents: a player with its parameters and a name, loaded from a checkpoint or a built-in name.
 
 Every evaluation command (accuracy, puzzles, tournaments, play, analyze, openings) takes a
-*spec*: a path to a czjax checkpoint (a run folder or its ``checkpoint.msgpack``) or the name
-of a built-in player (``random``, ``random-punisher``).
+*spec*: a path to a czjax checkpoint (a run folder or its ``checkpoint.msgpack``), the name
+of a built-in player (``random``, ``random-punisher``, ``czjax`` the shipped model),
+AlphaZero.jl's minimax (``minimax:depth=5``), a fresh network (``untrained:mlp3``), or a search
+over any of them (``mcts:sims=64:runs/ex3``).
 """
 
 from __future__ import annotations
@@ -18,18 +20,33 @@ from flax import serialization
 from flax.traverse_util import flatten_dict
 
 from czjax import game, models, search
+from czjax.minimax import Minimax
 from czjax.models import torch_layout
 from czjax.players import BUILTIN_PLAYERS, Player, mask_for_sampling
 from czjax.rollout import Trajectory, play_games
+from czjax.search import reuse as search_reuse
 from czjax.util import checkpoint
 from czjax.util.progress import Progress
 
-# The model shipped with the package (the player name "czjax"), and the default opponent of
-# `czjax play` and `czjax serve`: Gumbel MuZero with 64 simulations over it. The README's
-# "The shipped model" says how it was trained and how strong it is.
+# The models shipped with the package, oldest first: ``czjax@N`` names each, ``czjax`` the newest.
+# docs/strength.md says how each was trained and how strong it is; a better one is added, never
+# replaces an older one, so that a player once named stays loadable.
 SHIPPED_NAME = "czjax"
-SHIPPED_MODEL = Path(__file__).parent / "data" / "models" / "czjax.msgpack"
+SHIPPED_MODELS = {
+    "czjax@1": Path(__file__).parent / "data" / "models" / "czjax-1.msgpack",  # example 3 (Mk4), 61k games, CPU
+    "czjax@2": Path(__file__).parent / "data" / "models" / "czjax-2.msgpack",  # gumbel-az (MLP3), one CPU hour
+}
+SHIPPED_MODEL = SHIPPED_MODELS["czjax@2"]
+# The default opponent of `czjax play` and `czjax serve`, chosen by measurement (docs/strength.md,
+# "The default search"): the strongest under AlphaZero.jl's protocol that answers within 0.3 s a
+# move on a 2-core CPU.
 DEFAULT_OPPONENT = f"gumbel:sims=64:{SHIPPED_NAME}"
+
+
+def shipped_path(spec: str) -> Path | None:
+    """The file of a shipped model's name (``czjax``, ``czjax@1``, ...), else None."""
+    return SHIPPED_MODEL if spec == SHIPPED_NAME else SHIPPED_MODELS.get(spec)
+
 
 # A job of more network evaluations than this is announced before it starts (about 20 s on a 2-core CPU).
 LARGE_JOB_EVALUATIONS = 50_000
@@ -57,6 +74,8 @@ class Agent(NamedTuple):
         search's width x depth), 1 for a network or a built-in player."""
         if self.search is None:
             return 1
+        if hasattr(self.search, "evaluations_per_move"):  # a search that says its own cost
+            return int(self.search.evaluations_per_move)
         sims = getattr(self.search, "sims", None)
         return sims + 1 if sims is not None else getattr(self.search, "width", 1) * getattr(self.search, "depth", 1)
 
@@ -133,17 +152,38 @@ def load_agent(spec: str) -> Agent:
         )
     if spec in BUILTIN_PLAYERS:
         return Agent(spec, BUILTIN_PLAYERS[spec], None, None)
-    path = SHIPPED_MODEL if spec == SHIPPED_NAME else checkpoint.resolve(spec)
+    kind, sep, options = spec.partition(":")
+    if kind == MINIMAX and (sep or spec == MINIMAX):
+        return Agent(spec, search.make_settings(MINIMAX, Minimax, options).player(), None, None)
+    if kind == UNTRAINED and sep:
+        return untrained_agent(spec, options)
+    path = shipped_path(spec) or checkpoint.resolve(spec)
     if not path.exists():
         raise ValueError(unknown_player(spec))
     model_name, params, _ = load_params(path)
     return Agent(spec, models.model_player(models.get_model(model_name)), params, model_name)
 
 
+MINIMAX = "minimax"
+UNTRAINED = "untrained"
+
+
+def untrained_agent(spec: str, options: str) -> Agent:
+    """``untrained:MODEL[:SEED]``: the network ``MODEL`` as a run with that seed starts it
+    (PyTorch-style initialisation, seed 0 by default), for calibrating an evaluation."""
+    head, _, tail = options.rpartition(":")
+    model_name, seed = (head, int(tail)) if head and tail.isdigit() else (options, 0)
+    if not models.is_model_name(model_name):
+        raise ValueError(f"{spec!r}: unknown model {model_name!r} (e.g. untrained:mlp3, untrained:resnet:1)")
+    model = models.get_model(model_name)
+    params = models.init_params(model, jax.random.key(seed))
+    return Agent(spec, models.model_player(model), params, model_name)
+
+
 def unknown_player(spec: str) -> str:
     """What is wrong with a player spec that names nothing: a run folder with no checkpoint yet,
     an unknown search, or a path that does not exist."""
-    builtins = ", ".join((*BUILTIN_PLAYERS, SHIPPED_NAME))
+    builtins = ", ".join((*BUILTIN_PLAYERS, SHIPPED_NAME, *SHIPPED_MODELS))
     path = Path(spec)
     if path.is_dir():
         return (
@@ -164,8 +204,12 @@ def unknown_player(spec: str) -> str:
 @functools.partial(jax.jit, static_argnames="player")
 def _policy(player: Player, params, boards: jax.Array):
     out = player(params, boards, jax.random.key(0))
-    logits = out.logits
-    value = jnp.full(boards.shape[:1], jnp.nan) if out.value is None else out.value
+    return _reported(out.logits, out.value, boards)
+
+
+def _reported(logits: jax.Array, value: jax.Array | None, boards: jax.Array):
+    """``(probs, value, greedy)`` of a player's logits and value (NaN without one) on ``boards``."""
+    value = jnp.full(boards.shape[:1], jnp.nan) if value is None else value
     legal = game.legal_mask(boards)
     probs = jax.nn.softmax(mask_for_sampling(legal, logits.astype(jnp.float32)), axis=-1)
     # greedy: the most likely legal column; ties go to the lowest column
@@ -237,6 +281,58 @@ def self_play(agent: Agent, num_games: int, key, temperature: float, progress: P
     progress = progress or Progress()
     parts = [progress.step(lambda k=k: one_slice(k), min(size, num_games - i * size)) for i, k in enumerate(keys)]
     return jax.tree.map(lambda *xs: np.concatenate(xs, axis=1)[:, :num_games], *parts)
+
+
+class SearchedMove(NamedTuple):
+    """What a player says of a batch of positions, from one compiled call (:func:`searched_move`)."""
+
+    probs: np.ndarray  # (N, 7), as policy() reports them
+    value: np.ndarray  # (N,), NaN without a value head
+    greedy: np.ndarray  # (N,)
+    shares: np.ndarray | None  # (N, 7): a search's root visits as shares, as visit_shares(); None without a search
+    tree: Any = None  # the search's tree when it was asked for (czjax.search.reuse), for the next search to reuse
+
+
+@functools.partial(jax.jit, static_argnames=("search", "network"))
+def _searched(search, network: Player, params, boards: jax.Array):
+    """A search player's report (:func:`_policy`'s) and the search's root visits, from one search
+    with :func:`_policy`'s key: what the search player itself computes."""
+    out = search.run(network, params, boards, jax.random.key(0))
+    return (*_reported(search.logits(out), out.value, boards), out.visits)
+
+
+@functools.partial(jax.jit, static_argnames=("search", "network", "keep"))
+def _searched_reusing(search, network: Player, params, boards: jax.Array, previous, path, keep: int):
+    """:func:`_searched` for a PUCT search that starts from ``previous``'s subtree below ``path``
+    where there is one (:func:`czjax.search.reuse.puct_search`); also returns its tree."""
+    out, tree = search_reuse.puct_search(search, network, params, boards, jax.random.key(0), previous, path, keep)
+    return (*_reported(search.logits(out), out.value, boards), out.visits, tree)
+
+
+def searched_move(agent: Agent, boards, previous=None, path=None, keep: int = 0) -> SearchedMove:
+    """:func:`policy` and :func:`visit_shares` of ``agent`` on int8 ``boards (N, 6, 7)`` at once: a
+    search runs once, in one compiled call, and gives the same numbers as those two. ``keep > 0``
+    (a search that allows it, :func:`czjax.search.reuse.reusable`): the search keeps its tree
+    (``keep + sims`` slots) and starts from the subtree of ``previous`` (an earlier result's
+    ``tree``) below the moves ``path (N, P)`` (-1: no move) where it holds one; see
+    :func:`czjax.search.reuse.puct_search`."""
+    boards = np.asarray(boards, np.int8)
+    if agent.search is None:
+        probs, value, greedy = policy(agent, boards)
+        return SearchedMove(probs, value, greedy, None)
+    if keep > 0 and search_reuse.reusable(agent.search):
+        if previous is None:
+            previous = search_reuse.empty_tree(boards.shape[0], keep + agent.search.sims)
+            path = np.full((boards.shape[0], 2), -1, np.int32)
+        *report, visits, tree = _searched_reusing(
+            agent.search, agent.network, agent.params, jnp.asarray(boards), previous, jnp.asarray(path, jnp.int32), keep
+        )
+    else:
+        *report, visits = _searched(agent.search, agent.network, agent.params, jnp.asarray(boards))
+        tree = None
+    probs, value, greedy = (np.asarray(x) for x in report)
+    visits = np.asarray(visits).astype(np.float64)
+    return SearchedMove(probs, value, greedy, visits / np.maximum(visits.sum(-1, keepdims=True), 1.0), tree)
 
 
 @functools.partial(jax.jit, static_argnames=("search", "network"))

@@ -239,6 +239,46 @@ def test_tournament_orders_random_below_random_punisher(model_checkpoints):
     assert report["ratings"][0]["player"] == "random-punisher"
 
 
+def greedy_game(first, second) -> int:
+    """+1 if ``first`` wins, -1 if ``second`` does, 0 for a draw: both play their most likely
+    column, the game kept by the plain-Python reference rules."""
+    from tests.reference import RefGame
+
+    ref, movers = RefGame(), (first, second)
+    while not ref.over:
+        _, _, greedy = agents.policy(movers[len(ref.moves) % 2], np.asarray([ref.canonical()], np.int8))
+        ref.play(int(greedy[0]))
+    return 0 if ref.winner == 0 else (1 if ref.winner == 1 else -1)
+
+
+def test_a_tournament_plays_each_player_as_it_plays_everywhere(model_checkpoints, tmp_path, capsys):
+    """A trained model plays its most likely column (Agent.temperature, as play, serve and the
+    evaluations): every game of a pair with the same side first is the same game, the one the
+    reference rules give; --temperature overrides, and the table says how each player chose."""
+    import shutil
+
+    from czjax import cli
+
+    copy = tmp_path / "copy.msgpack"
+    shutil.copy(model_checkpoints["mlp"], copy)
+    a, b = agents.load_agent(str(model_checkpoints["mlp"])), agents.load_agent(str(copy))
+    report = tournament.tournament([a, b], games=20, seed=3)
+    a_first, b_first = greedy_game(a, b), -greedy_game(b, a)  # from a's side
+    expected = [sum(10 * (o == side) for o in (a_first, b_first)) for side in (1, 0, -1)]
+    [row] = report["results"]
+    assert [row["wins_a"], row["draws"], row["wins_b"]] == expected
+    assert report["temperatures"] == [0.0, 0.0] and report["plays"] == ["its most likely column"] * 2
+    sampled = tournament.tournament([a, b], games=20, seed=3, temperature=1.0)
+    [row] = sampled["results"]
+    assert [row["wins_a"], row["draws"], row["wins_b"]] != expected and sampled["temperatures"] == [1.0, 1.0]
+    assert cli.main(["tournament", "random", f"mcts:sims=2:{copy}", "--games", "4"]) == 0
+    printed = capsys.readouterr().out
+    assert "how each player chose its moves:" in printed
+    assert "random samples its policy at temperature 1" in printed and "the search's move" in printed
+    assert cli.main(["tournament", "random", str(copy), "--games", "4", "--temperature", "0.5"]) == 0
+    assert capsys.readouterr().out.count("samples its policy at temperature 0.5") == 2
+
+
 def test_tournament_rejects_bad_input():
     with pytest.raises(ValueError, match="at least two"):
         tournament.tournament([agents.load_agent("random")], games=10)
@@ -266,8 +306,12 @@ def test_players_load_from_names_files_and_run_folders(model_checkpoints, tmp_pa
     (tmp_path / "unsaved-run").mkdir()
     with pytest.raises(ValueError, match="a folder with no checkpoint.msgpack yet"):
         agents.load_agent(str(tmp_path / "unsaved-run"))
-    with pytest.raises(ValueError, match="unknown search 'minimax'.*one of rollout, mcts, entropy-mcts, gumbel"):
-        agents.load_agent("minimax:depth=3:random")
+    with pytest.raises(
+        ValueError, match="unknown search 'alphabeta'.*one of rollout, mcts, entropy-mcts, gumbel, azjl"
+    ):
+        agents.load_agent("alphabeta:depth=3:random")
+    with pytest.raises(ValueError, match="minimax option depth must be an integer"):
+        agents.load_agent("minimax:depth=3:random")  # minimax searches no network
     damaged = tmp_path / "damaged.msgpack"
     damaged.write_bytes(path.read_bytes()[:100])
     with pytest.raises(checkpoint.CheckpointError, match="damaged"):

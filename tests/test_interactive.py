@@ -110,20 +110,19 @@ def test_openings_count_every_game():
 
 
 def test_the_shipped_model_is_the_default_opponent():
-    """`czjax play` and `czjax serve` with no PLAYER play Gumbel MuZero over the model shipped in
-    the package ("czjax"), a Mk4 with a value head that plays better than chance on the shipped
-    solver-labelled positions (its sampled moves beat uniformly random ones by a margin)."""
+    """`czjax play` and `czjax serve` with no PLAYER play a search over the newest model shipped in
+    the package ("czjax", the one-CPU-hour gumbel-az MLP3), which plays better than chance on the
+    shipped solver-labelled positions (its sampled moves beat uniformly random ones by a margin);
+    the older shipped model stays loadable by its name (czjax@1, example 3's Mk4)."""
     from czjax.evaluate import solver
 
     parser = cli.build_parser()
     for command in ("play", "serve"):
         assert parser.parse_args([command]).player == agents.DEFAULT_OPPONENT
     default = agents.load_agent(agents.DEFAULT_OPPONENT)
-    assert (
-        type(default.search).__name__ == "Gumbel"
-        and default.search.sims == 64
-        and default.model_name == "cnn-mk4-value"
-    )
+    assert default.search is not None and default.model_name == "mlp3"
+    assert agents.load_agent("czjax@2").model_name == "mlp3"
+    assert agents.load_agent("czjax@1").model_name == "cnn-mk4-value"
     positions = solver.load_positions()
     shipped, chance = (solver.accuracy(agents.load_agent(name), positions) for name in ("czjax", "random"))
     assert shipped["sampled_optimal"] > chance["sampled_optimal"] + 0.1
@@ -145,3 +144,72 @@ def test_play_shows_a_search_s_visit_shares(monkeypatch, capsys, model_checkpoin
         abs(sum(shares.values()) - 1) < 7 * 0.005 and sum(s > 0 for s in shares.values()) >= 2
     )  # printed to 2 decimals
     assert shares[move] == max(shares.values())
+
+
+def counting(spec: str, checkpoint) -> tuple[agents.Agent, list]:
+    """The search agent ``SEARCH:OPTIONS`` over ``checkpoint``'s network, whose network counts
+    its evaluations (one debug callback per batch evaluated), and the list they are counted in."""
+    import jax
+
+    from czjax import search
+
+    base = agents.load_agent(str(checkpoint))
+    calls: list = []
+
+    def network(params, boards, key):
+        jax.debug.callback(lambda: calls.append(1))
+        return base.player(params, boards, key)
+
+    name, _, options = spec.partition(":")
+    settings = search.make_search(name, options)
+    player = search.search_player(settings, network)
+    return base._replace(name=spec, player=player, search=settings, network=network), calls
+
+
+@pytest.mark.parametrize("spec", ["gumbel:sims=8", "mcts:sims=8"])
+def test_a_searched_move_costs_one_search_and_says_what_two_did(spec, model_checkpoints):
+    """Issue 35: a search player's move, value and visit shares come from one search (its
+    network evaluated sims + 1 times per position, where policy() and visit_shares() searched
+    twice), the same numbers; `czjax play` searches once per model move; and a PUCT search asked
+    to reuse its tree (interactive.SearchMemory) continues from it after the model's move and the
+    reply."""
+    import numpy as np
+
+    from czjax import game
+
+    agent, calls = counting(spec, model_checkpoints["mlp"])
+    boards = np.stack([game.from_moves(m) for m in ("", "4453", "112233", "2233")])
+    report = agents.searched_move(agent, boards)
+    assert len(calls) == 9
+    probs, value, greedy = agents.policy(agent, boards)
+    shares = agents.visit_shares(agent, boards)
+    assert len(calls) == 9 + 2 * 9  # the two calls of before: a search each
+    for got, want in zip(report[:4], (probs, value, greedy, shares)):
+        np.testing.assert_array_equal(got, want)
+
+    calls.clear()
+    replies = iter(["4", "q"])
+    out: list[str] = []
+    result = interactive.play(agent, first="model", read=lambda _: next(replies), write=out.append, reuse=True)
+    assert result["result"] == "abandoned" and sum(line.startswith(f"{spec} plays") for line in out) == 2
+    assert len(calls) == 2 * 9  # two model moves, one search each (the second from the first's tree, for PUCT)
+
+    memory = interactive.SearchMemory(agent, reuse=True)
+    first = memory.searched([])
+    col = int(first.greedy[0])
+    if spec.startswith("gumbel"):  # sequential halving starts from zero visits: no tree kept
+        assert memory.keep == 0 and first.tree is None
+        return
+    tree = first.tree
+    child = int(tree.children_index[0, 0, col])
+    reply = int(
+        np.argmax(np.where(tree.children_index[0, child] >= 0, tree.node_visits[0, tree.children_index[0, child]], -1))
+    )
+    kept = int(tree.node_visits[0, tree.children_index[0, child, reply]])
+    assert kept >= 1
+    second = memory.searched([col, reply])
+    assert int(second.tree.node_visits[0, 0]) == kept + 8  # the subtree's visits and this search's
+    fresh = interactive.SearchMemory(agent, reuse=False).searched([col, reply])
+    assert fresh.tree is None and int(np.asarray(fresh.shares).sum().round()) == 1
+    assert memory.searched([col, reply, 0, 0, 0]).tree is not None  # 3 plies on: searched afresh
+    assert int(memory.tree.node_visits[0, 0]) == 1 + 8

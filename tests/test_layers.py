@@ -16,6 +16,7 @@ FLOORS = {
     "czjax.players": 2,
     "czjax.compaction": 2,
     "czjax.rollout": 3,
+    "czjax.minimax": 3,  # AlphaZero.jl's minimax player (a player over the rules, no network)
     "czjax.models": 3,
     "czjax.search": 4,
     "czjax.agents": 5,

@@ -26,6 +26,7 @@ import numpy as np
 
 from czjax import game
 from czjax.agents import Agent, policy
+from czjax.search import SEARCHES
 from czjax.util.progress import Progress
 
 PLY_BIN = 5
@@ -40,26 +41,39 @@ def read_game_records(path, what: str, required: tuple[str, ...]):
     """Yield ``(where, record, board)`` for each line of a JSON Lines file of positions given
     by ``moves`` (a 1-based solver move string): ``where`` is ``path:line`` for messages,
     ``board`` the canonical position. Raises ValueError naming the line of a record that is
-    not JSON, lacks one of ``required``, or has an illegal move string."""
+    not JSON, lacks one of ``required``, has an illegal move string, or ends the game (a side has
+    four in a row, or the board is full: there is no move to judge); and naming the file when it
+    is not text (not UTF-8, or a ``.gz`` that is not gzip)."""
+    import zlib
+
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"no {what} file at {path}")
-    with gzip.open(path, "rt") if path.suffix == ".gz" else path.open() as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{where}: not JSON ({err.msg})") from None
-            if not isinstance(record, dict) or any(k not in record for k in required):
-                raise ValueError(f"{where}: a {what} record needs {', '.join(repr(k) for k in required)}")
-            try:
-                board = game.from_moves(record["moves"])
-            except (ValueError, TypeError) as err:
-                raise ValueError(f"{where}: {err}") from None
-            yield where, record, board
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                where = f"{path}:{lineno}"
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise ValueError(f"{where}: not JSON ({err.msg})") from None
+                if not isinstance(record, dict) or any(k not in record for k in required):
+                    raise ValueError(f"{where}: a {what} record needs {', '.join(repr(k) for k in required)}")
+                try:
+                    board = game.from_moves(record["moves"])
+                except (ValueError, TypeError) as err:
+                    raise ValueError(f"{where}: {err}") from None
+                if game.host_has_four(board == -1):
+                    raise ValueError(f"{where}: the game is already over (the side that moved last has four in a row)")
+                if not (board[0] == 0).any():
+                    raise ValueError(f"{where}: the game is already over (the board is full)")
+                yield where, record, board
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not a text file (not UTF-8): a {what} file is JSON Lines") from None
+    except (gzip.BadGzipFile, EOFError, zlib.error):
+        raise ValueError(f"{path} is not a whole gzip file: a .gz {what} file is gzipped JSON Lines") from None
 
 
 def load_positions(path=None) -> dict[str, Any]:
@@ -78,8 +92,6 @@ def load_positions(path=None) -> dict[str, Any]:
                 raise ValueError(
                     f"{where}: score of column {c + 1} must be a number for a legal column and null for a full one"
                 )
-        if not legal.any():
-            raise ValueError(f"{where}: the board is full")
         if "board" in record and game.to_string(board) != record["board"]:
             raise ValueError(f"{where}: 'board' does not match the position after 'moves'")
         boards.append(board)
@@ -180,9 +192,20 @@ PONS_NAMES = {
     "Test_L2_R2": "middle-medium",
     "Test_L1_R3": "beginning-hard",
 }
-# Read off AlphaZero.jl's plot (its Connect Four tutorial): depth-5 minimax, and its MCTS player
-# after 15 iterations (5x128 ResNet, 5,000 games x 600 simulations each).
+# AlphaZero.jl's Connect Four tutorial plots, per set, the error rate of its benchmark player over
+# the training iterations beside depth-5 minimax (``games/connect-four/scripts/pons_benchmark.jl``);
+# read off that plot (docs/src/assets/img/connect-four/pons-benchmark-results.png): the untrained
+# 5x128 ResNet under MCTS-600 (iteration 0), depth-5 minimax, and the network after 15 iterations
+# (5,000 games x 600 simulations each, 15-30 hours on an RTX 2070).
 PONS_REFERENCE = {
+    "azjl-iter0": {
+        "Test_L1_R1": 3.7,
+        "Test_L2_R1": 1.3,
+        "Test_L3_R1": 1.0,
+        "Test_L1_R2": 11.7,
+        "Test_L2_R2": 11.0,
+        "Test_L1_R3": 35.0,
+    },
     "minimax-5": {
         "Test_L1_R1": 1.7,
         "Test_L2_R1": 0.7,
@@ -191,15 +214,36 @@ PONS_REFERENCE = {
         "Test_L2_R2": 9.2,
         "Test_L1_R3": 23.5,
     },
-    "AlphaZero.jl": {
+    "azjl-iter15": {
         "Test_L1_R1": 0.0,
         "Test_L2_R1": 0.0,
         "Test_L3_R1": 0.0,
         "Test_L1_R2": 2.0,
-        "Test_L2_R2": 2.5,
-        "Test_L1_R3": 7.0,
+        "Test_L2_R2": 2.7,
+        "Test_L1_R3": 7.3,
     },
 }
+PONS_REFERENCE_LABELS = {
+    "azjl-iter0": "AlphaZero.jl iteration 0 (untrained network + MCTS-600)",
+    "minimax-5": "depth-5 minimax (AlphaZero.jl's baseline)",
+    "azjl-iter15": "AlphaZero.jl iteration 15 (MCTS-600)",
+}
+
+# AlphaZero.jl's benchmark player (``test_alphazero``): its MCTS with 600 simulations, cpuct 2,
+# no Dirichlet noise, temperature 0 (the most visited column, the lowest on ties).
+PROTOCOLS = {"alphazero.jl": "azjl:sims=600,c=2.0"}
+
+
+def protocol_spec(protocol: str, spec: str) -> str:
+    """The player ``spec`` as ``protocol`` scores it: a network (or a built-in player) under the
+    protocol's search; a search or minimax as it is. One-line ``ValueError`` for an unknown
+    protocol."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
+    name = spec.partition(":")[0]
+    if name in SEARCHES or name == "minimax":
+        return spec
+    return f"{PROTOCOLS[protocol]}:{spec}"
 
 
 def default_pons_dir() -> Path:
@@ -279,21 +323,25 @@ def move_errors(scores: np.ndarray, probs: np.ndarray, greedy: np.ndarray) -> tu
     ).sum(1)
 
 
-def pons(agent: Agent, sets: dict, log=None) -> dict:
+def pons(agent: Agent, sets: dict, log=None, protocol: str | None = None) -> dict:
     """Per set: the move error rate (%) as AlphaZero.jl measures it, of the move the player
     plays (its most likely column or the search's move; the expectation over its draw for a
     player that samples, random and RandomPunisher), with the reference figures beside it; and,
     when the player has a value (a value head, or a search's root value), how often it reads the
     outcome right: overall, per true outcome, and the sign alone on decided positions.
-    ``log``: progress lines while a slow player (a search) works."""
+    ``log``: progress lines while a slow player (a search) works. ``protocol``: the agent is
+    already the protocol's player (:func:`protocol_spec`); its move is always its most likely
+    column, the lowest on ties (AlphaZero.jl's ``argmax(pi)``), and the report says so."""
     progress = Progress(log, "positions", sum(len(data["boards"]) for data in sets.values()))
     with_value = agent.has_value or agent.search is not None
-    samples = agent.temperature() > 0
+    samples = agent.temperature() > 0 and protocol is None
     report: dict = {
         "player": agent.name,
+        "protocol": protocol,
         "draw_band": DRAW_BAND,
         "move": "expected over its draw" if samples else "greedy",
         "reference": PONS_REFERENCE,
+        "reference_labels": PONS_REFERENCE_LABELS,
         "sets": [],
     }
     for name, data in sets.items():
@@ -327,9 +375,10 @@ def format_pons(report: dict) -> str:
         return " " * (width - 1) + "-" if x is None else fmt.format(x)
 
     refs = list(report["reference"])
+    protocol = f"; protocol {report['protocol']}" if report.get("protocol") else ""
     lines = [
         f"{report['player']}: move error (%), a move that does not keep the game-theoretic outcome "
-        f"(AlphaZero.jl's measure; {report['move']} move)"
+        f"(AlphaZero.jl's measure; {report['move']} move{protocol})"
     ]
     lines.append(f"{'set':>11s} {'':16s} {'n':>5s} {'error':>6s} " + " ".join(f"{r:>12s}" for r in refs))
     for r in report["sets"]:
@@ -338,7 +387,12 @@ def format_pons(report: dict) -> str:
             + " ".join(f"{cell(r[f'ref_{k}'], 12, '{:12.1f}')}" for k in refs)
         )
     if report["mean_move_error"] is not None:
-        lines.append(f"{'mean':>11s} {'':16s} {'':5s} {report['mean_move_error']:6.1f}")
+        means = [np.mean([v for v in report["reference"][k].values()]) for k in refs]
+        lines.append(
+            f"{'mean':>11s} {'':16s} {'':5s} {report['mean_move_error']:6.1f} " + " ".join(f"{m:12.1f}" for m in means)
+        )
+    labels = report.get("reference_labels", {})
+    lines.extend(f"  {k}: {labels[k]}" for k in refs if k in labels)
     if any("outcome" in r for r in report["sets"]):
         lines.append(f"outcome read from the value (a draw within +-{report['draw_band']:.2f}):")
         lines.append(

@@ -102,6 +102,8 @@ class SearchOutput:
     visits: ``int32 (B, 7)`` per root column (rollouts per column for the rollout improver).
     q: ``float (B, 7)``, the root's Q per column, NaN where not visited or illegal.
     value: ``float (B,)``, the root's value for the side to move.
+    trained: ``bool (B,)`` or None: whether ``policy`` is a training target (playout cap
+        randomization: a cheap search's policy plays the move but is not trained on); None: always.
     """
 
     action: chex.Array
@@ -109,6 +111,7 @@ class SearchOutput:
     visits: chex.Array
     q: chex.Array
     value: chex.Array
+    trained: chex.Array | None = None
 
 
 class Search(Protocol):

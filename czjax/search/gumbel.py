@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 
-from czjax.players import LOSS_MASK_VALUE, Player
+from czjax.players import LOSS_MASK_VALUE, Player, PlayerOutput
 from czjax.search.base import CONNECT_FOUR, NUM_ACTIONS, Environment, SearchOutput, check_ranges
 from czjax.search.selection import completed_q, considered_score, gumbel_select
 from czjax.search.tree import ROOT, Tree, edge_stats, root_q, run_tree_search
@@ -36,6 +36,16 @@ def gumbel_output(tree: Tree, c_visit: float, c_scale: float, rescale: bool = Tr
     return SearchOutput(action=action, policy=policy, visits=visits, q=root_q(tree), value=tree.node_values[:, ROOT])
 
 
+def tempered(player: Player, temperature: float) -> Player:
+    """``player`` with its logits divided by ``temperature``."""
+
+    def at_temperature(params: Any, boards: jax.Array, key: jax.Array) -> PlayerOutput:
+        out = player(params, boards, key)
+        return dataclasses.replace(out, logits=out.logits / temperature)
+
+    return at_temperature
+
+
 @dataclasses.dataclass(frozen=True)
 class Gumbel:
     """Gumbel MuZero: ``sims`` simulations, at most ``considered`` root columns, Gumbel noise
@@ -44,7 +54,12 @@ class Gumbel:
     max (``rescale``, mctx's default) or taken as it is, in [-1, 1]. ``move``: what a player built on it
     plays: ``action``, sequential halving's winner, or ``policy``, a draw from the improved
     policy at the player's temperature (its most likely column at 0), as the full-GPU Gumbel
-    AlphaZero of AlphaZero.jl issue #217 plays its self-play games."""
+    AlphaZero of AlphaZero.jl issue #217 plays its self-play games. ``prior_temperature``: the
+    network's logits divided by it at every node (AlphaZero.jl's ``prior_temperature``), which
+    flattens (above 1) the prior and the improved policy built on it. ``fast_sims`` and
+    ``full_fraction``: KataGo's playout cap randomization: each call (a ply of a batch of games)
+    searches with ``sims`` simulations with probability ``full_fraction``, else with
+    ``fast_sims``, whose policy plays the move but is no training target (``trained`` False)."""
 
     sims: int = 64
     considered: int = 16
@@ -53,6 +68,9 @@ class Gumbel:
     c_scale: float = 0.1
     rescale: bool = True
     move: str = "action"
+    prior_temperature: float = 1.0
+    fast_sims: int = 0
+    full_fraction: float = 1.0
     description: ClassVar[str] = "Gumbel MuZero (sequential halving at the root, completed-Q policy)"
 
     def run(
@@ -67,9 +85,21 @@ class Gumbel:
     ) -> SearchOutput:
         """The search from int8 ``boards (B, 6, 7)`` with ``player``'s network in ``env``;
         ``gumbel (B, 7)``: the root noise, drawn from ``key`` when not given."""
+        if self.fast_sims:
+            cap_key, key = jax.random.split(key)
+            full = jax.random.bernoulli(cap_key, self.full_fraction)
+            searches = [dataclasses.replace(self, sims=s, fast_sims=0) for s in (self.fast_sims, self.sims)]
+            out = jax.lax.cond(
+                full,
+                lambda: searches[1].run(player, params, boards, key, gumbel, env=env),
+                lambda: searches[0].run(player, params, boards, key, gumbel, env=env),
+            )
+            return dataclasses.replace(out, trained=jnp.broadcast_to(full, out.action.shape))
         key, gumbel_key = jax.random.split(key)
         if gumbel is None:
             gumbel = self.scale * jax.random.gumbel(gumbel_key, boards.shape[:1] + (NUM_ACTIONS,), jnp.float32)
+        if self.prior_temperature != 1.0:
+            player = tempered(player, self.prior_temperature)
         selection = gumbel_select(self.sims, self.considered, self.c_visit, self.c_scale, self.rescale)
         tree = run_tree_search(player, params, boards, key, self.sims, selection, gumbel=gumbel, env=env)
         return gumbel_output(tree, self.c_visit, self.c_scale, self.rescale)
@@ -86,5 +116,9 @@ class Gumbel:
     def check(self) -> None:
         """One-line ``ValueError`` for a setting out of its range."""
         check_ranges(self, at_least_one=("sims", "considered"), non_negative=("scale", "c_visit", "c_scale"))
+        if self.fast_sims and not (1 <= self.fast_sims < self.sims and 0 <= self.full_fraction <= 1):
+            raise ValueError("fast_sims must be below sims, and full_fraction in [0, 1]")
+        if not self.prior_temperature > 0:
+            raise ValueError(f"prior_temperature must be positive, got {self.prior_temperature}")
         if self.move not in GUMBEL_MOVES:
             raise ValueError(f"move must be one of {', '.join(GUMBEL_MOVES)}, got {self.move!r}")

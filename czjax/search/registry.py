@@ -13,8 +13,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
 from czjax.players import Player, PlayerOutput
+from czjax.search.azjl import AlphaZeroJlMCTS
 from czjax.search.base import CONNECT_FOUR, Environment, Search
 from czjax.search.gumbel import Gumbel
 from czjax.search.playouts import RolloutImprover
@@ -25,6 +27,7 @@ SEARCHES: dict[str, Callable[..., Search]] = {
     "mcts": PUCT,
     "entropy-mcts": functools.partial(PUCT, entropy=True),
     "gumbel": Gumbel,
+    "azjl": AlphaZeroJlMCTS,
 }
 """Each search's name in specs -> its settings (a dataclass, or one with a setting fixed)."""
 
@@ -35,7 +38,7 @@ def split_options(options: str) -> dict[str, str]:
     """``"sims=64,c=1.5"`` -> ``{"sims": "64", "c": "1.5"}``; one-line ``ValueError`` otherwise."""
     pairs = [item.partition("=") for item in options.split(",") if item.strip()]
     if any(not sep for _, sep, _ in pairs):
-        raise ValueError(f"search options are key=value pairs separated by commas, got {options!r}")
+        raise ValueError(f"options are key=value pairs separated by commas, got {options!r}")
     return {k.strip(): v.strip() for k, _, v in pairs}
 
 
@@ -60,12 +63,10 @@ def parse_option(name: str, field: dataclasses.Field[Any], text: OptionValue) ->
         raise ValueError(f"{name} option {field.name} must be {expected}, got {text!r}") from None
 
 
-def make_search(name: str, options: str | Mapping[str, OptionValue] = "") -> Search:
-    """The search ``name`` with ``options`` (``"sims=64,c=1.5"`` or a dict); one-line
-    ``ValueError`` for an unknown name, option or value."""
-    if name not in SEARCHES:
-        raise ValueError(f"unknown search {name!r}; choose one of {', '.join(SEARCHES)}")
-    factory = SEARCHES[name]
+def make_settings(name: str, factory: Callable[..., Any], options: str | Mapping[str, OptionValue] = "") -> Any:
+    """``factory(**options)`` checked: the settings dataclass of ``name`` (a search, or another
+    player with options such as ``minimax``) from ``"key=value,..."`` text or a dict; one-line
+    ``ValueError`` for an unknown option or a value that does not parse or is out of range."""
     fields = {f.name: f for f in dataclasses.fields(factory())}
     if isinstance(options, str):
         options = split_options(options)
@@ -74,9 +75,17 @@ def make_search(name: str, options: str | Mapping[str, OptionValue] = "") -> Sea
         if key not in fields:
             raise ValueError(f"{name} has no option {key!r}; its options are {', '.join(fields)}")
         values[key] = parse_option(name, fields[key], text)
-    search = factory(**values)
-    search.check()
-    return search
+    settings = factory(**values)
+    settings.check()
+    return settings
+
+
+def make_search(name: str, options: str | Mapping[str, OptionValue] = "") -> Search:
+    """The search ``name`` with ``options`` (``"sims=64,c=1.5"`` or a dict); one-line
+    ``ValueError`` for an unknown name, option or value."""
+    if name not in SEARCHES:
+        raise ValueError(f"unknown search {name!r}; choose one of {', '.join(SEARCHES)}")
+    return make_settings(name, SEARCHES[name], options)
 
 
 def search_options() -> str:
@@ -97,8 +106,8 @@ def parse_spec(spec: str) -> tuple[Search, str] | None:
     if not sep or name not in SEARCHES:
         return None
     options, sep, base = rest.partition(":")
-    if not sep and "=" not in options:
-        options, base = "", options
+    if "=" not in options:  # no options: everything after the name is the player (which may hold colons)
+        options, base = "", rest
     if not base:
         raise ValueError(f"{spec!r} names no player to search with (e.g. {name}:sims=64:runs/ex3)")
     return make_search(name, options), base
@@ -108,11 +117,13 @@ def parse_spec(spec: str) -> tuple[Search, str] | None:
 def search_player(search: Search, player: Player, env: Environment = CONNECT_FOUR) -> Player:
     """``search`` over ``player``'s network in ``env`` as a player: its logits say the search's
     move (see each search's ``logits``), its value is the root's, its policy target the search's
-    policy. Cached, so the same search over the same network is the same function (no recompiles)."""
+    policy (zeros where the search says it is not to be trained on: no policy loss there).
+    Cached, so the same search over the same network is the same function (no recompiles)."""
 
     def searched(params: Any, boards: jax.Array, key: jax.Array) -> PlayerOutput:
         out = search.run(player, params, boards, key, env=env)
-        return PlayerOutput(logits=search.logits(out), value=out.value, policy_target=out.policy)
+        target = out.policy if out.trained is None else jnp.where(out.trained[:, None], out.policy, 0.0)
+        return PlayerOutput(logits=search.logits(out), value=out.value, policy_target=target)
 
     searched.__name__ = f"{type(search).__name__}_{getattr(player, '__name__', 'player')}"
     return searched

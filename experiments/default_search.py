@@ -1,0 +1,129 @@
+"""Choose `czjax play`'s default search by measurement: each candidate search over the shipped
+model, scored on Pons' six sets as AlphaZero.jl's protocol scores a player (its most likely
+move; `czjax eval pons --protocol alphazero.jl`), and timed per move on one board, as `play`
+asks it (the median of ``--moves`` calls after compiling, positions from Pons' sets). The
+default is the strongest candidate whose median move takes at most ``--budget`` seconds.
+
+    python experiments/default_search.py --out docs/results/default-search
+    python experiments/default_search.py --time-only --out docs/results/default-search   # re-time, keep the scores
+
+Time it on a quiet machine: the timings mean nothing beside another busy process. The Pons
+scores are counts and do not depend on the machine; ``--time-only`` re-times the candidates
+and keeps the scores already in ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+CANDIDATES = (
+    "gumbel:sims=64",
+    "gumbel:sims=200",
+    "mcts:sims=600",
+    "azjl:sims=600",
+    "azjl:sims=1000",
+    "azjl:sims=1600",
+)
+
+
+def score(spec: str) -> dict:
+    from czjax import agents
+    from czjax.evaluate import solver
+
+    report = solver.pons(agents.load_agent(spec), solver.load_pons(), protocol="alphazero.jl")
+    return {"pons": {r["set"]: r["move_error"] for r in report["sets"]}, "pons_mean": report["mean_move_error"]}
+
+
+def time_moves(spec: str, moves: int) -> dict:
+    """Seconds per move of ``spec`` on one board at a time (``agents.policy`` as `play` calls it)."""
+    import numpy as np
+
+    from czjax import agents
+    from czjax.evaluate import solver
+
+    agent = agents.load_agent(spec)
+    boards = np.concatenate([data["boards"][::200] for data in solver.load_pons().values()])[:moves]
+    agents.policy(agent, boards[:1], batch_size=1)  # compile
+    seconds = []
+    for board in boards:
+        start = time.perf_counter()
+        agents.policy(agent, board[None], batch_size=1)
+        seconds.append(time.perf_counter() - start)
+    return {"median_s": statistics.median(seconds), "max_s": max(seconds), "moves": len(seconds)}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], epilog=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--model", default="czjax", help="the network searched (default: %(default)s)")
+    parser.add_argument("--candidates", nargs="+", default=list(CANDIDATES), metavar="SEARCH")
+    parser.add_argument("--budget", type=float, default=0.3, help="seconds a move at most (default: %(default)s)")
+    parser.add_argument(
+        "--moves", type=int, default=30, help="single-board moves timed per candidate (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--time-only", action="store_true", help="re-time the candidates, keep the Pons scores in --out"
+    )
+    parser.add_argument("--out", default=None, metavar="DIR", help="write results.json and results.md here")
+    args = parser.parse_args(argv)
+    out = Path(args.out) if args.out else None
+    kept = {}
+    if args.time_only:
+        if out is None or not (out / "results.json").exists():
+            parser.error("--time-only needs --out holding an earlier results.json")
+        kept = {r["search"]: r for r in json.loads((out / "results.json").read_text())["rows"]}
+    rows = []
+    for search in args.candidates:
+        spec = f"{search}:{args.model}"
+        print(f"{spec} ...", file=sys.stderr, flush=True)
+        scores = {k: kept[search][k] for k in ("pons", "pons_mean")} if search in kept else score(spec)
+        rows.append({"search": search, **scores, **time_moves(spec, args.moves)})
+        print(
+            f"  Pons mean {rows[-1]['pons_mean']:.1f}%, {rows[-1]['median_s']:.3f} s a move",
+            file=sys.stderr,
+            flush=True,
+        )
+    fast = [r for r in rows if r["median_s"] <= args.budget]
+    best = min(fast, key=lambda r: r["pons_mean"]) if fast else None
+    result = {
+        "model": args.model,
+        "budget_s": args.budget,
+        "chosen": best["search"] if best else None,
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+        "load_average": os.getloadavg(),
+        "measured": time.strftime("%Y-%m-%d %H:%M"),
+        "rows": rows,
+    }
+    sets = list(rows[0]["pons"])
+    lines = [
+        f"Searches over `{args.model}`, scored as AlphaZero.jl's protocol scores a player; a move timed on one board "
+        f"({result['machine']}, load {result['load_average'][0]:.2f}, {result['measured']}).",
+        "",
+        "| search | " + " | ".join(s.replace("Test_", "") for s in sets) + " | mean | s a move (median) |",
+        "| --- | " + " | ".join("---:" for _ in sets) + " | ---: | ---: |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| `{r['search']}` | "
+            + " | ".join(f"{r['pons'][s]:.1f}" for s in sets)
+            + f" | {r['pons_mean']:.1f} | {r['median_s']:.3f} |"
+        )
+    lines += ["", f"Chosen (strongest within {args.budget} s a move): `{result['chosen']}`"]
+    print("\n".join(lines))
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "results.json").write_text(json.dumps(result, indent=1))
+        (out / "results.md").write_text("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
