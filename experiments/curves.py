@@ -87,3 +87,65 @@ def agrees(
     if low is None and high is None:
         return None
     return bool((low is None or band["mean"] >= low) and (high is None or band["mean"] <= high))
+
+
+def mean_interval(values, level: float = 0.95) -> dict | None:
+    """Mean with its two-sided ``level`` confidence interval (Student's t over the seeds):
+    ``{mean, low, high, n}``; None without values, no interval with one."""
+    from scipy import stats
+
+    present = np.asarray([float(v) for v in values if v is not None and math.isfinite(v)])
+    if present.size == 0:
+        return None
+    mean = float(present.mean())
+    if present.size < 2:
+        return {"mean": mean, "low": None, "high": None, "n": 1}
+    half = float(stats.t.ppf(0.5 + level / 2, present.size - 1) * present.std(ddof=1) / math.sqrt(present.size))
+    return {"mean": mean, "low": mean - half, "high": mean + half, "n": int(present.size)}
+
+
+def difference_interval(a, b, level: float = 0.95) -> dict | None:
+    """``mean(a) - mean(b)`` with Welch's two-sided ``level`` interval (unequal variances):
+    ``{diff, low, high, df}``; None with fewer than two values on either side."""
+    from scipy import stats
+
+    a = np.asarray([float(v) for v in a if v is not None and math.isfinite(v)])
+    b = np.asarray([float(v) for v in b if v is not None and math.isfinite(v)])
+    if a.size < 2 or b.size < 2:
+        return None
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    se = math.sqrt(va + vb)
+    diff = float(a.mean() - b.mean())
+    if se == 0:
+        return {"diff": diff, "low": diff, "high": diff, "df": float(a.size + b.size - 2)}
+    df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
+    half = float(stats.t.ppf(0.5 + level / 2, df) * se)
+    return {"diff": diff, "low": diff - half, "high": diff + half, "df": float(df)}
+
+
+def equivalence_verdict(a, b, margin: float, alpha: float = 0.05) -> dict | None:
+    """Two one-sided tests (TOST) at ``alpha`` with the equivalence margin ``+-margin``: the
+    sides are *equivalent* when the ``1 - 2 alpha`` interval of the difference lies inside the
+    margin; *different* when the ``1 - alpha`` interval excludes 0 and the difference is not
+    shown equivalent; else *inconclusive*. None with fewer than two seeds a side."""
+    from scipy import stats
+
+    tost = difference_interval(a, b, 1 - 2 * alpha)
+    plain = difference_interval(a, b, 1 - alpha)
+    if tost is None or plain is None:
+        return None
+    if -margin < tost["low"] and tost["high"] < margin:
+        verdict = "equivalent"
+    elif plain["low"] > 0 or plain["high"] < 0:
+        verdict = "different"
+    else:
+        verdict = "inconclusive"
+    return {
+        "verdict": verdict,
+        "margin": margin,
+        "diff": plain["diff"],
+        "ci95": [plain["low"], plain["high"]],
+        "ci90": [tost["low"], tost["high"]],
+        # Mann-Whitney U, two-sided: no normality assumed (collapsed runs split into modes)
+        "rank_p": float(stats.mannwhitneyu(list(a), list(b), alternative="two-sided").pvalue),
+    }

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from curves import per_seed, seed_band, trailing_mean, value_at
+from curves import equivalence_verdict, mean_interval, per_seed, seed_band, trailing_mean, value_at
 
 SIDES = ("czjax", "torch")
 LABELS = {"czjax": "czjax (JAX)", "torch": "PyTorch project loop"}
@@ -44,6 +44,13 @@ METRICS = [
     ("eval_win_rate", "win rate vs RandomPunisher (100 games)"),
     ("promotions", "checkpoint promotions"),
 ]
+# Equivalence margins of the verdicts (TOST at alpha 0.05), fixed before the comparisons they judge
+# were analysed (issue 34): how far apart the two sides' seed means may be and still count as the
+# same result. Entropy: 0.1 nats (the issue's example; example 2 settles near 1.3, example 1
+# collapses towards 0); win rate against RandomPunisher: 0.05 (5 points); game length: 1 ply.
+EQUIVALENCE_MARGINS = {"entropy": 0.1, "eval_win_rate": 0.05, "game_length": 1.0}
+VERDICT_AT = (25_000, 50_000, 100_000, 200_000)  # games: the blog's milestones where the run reaches them
+VERDICT_WINDOW = 5_000  # games: a seed's reading at a milestone is its mean over the 5,000 games before it
 SUMMARY_KEYS = (
     "preset",
     "config",
@@ -54,7 +61,9 @@ SUMMARY_KEYS = (
     "runs",
     "start_check",
     "milestones",
+    "verdicts",
     "figure",
+    "band_figure",
 )
 
 
@@ -313,6 +322,80 @@ def milestone_table(rows: dict[str, list[dict]], ends: list[int]) -> list[dict]:
     return table
 
 
+def verdicts(rows: dict[str, list[dict]], at: list[int], window: int = VERDICT_WINDOW) -> list[dict]:
+    """Per milestone and metric of :data:`EQUIVALENCE_MARGINS`: each side's seed mean with its
+    95% interval, the difference czjax - PyTorch with Welch's 95% and 90% intervals, and the
+    TOST verdict (``curves.equivalence_verdict``); a seed's reading is its mean over the
+    ``window`` games before the milestone."""
+    table = []
+    for games in at:
+        for key, margin in EQUIVALENCE_MARGINS.items():
+            per = {
+                side: [value_at(g, v, games, window) for g, v in per_seed(rows[side], key).values()] for side in SIDES
+            }
+            per = {side: [v for v in values if v is not None] for side, values in per.items()}
+            entry = {"games": games, "metric": key, "margin": margin}
+            entry.update({side: mean_interval(per[side]) for side in SIDES})
+            entry["test"] = equivalence_verdict(per["czjax"], per["torch"], margin)
+            table.append(entry)
+    return table
+
+
+def format_verdicts(table: list[dict]) -> str:
+    """The verdicts as a Markdown table."""
+
+    def band(b, digits=3):
+        if b is None:
+            return "-"
+        return f"{b['mean']:.{digits}f}" + (
+            "" if b["low"] is None else f" [{b['low']:.{digits}f}, {b['high']:.{digits}f}]"
+        )
+
+    lines = [
+        "| games | metric | czjax mean [95% CI] | PyTorch mean [95% CI] | difference [95% CI] | margin | verdict (TOST) "
+        "| rank test p |",
+        "| ---: | --- | --- | --- | --- | ---: | --- | ---: |",
+    ]
+    for e in table:
+        t = e["test"]
+        diff = "-" if t is None else f"{t['diff']:+.3f} [{t['ci95'][0]:+.3f}, {t['ci95'][1]:+.3f}]"
+        lines.append(
+            f"| {e['games']:,} | {e['metric']} | {band(e['czjax'])} | {band(e['torch'])} | {diff} | "
+            f"{e['margin']:g} | {'-' if t is None else t['verdict']} | {'-' if t is None else format(t['rank_p'], '.3f')} |"
+        )
+    return "\n".join(lines)
+
+
+def band_figure(rows: dict[str, list[dict]], path: Path, title: str, window: int = VERDICT_WINDOW) -> None:
+    """Each side's seed mean and 95% band per metric, on one axis per metric (readings smoothed
+    over ``window`` games, as the verdicts read them)."""
+    from czjax.run.plots import plt, save_figure
+
+    keys = [k for k, _ in METRICS if k != "promotions"]
+    fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.8), constrained_layout=True)
+    colors = {"czjax": "tab:blue", "torch": "tab:orange"}
+    for ax, key in zip(axes, keys):
+        for side in SIDES:
+            seeds = per_seed(rows[side], key)
+            if not seeds:
+                continue
+            grid = sorted(set(int(g) for g, _ in seeds.values() for g in g))
+            bands = [mean_interval([value_at(g, v, at, window) for g, v in seeds.values()]) for at in grid]
+            xs = [at for at, b in zip(grid, bands) if b is not None]
+            bands = [b for b in bands if b is not None]
+            ax.plot(xs, [b["mean"] for b in bands], color=colors[side], label=f"{LABELS[side]} ({len(seeds)} seeds)")
+            if all(b["low"] is not None for b in bands):
+                ax.fill_between(
+                    xs, [b["low"] for b in bands], [b["high"] for b in bands], color=colors[side], alpha=0.25
+                )
+        ax.set_title(dict(METRICS)[key])
+        ax.set_xlabel("games (per run)")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(title)
+    save_figure(fig, path)
+
+
 def figure(rows: dict[str, list[dict]], path: Path, title: str, smoothing: int) -> None:
     from czjax.run.plots import plt, save_figure
 
@@ -350,6 +433,19 @@ def print_table(table: list[dict]) -> None:
         print(f"{e['games']:>8,} {e['metric']:>14} {fmt(e['czjax']['band']):>22} {fmt(e['torch']['band']):>24}")
 
 
+def same_comparison(stored: dict, description: dict, config) -> bool:
+    """Whether a stored comparison's description is this one: the same preset, seeds and batches,
+    and the same config once read back (a setting added since it was written reads as its
+    default, which is what that comparison ran)."""
+    from czjax.learn.train import TrainConfig
+
+    rest = {k: v for k, v in stored.items() if k != "config"}
+    return (
+        rest == {k: v for k, v in description.items() if k != "config"}
+        and TrainConfig.from_dict(stored["config"]) == config
+    )
+
+
 def main(argv=None) -> dict:
     args, preset = parse_args(argv)
     config = run_config(args, preset)
@@ -370,7 +466,7 @@ def main(argv=None) -> dict:
         raise SystemExit(
             f"same_start.py: {out} already holds a comparison: --resume to finish it, --overwrite to start again, or another --out"
         )
-    if args.resume and marker.exists() and json.loads(marker.read_text()) != description:
+    if args.resume and marker.exists() and not same_comparison(json.loads(marker.read_text()), description, config):
         raise SystemExit(
             "same_start.py: --resume must use the same settings, seeds and games as the comparison in --out"
         )
@@ -416,6 +512,9 @@ def main(argv=None) -> dict:
         f"project's loop, {len(seeds)} seed(s), {run_games:,} games each"
     )
     figure(rows, fig_path, title, smoothing=1)
+    band_path = out / "same_start_bands.png"
+    band_figure(rows, band_path, title + " (seed mean, 95% band)")
+    verdict_table = verdicts(rows, [g for g in VERDICT_AT if g <= run_games] or [run_games])
     summary = {
         "preset": args.preset,
         "config": config.to_dict(),
@@ -426,10 +525,14 @@ def main(argv=None) -> dict:
         "runs": runs,
         "start_check": checks,
         "milestones": table,
+        "verdicts": verdict_table,
         "figure": str(fig_path),
+        "band_figure": str(band_path),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    (out / "verdicts.md").write_text(format_verdicts(verdict_table) + "\n")
     print_table(table)
+    print(format_verdicts(verdict_table))
     log(f"figure: {fig_path}; summary: {out / 'summary.json'}")
     return summary
 

@@ -190,3 +190,21 @@ def test_search_strength_scores_every_player_and_rates_them(model_checkpoints, t
     for r in rows:
         assert 0 <= r["optimal"] <= r["keeps"] <= 1 and 0 <= r["puzzle_win"] <= 1 and math.isfinite(r["elo"])
     assert "| player | optimal |" in capsys.readouterr().out
+
+
+def test_intervals_and_equivalence_against_hand_computed_values():
+    """Student's and Welch's intervals against values computed by hand from their formulas
+    (t quantiles from tables: t(0.975, 3) = 3.182446, t(0.95, 3) = 2.353363), and the TOST
+    verdicts on constructed samples."""
+    from curves import difference_interval, equivalence_verdict, mean_interval
+
+    band = mean_interval([1.0, 2.0, 3.0, 4.0])  # mean 2.5, sd 1.290994, se 0.645497
+    assert band["mean"] == pytest.approx(2.5) and band["high"] - 2.5 == pytest.approx(3.182446 * 0.645497, rel=1e-5)
+    same = difference_interval([1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0], 0.9)  # equal variances: df = 6
+    assert same["diff"] == 0 and same["df"] == pytest.approx(6.0)
+    assert same["high"] == pytest.approx(1.943180 * math.sqrt(2 * 1.290994**2 / 4), rel=1e-5)
+    near = [0.50, 0.51, 0.49, 0.50, 0.52, 0.48]
+    assert equivalence_verdict(near, [x + 0.01 for x in near], margin=0.1)["verdict"] == "equivalent"
+    assert equivalence_verdict(near, [x + 0.3 for x in near], margin=0.1)["verdict"] == "different"
+    assert equivalence_verdict([0.0, 1.0, 0.0, 1.0], [0.5, 0.4, 0.6, 0.5], margin=0.1)["verdict"] == "inconclusive"
+    assert equivalence_verdict([1.0], [1.0, 2.0], margin=0.1) is None
