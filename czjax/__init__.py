@@ -44,9 +44,9 @@ PUBLIC = {
     "make_search": ("czjax.search", "make_search"),
     "search_player": ("czjax.search", "search_player"),
     # training
-    "TrainConfig": ("czjax.learn.train", "TrainConfig"),
-    "HParams": ("czjax.learn.train", "HParams"),
-    "make_trainer": ("czjax.learn.train", "make_trainer"),
+    "TrainConfig": ("czjax.learn.settings", "TrainConfig"),
+    "HParams": ("czjax.learn.settings", "HParams"),
+    "make_trainer": ("czjax.learn.trainer", "make_trainer"),
     "get_preset": ("czjax.run.presets", "get_preset"),
     "PRESETS": ("czjax.run.presets", "PRESETS"),
     "run_training": ("czjax.run.loop", "run"),

@@ -135,7 +135,7 @@ SMALL_STRENGTH = {
 
 def strength_run(ctx: Context) -> dict:
     from czjax.agents import load_params
-    from czjax.learn.train import HParams
+    from czjax.learn.settings import HParams
     from czjax.run import loop, plots, presets
     from czjax.util import checkpoint
 

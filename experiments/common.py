@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from czjax.learn.train import HParams
+from czjax.learn.settings import HParams
 from czjax.run import loop, presets
 
 

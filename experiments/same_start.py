@@ -129,7 +129,7 @@ def run_config(args, preset):
 
 def initial_weights(config, seed: int, path: Path) -> dict:
     """Write the weights czjax's run with ``seed`` starts from as a PyTorch ``.pth``; returns the state dict."""
-    from czjax.learn.train import make_trainer
+    from czjax.learn.trainer import make_trainer
     from czjax.models import torch_layout
 
     state_dict = torch_layout.to_state_dict(config.model, make_trainer(config).init(seed).params)
@@ -255,7 +255,7 @@ def run_torch(config, hparams: dict, seed: int, pth: Path, folder: Path, batches
 
 def run_czjax(config, hparams: dict, seed: int, pth: Path, folder: Path, batches: int, resume: bool, log) -> dict:
     """czjax's loop from ``pth`` with ``seed``'s random stream; a czjax run folder."""
-    from czjax.learn.train import HParams
+    from czjax.learn.settings import HParams
     from czjax.run import loop
 
     start = time.perf_counter()
@@ -437,7 +437,7 @@ def same_comparison(stored: dict, description: dict, config) -> bool:
     """Whether a stored comparison's description is this one: the same preset, seeds and batches,
     and the same config once read back (a setting added since it was written reads as its
     default, which is what that comparison ran)."""
-    from czjax.learn.train import TrainConfig
+    from czjax.learn.settings import TrainConfig
 
     rest = {k: v for k, v in stored.items() if k != "config"}
     return (

@@ -2,7 +2,8 @@
 
 import pytest
 
-from czjax.learn.train import HParams, TrainConfig, make_trainer
+from czjax.learn.settings import HParams, TrainConfig
+from czjax.learn.trainer import make_trainer
 from czjax.util import checkpoint
 
 

@@ -9,7 +9,9 @@ import pytest
 
 from czjax import game, models, players, rollout
 from czjax.learn import losses
-from czjax.learn.train import HParams, ReplaySettings, TrainConfig, make_trainer
+from czjax.learn.replay import ReplaySettings
+from czjax.learn.settings import HParams, TrainConfig
+from czjax.learn.trainer import make_trainer
 from czjax.util import precision
 from tests import agreement
 from tests.reference import replay
@@ -173,7 +175,7 @@ def test_ppo_with_bootstrap_takes_a2cs_targets(ppo_games):
     target ``y`` (checked against NumPy in test_losses) and the advantage ``y - V``; without it,
     the Monte-Carlo return ``G`` and ``G - V``."""
     from czjax.learn import algorithms
-    from czjax.learn.train import make_setup
+    from czjax.learn.trainer import make_setup
 
     config, state, traj, results = ppo_games
     hp = HParams.create(learning_rate=1e-3, entropy_bonus=0.05, value_weight=1.5, discount=GAMMA)
@@ -192,7 +194,7 @@ def test_ppo_with_bootstrap_takes_a2cs_targets(ppo_games):
     assert not np.array_equal(np.asarray(want), np.asarray(batch.returns))  # the two targets differ
     from czjax.run import presets
 
-    assert presets.get_preset("ex5-ppo").config.ppo.bootstrap  # example 5 runs as the PyTorch project's
+    assert presets.get_preset("ex5-ppo").config.settings_of("ppo").bootstrap  # example 5 runs as the PyTorch project's
 
 
 # --------------------------------------------------------------------------------------------
@@ -203,7 +205,7 @@ def test_value_mix_takes_the_recorded_values_into_the_returns(ppo_games):
     """--value-mix m: the value target is (1 - m) G + m V with V the mover's recorded value
     (here mlp3's own value head, which the rollout records like a search's root value)."""
     from czjax.learn import algorithms
-    from czjax.learn.train import make_setup
+    from czjax.learn.trainer import make_setup
 
     config, state, _, _ = ppo_games
     setup = make_setup(config, None)
@@ -346,11 +348,11 @@ def both_sides_games():
     )
     trainer = make_trainer(config)
     state = trainer.init(0)
-    setup = __import__("czjax.learn.train", fromlist=["make_setup"]).make_setup(config, None)
+    setup = __import__("czjax.learn.trainer", fromlist=["make_setup"]).make_setup(config, None)
     hp = HParams.create(learning_rate=1e-3, value_weight=1.0, discount=1.0)
     with precision.parity():
         traj, results, _ = jax.jit(
-            lambda s, k: __import__("czjax.learn.train", fromlist=["play_batch"]).play_batch(setup, s, hp, k)
+            lambda s, k: __import__("czjax.learn.trainer", fromlist=["play_batch"]).play_batch(setup, s, hp, k)
         )(state, jax.random.key(2))
     return config, setup, state, hp, jax.device_get(traj), jax.device_get(results)
 
@@ -388,7 +390,7 @@ def test_replay_steps_are_successive_steps_on_fresh_draws(both_sides_games):
     """replay.steps = 2: the update equals two of the algorithm's steps, each on its own draw
     (split keys) from the buffer that holds the batch."""
     from czjax.learn import algorithms, replay
-    from czjax.learn.train import replay_update
+    from czjax.learn.trainer import replay_update
 
     config, setup, state, hp, traj, results = both_sides_games
     key = jax.random.key(5)

@@ -133,7 +133,8 @@ def test_train_flags_for_algorithms_pools_and_leagues():
         ("random-punisher", "random"),
         True,
     )
-    assert (config.ppo.clip, config.ppo.epochs, config.ppo.target_kl, config.ppo.kl_stop) == (
+    ppo = config.settings_of("ppo")
+    assert (ppo.clip, ppo.epochs, ppo.target_kl, ppo.kl_stop) == (
         0.2,
         4,
         0.01,
@@ -142,7 +143,7 @@ def test_train_flags_for_algorithms_pools_and_leagues():
     config, _, _ = cli.train_settings(
         parser.parse_args(["train", "--preset", "ex5-ppo", "--ppo-kl-stop", "before-step"])
     )
-    assert config.ppo.kl_stop == "before-step"
+    assert config.settings_of("ppo").kl_stop == "before-step"
     assert float(hparams.value_weight) == 1.5
     args = parser.parse_args(["train", "--preset", "ex4-a2c"])
     config, _, _ = cli.train_settings(args)
@@ -200,7 +201,7 @@ def test_cli_train_rejects_bad_numbers_and_checkpoints(tmp_path, capsys):
 
 
 def test_precision_setting():
-    from czjax.learn.train import TrainConfig
+    from czjax.learn.settings import TrainConfig
     from czjax.util import precision
 
     parser = cli.build_parser()
@@ -245,7 +246,7 @@ def _settings(cls, prefix=""):
 def test_every_setting_and_hyperparameter_has_a_flag():
     """A field added to TrainConfig (or a group of it) or to HParams gets a flag with help text."""
     from czjax.cli import flags
-    from czjax.learn.train import HParams, TrainConfig
+    from czjax.learn.settings import HParams, TrainConfig
 
     settings = _settings(TrainConfig)
     assert {"weight_decay", "promotion.every_games", "pool.ema", "pool.league_slots", "ppo.clip"} <= set(settings)
@@ -298,7 +299,9 @@ def test_the_settings_that_had_no_flag_reach_the_config():
             "--pool-league-slots 3 --pool-league-threshold 0.7 --eval-every 5 --target-kl 0.02 --lr 0.01".split()
         )
     )
-    assert config.weight_decay == 0.002 and config.batches_per_chunk == 5 and config.ppo.target_kl == 0.02
+    assert (
+        config.weight_decay == 0.002 and config.batches_per_chunk == 5 and config.settings_of("ppo").target_kl == 0.02
+    )
     assert (config.promotion.every_games, config.promotion.window_games, config.promotion.threshold) == (700, 300, 0.6)
     assert not config.promotion.draws_count_half
     assert (config.opponent, config.pool.members, config.pool.league) == ("pool", ("random",), True)

@@ -74,7 +74,8 @@ def test_flops_are_counted_from_the_program_the_same_on_every_backend():
 def test_compaction_modes_per_backend(monkeypatch):
     """--compaction: on (both places), loss (the gradient only), off (neither); auto is on, except
     that a GPU's rollouts below 2,048 boards per player call evaluate every board (measured)."""
-    from czjax.learn.train import TrainConfig, make_setup
+    from czjax.learn.settings import TrainConfig
+    from czjax.learn.trainer import make_setup
 
     def chunks(mode, games=50, model="cnn-mk4"):
         setup = make_setup(TrainConfig(model=model, games_per_batch=games, eval_games=100, compaction=mode), None)
@@ -104,7 +105,9 @@ CONTROL_FLOW_CONFIGS = {
 def test_static_control_flow_runs_the_same_iteration_without_branches(name):
     """cond and static give the same parameters and metrics (same seed, two chunks); the
     static chunk's compiled program holds no conditional, the cond one does."""
-    from czjax.learn.train import HParams, TrainConfig, make_trainer
+    from czjax.learn.algorithms import PPOSettings
+    from czjax.learn.settings import HParams, TrainConfig
+    from czjax.learn.trainer import make_trainer
     from czjax.util import precision
 
     hp = HParams.create(learning_rate=3e-3, discount=0.9, value_weight=1.0)
@@ -115,7 +118,7 @@ def test_static_control_flow_runs_the_same_iteration_without_branches(name):
             eval_games=2,
             batches_per_chunk=2,
             control_flow=flow,
-            ppo=__import__("czjax.learn.train", fromlist=["PPOSettings"]).PPOSettings(epochs=3, target_kl=1e-6),
+            algorithm_settings={"ppo": PPOSettings(epochs=3, target_kl=1e-6)},
         )
         trainer = make_trainer(config)
         state = trainer.init(0)

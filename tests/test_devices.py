@@ -22,7 +22,7 @@ import jax
 from czjax import cli
 from czjax.run import loop
 from czjax.run import scan
-from czjax.learn.train import HParams, PromotionSettings, TrainConfig
+from czjax.learn.settings import HParams, PromotionSettings, TrainConfig
 
 out = sys.argv[1]
 assert jax.local_device_count() == 4, jax.devices()

@@ -1,5 +1,5 @@
 """The docs name what exists: every dotted name of czjax in inline code in README.md and docs/*.md
-(``czjax.learn.train``, ``loop.run_chunk_once``, ``search.tree.run_tree_search(``) resolves to a
+(``czjax.learn.trainer``, ``loop.run_chunk_once``, ``search.tree.run_tree_search(``) resolves to a
 module or an attribute, so a moved or renamed function cannot leave a page pointing at nothing.
 A short name (``loop.``) may be any czjax module of that name; file names (``run.json``) and
 setting paths (``replay.capacity``) are not code names."""
@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import czjax
-from czjax.learn.train import setting_fields
+from czjax.learn.settings import setting_fields
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -59,7 +59,7 @@ def czjax_imports(path: Path, package: Path) -> set[str]:
             if node.level:  # relative: resolve against the importing package
                 parts = parent.split(".")
                 base = ".".join([*parts[: len(parts) - node.level + 1], *([base] if base else [])])
-            if base.startswith("czjax"):  # ``from czjax.learn import train`` imports the module czjax.learn.train
+            if base.startswith("czjax"):  # ``from czjax.learn import trainer`` imports the module czjax.learn.trainer
                 found.update(f"{base}.{a.name}" if is_module(f"{base}.{a.name}", package) else base for a in node.names)
         elif isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.startswith("czjax"))
@@ -128,10 +128,14 @@ def test_the_checks_see_an_upward_import_and_a_circle(tmp_path):
     fake = tmp_path / "czjax"
     (fake / "learn").mkdir(parents=True)
     (fake / "__init__.py").write_text("")
-    (fake / "game.py").write_text("def step():\n    from czjax.learn import train\n")
+    (fake / "game.py").write_text("def step():\n    from czjax.learn import trainer\n")
     (fake / "learn" / "__init__.py").write_text("")
-    (fake / "learn" / "train.py").write_text("from czjax import game\n")
+    (fake / "learn" / "trainer.py").write_text("from czjax import game\n")
     modules = graph(fake)
-    assert modules == {"czjax.game": {"czjax.learn.train"}, "czjax.learn": set(), "czjax.learn.train": {"czjax.game"}}
-    assert upward_imports(modules) == ["czjax.game (floor 1) -> czjax.learn.train (floor 7)"]
-    assert first_circle(modules) == ["czjax.game", "czjax.learn.train", "czjax.game"]
+    assert modules == {
+        "czjax.game": {"czjax.learn.trainer"},
+        "czjax.learn": set(),
+        "czjax.learn.trainer": {"czjax.game"},
+    }
+    assert upward_imports(modules) == ["czjax.game (floor 1) -> czjax.learn.trainer (floor 7)"]
+    assert first_circle(modules) == ["czjax.game", "czjax.learn.trainer", "czjax.game"]

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from czjax import cli
-from czjax.learn.train import HParams, PromotionSettings, TrainConfig, make_trainer
+from czjax.learn.settings import HParams, PromotionSettings, TrainConfig
+from czjax.learn.trainer import make_trainer
 from czjax.run import loop
 from czjax.util import checkpoint, progress
 from tests import agreement

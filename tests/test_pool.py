@@ -4,8 +4,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from czjax.learn.pool import PoolState, league_ready, opponent_weights, update_pool, update_win_rate
-from czjax.learn.train import HParams, PoolSettings, TrainConfig
+from czjax.learn.pool import PoolSettings, PoolState, league_ready, opponent_weights, update_pool, update_win_rate
+from czjax.learn.settings import HParams, TrainConfig
 from czjax.run import loop
 
 

@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from czjax import agents, game
-from czjax.learn.train import HParams, ReplaySettings, TrainConfig, scheduled
+from czjax.learn.replay import ReplaySettings
+from czjax.learn.settings import HParams, TrainConfig
+from czjax.learn.trainer import scheduled
 from czjax.search.gumbel import Gumbel
 
 
@@ -63,7 +65,7 @@ def test_prior_temperature_divides_the_logits_at_every_node():
 def test_evaluation_opponent_by_name():
     """--eval-opponent: the built-in players, or AlphaZero.jl's minimax as the yardstick."""
     from czjax import minimax, players
-    from czjax.learn.train import eval_opponent
+    from czjax.learn.settings import eval_opponent
 
     assert eval_opponent("random-punisher") is players.random_punisher
     assert eval_opponent("minimax:depth=3,ties=random") is minimax.Minimax(3, "random").player()

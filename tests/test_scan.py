@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from czjax import cli
-from czjax.learn.train import HParams, PromotionSettings, TrainConfig
+from czjax.learn.settings import HParams, PromotionSettings, TrainConfig
 from czjax.run import loop, scan
 from tests.test_train import OLD_STORED_CONFIG
 
@@ -179,7 +179,7 @@ def test_scan_arguments_are_checked_before_anything_is_written(tmp_path, capsys)
     assert not out.exists()
     scan.check_sort("learning_rate", ["learning_rate"])  # a grid name sorts too
     out.mkdir()
-    from czjax.learn.train import TrainConfig
+    from czjax.learn.settings import TrainConfig
 
     first = {"config": TrainConfig().to_dict(), "seeds": [0, 1], "batches": 4, "chunk": 2}
     scan.open_scan(out, first, resume=False, overwrite=False)

@@ -13,7 +13,8 @@ import pytest
 import torch  # the test extra installs it: pip install -e ".[test]"
 
 from czjax import agents, cli, game, models, rollout
-from czjax.learn.train import HParams, PromotionSettings, TrainConfig, make_trainer
+from czjax.learn.settings import HParams, PromotionSettings, TrainConfig
+from czjax.learn.trainer import make_trainer
 from czjax.models import torch_layout
 from czjax.run import loop
 from czjax.util import checkpoint, precision
@@ -186,8 +187,19 @@ def test_one_update_matches_pytorch(algorithm, name, lr, value_weight, ppo_steps
     hp = HParams.create(learning_rate=lr, entropy_bonus=beta, value_weight=value_weight, discount=gamma)
     traj, results = rollout.play_games(jax.random.key(5), trainer.learner, params, trainer.learner, params, n)
     batch = learner_batch(traj, results.outcome, gamma)
+    ppo_settings = config.settings_of("ppo")
     update = functools.partial(
-        torch_update, name, params, algorithm, batch, lr, beta, value_weight, gamma, config.ppo.clip, config.ppo.epochs
+        torch_update,
+        name,
+        params,
+        algorithm,
+        batch,
+        lr,
+        beta,
+        value_weight,
+        gamma,
+        ppo_settings.clip,
+        ppo_settings.epochs,
     )
     steps, target_kl = 1, None
     if algorithm == "ppo":

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from czjax import rollout
-from czjax.learn import train
-from czjax.learn.train import HParams, PoolSettings, PromotionSettings, TrainConfig, make_trainer
+from czjax.learn.pool import PoolSettings
+from czjax.learn.settings import HParams, PromotionSettings, TrainConfig
+from czjax.learn.trainer import init_state, make_setup, make_trainer, record_batch
 from czjax.run import loop
 from czjax.util import checkpoint
 from czjax.util.counts import WideCount
@@ -204,17 +205,17 @@ def test_a_draw_counts_half_a_win_for_promotion(draws_count_half, expect):
     """As the PyTorch project scores the window: 4 wins and 4 draws in each of 8-game batches
     score 0.75 (promoted), but only 0.5 on wins alone (not promoted, the earlier rule)."""
     config = CONFIG.override({"promotion.draws_count_half": draws_count_half})
-    setup = train.make_setup(config, None)
-    state = train.init_state(setup, 0)
+    setup = make_setup(config, None)
+    state = init_state(setup, 0)
     results = rollout.GameResults(
         outcome=jnp.array([1, 1, 1, 1, 0, 0, 0, 0], jnp.int8),
         length=jnp.full((8,), 42, jnp.int32),
         a_first=jnp.arange(8) < 4,
         final=None,
     )
-    state, _ = train.record_batch(setup, state, state.params, state.opt_state, results, None)  # batch 1 of the window
+    state, _ = record_batch(setup, state, state.params, state.opt_state, results, None)  # batch 1 of the window
     assert int(state.promotions) == 0  # not a check batch
-    state, _ = train.record_batch(setup, state, state.params, state.opt_state, results, None)  # batch 2: the check
+    state, _ = record_batch(setup, state, state.params, state.opt_state, results, None)  # batch 2: the check
     assert int(state.promotions) == int(expect)
 
 
@@ -225,36 +226,55 @@ def test_ppo_settings_stored_flat_or_nested_read_back():
 
     flat = dict(OLD_STORED_CONFIG, algorithm="ppo", model="mlp3", ppo_clip=0.3, ppo_epochs=2, target_kl=0.05)
     config = TrainConfig.from_dict(flat)
-    assert config.ppo == PPOSettings(clip=0.3, epochs=2, target_kl=0.05, kl_stop="before-step", bootstrap=False)
-    assert config.settings_of("ppo") is config.ppo and config.settings_of("reinforce") is None
+    ppo = PPOSettings(clip=0.3, epochs=2, target_kl=0.05, kl_stop="before-step", bootstrap=False)
+    assert config.settings_of("ppo") == ppo and config.settings_of("reinforce") is None
     stored = config.to_dict()
     assert stored["ppo"] == {"clip": 0.3, "epochs": 2, "target_kl": 0.05, "kl_stop": "before-step", "bootstrap": False}
     assert "algorithm_settings" not in stored and TrainConfig.from_dict(stored) == config
-    assert TrainConfig(ppo=PPOSettings(clip=0.3)) == TrainConfig().override({"ppo.clip": 0.3})
+    given = TrainConfig(algorithm_settings=(("ppo", PPOSettings(clip=0.3)),))
+    assert (
+        given
+        == TrainConfig().override({"ppo.clip": 0.3})
+        == TrainConfig(algorithm_settings={"ppo": PPOSettings(clip=0.3)})
+    )
+    # a group given with its defaults is the group not given: equal configs, one hash, one trainer
+    assert TrainConfig(algorithm_settings={"ppo": PPOSettings()}) == TrainConfig()
+    assert hash(TrainConfig(algorithm_settings={"ppo": PPOSettings()})) == hash(TrainConfig())
+    assert TrainConfig().algorithm_settings == () and TrainConfig().settings_of("ppo") == PPOSettings()
     with pytest.raises(ValueError, match="unknown setting 'nothing.x'"):
         TrainConfig().override({"nothing.x": 1})
+    with pytest.raises(ValueError, match="'reinforce' is no algorithm with settings"):
+        TrainConfig(algorithm_settings={"reinforce": PPOSettings()})
+    with pytest.raises(TypeError):
+        TrainConfig(ppo=PPOSettings())  # the group's name is no field of its own
 
 
 def test_a_new_algorithm_with_settings_is_its_table_row(monkeypatch):
     """An algorithm's settings need nothing outside its entry: TrainConfig's group, the override
-    names, the stored form and the CLI's flags follow from ALGORITHMS."""
+    names, the stored form and the CLI's flags follow from ALGORITHMS. A config keeps only the
+    groups it was given, so one made while the table held an algorithm does not hold on to its
+    settings once the table has changed."""
     from czjax import cli
     from czjax.cli import flags
     from czjax.learn import algorithms
-    from czjax.run import presets  # noqa: F401  built now, before the table is patched: a config
-    # made while "slow" is in the table holds its settings and would outlive the patch
+    from czjax.util.fields import setting
 
     @dataclasses.dataclass(frozen=True)
     class SlowSettings:
-        slowness: float = algorithms.setting(2.0, "how slow")
-        careful: bool = algorithms.setting(False, "whether careful")
+        slowness: float = setting(2.0, "how slow")
+        careful: bool = setting(False, "whether careful")
 
     slow = dataclasses.replace(algorithms.ALGORITHMS["reinforce"], description="slow", settings=SlowSettings)
-    monkeypatch.setitem(algorithms.ALGORITHMS, "slow", slow)
-    config = TrainConfig(algorithm="slow").override({"slow.slowness": 3.0})
-    assert config.settings_of("slow") == SlowSettings(slowness=3.0) and config.ppo == algorithms.PPOSettings()
-    assert config.to_dict()["slow"] == {"slowness": 3.0, "careful": False}
-    assert TrainConfig.from_dict(config.to_dict()) == config
-    assert "slow.slowness" in flags.setting_flags()
-    args = cli.build_parser().parse_args(["train", "--slow-slowness", "4", "--slow-careful"])
-    assert cli.train_settings(args)[0].settings_of("slow") == SlowSettings(slowness=4.0, careful=True)
+    with monkeypatch.context() as patch:
+        patch.setitem(algorithms.ALGORITHMS, "slow", slow)
+        config = TrainConfig(algorithm="slow").override({"slow.slowness": 3.0})
+        assert config.settings_of("slow") == SlowSettings(slowness=3.0)
+        assert config.settings_of("ppo") == algorithms.PPOSettings()
+        assert config.to_dict()["slow"] == {"slowness": 3.0, "careful": False}
+        assert TrainConfig.from_dict(config.to_dict()) == config
+        assert "slow.slowness" in flags.setting_flags()
+        args = cli.build_parser().parse_args(["train", "--slow-slowness", "4", "--slow-careful"])
+        assert cli.train_settings(args)[0].settings_of("slow") == SlowSettings(slowness=4.0, careful=True)
+        made_meanwhile = TrainConfig(games_per_batch=8)
+    assert "slow" not in made_meanwhile.to_dict() and made_meanwhile == TrainConfig(games_per_batch=8)
+    assert made_meanwhile.to_dict() == TrainConfig(games_per_batch=8).to_dict()

@@ -42,7 +42,8 @@ def params_hash(tree) -> str:
 
 
 def run_case(preset_name: str, out_dir: Path) -> dict:
-    from czjax.learn.train import HParams, make_trainer
+    from czjax.learn.settings import HParams
+    from czjax.learn.trainer import make_trainer
     from czjax.run import loop, presets
     from czjax.util import checkpoint
 

@@ -21,7 +21,8 @@ from jax import lax
 
 from czjax import game, players, rollout, search
 from czjax.bench import profiling, torch_peer
-from czjax.learn.train import HParams, TrainConfig, make_trainer
+from czjax.learn.settings import HParams, TrainConfig
+from czjax.learn.trainer import make_trainer
 from czjax.run import scan
 from czjax.util import devices, precision
 

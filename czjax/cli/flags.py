@@ -76,7 +76,7 @@ FLAG_ALIASES = {
     "learning_rate": ("--lr",),
     "discount": ("--gamma",),
 }
-# How a flag reads its value, by the kind a field's metadata names (czjax.learn.train.setting).
+# How a flag reads its value, by the kind a field's metadata names (czjax.util.fields.setting).
 VALUE_TYPES = {"positive": positive_int, "games": game_batch, "count": non_negative_int}
 
 
@@ -89,13 +89,13 @@ def setting_flags() -> dict[str, dataclasses.Field]:
     """The static settings (TrainConfig and its nested groups) that have a flag, all of them, by
     their override name (``"ppo.clip"``): the flag's ``dest``. With --resume they come from the run
     folder instead."""
-    from czjax.learn.train import setting_fields
+    from czjax.learn.settings import setting_fields
 
     return setting_fields()
 
 
 def hparam_flags() -> tuple[str, ...]:
-    from czjax.learn.train import hparam_names
+    from czjax.learn.settings import hparam_names
 
     return hparam_names()
 
@@ -137,8 +137,8 @@ def add_setting_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def add_hparam_flags(parser: argparse.ArgumentParser) -> None:
-    """A flag for every traced hyperparameter (czjax.learn.train.HParams), its help from the field."""
-    from czjax.learn.train import HParams
+    """A flag for every traced hyperparameter (czjax.learn.settings.HParams), its help from the field."""
+    from czjax.learn.settings import HParams
 
     for field in dataclasses.fields(HParams):
         parser.add_argument(

@@ -22,7 +22,7 @@ def _setting_overrides(args) -> dict:
 def _resumed_settings(args):
     """(config, hparams, run) of the run in --out, which --resume continues; a flag that would
     change its settings is refused."""
-    from czjax.learn.train import HParams, TrainConfig
+    from czjax.learn.settings import HParams, TrainConfig
     from czjax.run import loop
 
     named = (*flags.setting_flags(), *flags.hparam_flags(), "seed", "preset", "init_from")
@@ -43,7 +43,7 @@ def _resumed_settings(args):
 def train_settings(args):
     """(config, hparams, run) from the preset and the flags, or from the run folder on --resume;
     ``run`` holds seed, batches, time_budget_s and title."""
-    from czjax.learn.train import HParams
+    from czjax.learn.settings import HParams
     from czjax.run import presets
 
     if args.resume:

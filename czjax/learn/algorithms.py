@@ -37,18 +37,9 @@ from czjax.learn.losses import (
 )
 from czjax.players import masked_log_probs
 from czjax.util import devices
+from czjax.util.fields import setting
 
 PPO_KL_STOPS = ("after-step", "before-step")
-
-
-def setting(default: Any, help: str, **flag: Any) -> Any:
-    """A field of the settings with its description: ``help`` (the command line's flag shows it)
-    and, where the default's type does not tell how a flag reads a value, ``type`` ("positive":
-    an integer >= 1, "games": an integer >= 2, "count": an integer >= 0), ``metavar`` and
-    ``choices`` (:func:`czjax.cli.flags.add_setting_flags` builds every flag from these). The settings of
-    ``TrainConfig``, its groups, ``HParams`` and each algorithm's settings (:attr:`Algorithm.settings`) are
-    declared with it."""
-    return dataclasses.field(default=default, metadata={"help": help, **flag})
 
 
 class UpdateContext(NamedTuple):

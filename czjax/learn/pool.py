@@ -20,7 +20,36 @@ from jax import lax
 
 from czjax import players, rollout
 from czjax.agents import load_agent
+from czjax.util.fields import setting
 from czjax.util.pytree import pytree_dataclass
+
+
+@dataclasses.dataclass(frozen=True)
+class PoolSettings:
+    """opponent="pool": a fixed list of players (built-in names or checkpoint files), chosen on
+    device per batch with weights ``clip(1 - EMA win rate, 0.05, 1)``; ``league=True`` adds a
+    frozen copy of the learner whenever its EMA win rate against every member exceeds the
+    threshold (:mod:`czjax.learn.pool`)."""
+
+    members: tuple = setting(
+        (),
+        "opponents for --opponent pool: random, random-punisher, checkpoint files; each batch draws one, "
+        "favouring those the learner beats least",
+        metavar="PLAYER",
+    )
+    ema: float = setting(0.1, "the step of the win rates' moving average per batch against a member (default 0.1)")
+    league: bool = setting(False, "add a frozen copy of the learner to the pool whenever it beats every member")
+    league_slots: int = setting(
+        8, "a league keeps at most this many learner copies, then replaces the oldest (default 8)", type="positive"
+    )
+    league_threshold: float = setting(
+        0.6, "a league adds a copy when the learner's win rate against every member exceeds this (default 0.6)"
+    )
+
+    def __post_init__(self):
+        object.__setattr__(self, "members", tuple(self.members))  # a list when read back from JSON
+        if not 0 < self.ema <= 1 or self.league_slots < 1 or not 0 <= self.league_threshold <= 1:
+            raise ValueError("pool ema must be in (0, 1], league_slots >= 1 and league_threshold in [0, 1]")
 
 
 @pytree_dataclass(frozen=True)
@@ -97,20 +126,11 @@ def update_pool(pool: PoolState, params, chosen, batch_win_rate, num_members: in
     return pool, add
 
 
-def play_against_pool(
-    key,
-    pool: PoolState,
-    members: list,
-    learner,
-    params,
-    num_games: int,
-    temperature,
-    axis_name=None,
-    devices=1,
-    chunks=None,
-):
+def play_against_pool(key, pool: PoolState, members: list, learner, params, num_games: int, temperature, **options):
     """One batch of the learner against a member drawn by weight (a league slot plays the
-    learner's model with the slot's parameters); returns ``(trajectory, results, chosen)``."""
+    learner's model with the slot's parameters); returns ``(trajectory, results, chosen)``.
+    ``options``: how the games are played (:func:`czjax.rollout.play_games`'s ``axis_name``,
+    ``devices``, ``chunks``)."""
     choice_key, key = jax.random.split(key)
     chosen = jax.random.categorical(choice_key, jnp.log(opponent_weights(pool.win_rate, pool.available())))
     num_members = len(members)
@@ -125,9 +145,7 @@ def play_against_pool(
             num_games,
             temperature,
             1.0,
-            axis_name=axis_name,
-            devices=devices,
-            chunks=chunks,
+            **options,
         )
 
     branches: list[Callable[..., Any]] = [

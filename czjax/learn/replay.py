@@ -10,13 +10,70 @@ chunk and is saved with the run's state.
 
 from __future__ import annotations
 
+import dataclasses
+
 import chex
 import jax
 import jax.numpy as jnp
 
 from czjax import compaction, game
 from czjax.learn.losses import LossInputs
+from czjax.util.fields import setting
 from czjax.util.pytree import pytree_dataclass
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplaySettings:
+    """Search-based training from an on-device replay buffer (:mod:`czjax.learn.replay`): each batch's
+    positions are added to a circular buffer of ``capacity`` rows and the step trains on
+    ``batch`` rows drawn from it uniformly. ``capacity`` 0 trains on each batch as it comes."""
+
+    capacity: int = setting(
+        0,
+        "search-based training from an on-device replay buffer of this many positions (circular; "
+        "default 0: train on each batch as it comes)",
+        metavar="POSITIONS",
+    )
+    batch: int = setting(
+        1024,
+        "positions drawn uniformly from the replay buffer for each step (default 1024)",
+        type="positive",
+        metavar="POSITIONS",
+    )
+    steps: int = setting(
+        1,
+        "gradient steps per batch of games, each on a fresh draw from the replay buffer (default 1); "
+        "a position is trained on about STEPS x POSITIONS / positions-per-batch times (metric replay_reuse)",
+        type="positive",
+        metavar="STEPS",
+    )
+
+    window_start: int = setting(
+        0,
+        "draw from the most recent POSITIONS only at first, a window that grows linearly to the whole "
+        "buffer over --replay-window-games games (AlphaZero.jl's growing memory; default 0: the whole buffer)",
+        type="count",
+        metavar="POSITIONS",
+    )
+    window_games: int = setting(
+        0,
+        "games over which the drawing window grows from --replay-window-start to the capacity",
+        type="count",
+        metavar="GAMES",
+    )
+
+    def __post_init__(self):
+        if self.capacity < 0 or self.batch < 1 or self.steps < 1:
+            raise ValueError("replay capacity must be >= 0, replay batch >= 1 and replay steps >= 1")
+        if self.window_start < 0 or self.window_games < 0 or bool(self.window_start) != bool(self.window_games):
+            raise ValueError("replay window_start and window_games go together, both > 0 (or both 0: no window)")
+
+    def window(self, games: jax.Array) -> jax.Array | None:
+        """The drawing window (positions) after ``games`` games (float32), or None for the whole buffer."""
+        if not self.window_start:
+            return None
+        grown = jnp.minimum(games / self.window_games, 1.0)
+        return (self.window_start + grown * max(self.capacity - self.window_start, 0)).astype(jnp.int32)
 
 
 @pytree_dataclass(frozen=True)

@@ -28,7 +28,8 @@ import optax
 from czjax import game, models
 from czjax.agents import Agent, in_batches, load_agent, policy, self_play
 from czjax.evaluate import solver
-from czjax.learn.train import HParams, TrainConfig, make_trainer
+from czjax.learn.settings import HParams, TrainConfig
+from czjax.learn.trainer import make_trainer
 from czjax.players import mask_for_sampling, masked_log_probs
 from czjax.run import loop
 from czjax.util import checkpoint

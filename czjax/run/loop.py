@@ -48,7 +48,8 @@ import jax
 import numpy as np
 
 from czjax import agents
-from czjax.learn.train import HParams, TrainConfig, make_trainer
+from czjax.learn.settings import HParams, TrainConfig
+from czjax.learn.trainer import make_trainer
 from czjax.run import plots
 from czjax.run.sinks import log_rows
 from czjax.util import checkpoint, devices, precision

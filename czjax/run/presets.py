@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 from czjax.learn.algorithms import PPOSettings
-from czjax.learn.train import PromotionSettings, ReplaySettings, TrainConfig
+from czjax.learn.replay import ReplaySettings
+from czjax.learn.settings import PromotionSettings, TrainConfig
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Hyperparameter scans as one compiled program: the training chunk vmapped over configurations.
 
-A scan is a list of settings (each a dict of :class:`~czjax.learn.train.HParams` values, e.g. a grid
+A scan is a list of settings (each a dict of :class:`~czjax.learn.settings.HParams` values, e.g. a grid
 over the entropy bonus) times a list of seeds. Each configuration has its own parameters,
 optimizer state, opponent and PRNG stream: a leading axis on the :class:`TrainState` and on
 ``HParams``. Model, batch size and opponent kind are shared (they are compiled in).
@@ -24,7 +24,8 @@ import jax.numpy as jnp
 import matplotlib
 import numpy as np
 
-from czjax.learn.train import HParams, TrainConfig, hparam_names, make_trainer
+from czjax.learn.settings import HParams, TrainConfig, hparam_names
+from czjax.learn.trainer import make_trainer
 from czjax.run.loop import (
     METRICS,
     TIMING_KEYS,

@@ -1,0 +1,382 @@
+"""The compiled training iteration: play a batch of games, then the algorithm's update.
+
+``make_trainer(config)`` returns jitted functions in the PureJaxRL style:
+
+- ``init(seed, params=None) -> TrainState``
+- ``train_step(state, hparams, key) -> (state, metrics)``: one batch of games against the
+  opponent, the update (:mod:`czjax.learn.algorithms`), and promotion or the pool's bookkeeping, as
+  one compiled function.
+- ``run_chunk(state, hparams, num_batches, bench=None) -> (state, metrics)``: ``num_batches``
+  iterations under ``lax.scan`` and then evaluation games against RandomPunisher, all on the
+  device; the host sees one set of metrics per chunk. With ``solver_eval`` on, ``bench`` is the
+  solver benchmark (``trainer.solver_bench``), an argument of the program rather than constants
+  compiled into it.
+
+What is compiled (model, batch size, opponent, algorithm and their settings) is the
+:class:`~czjax.learn.settings.TrainConfig`; what is traced, the
+:class:`~czjax.learn.settings.HParams` (:mod:`czjax.learn.settings`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from czjax import compaction, models, players, rollout, search
+from czjax.learn import algorithms, replay, solver_metrics
+from czjax.learn.pool import init_pool, load_member, play_against_pool, update_pool
+from czjax.learn.settings import HParams, TrainConfig, eval_opponent
+from czjax.util import counts, devices
+from czjax.util.counts import WideCount
+from czjax.util.pytree import pytree_dataclass
+
+
+@pytree_dataclass(frozen=True)
+class TrainState:
+    params: Any
+    opt_state: Any
+    opponent_params: Any  # the frozen checkpoint copy (self-play); unused otherwise
+    key: chex.Array
+    # The run's totals, exact past 2**31 without 64-bit types (czjax.util.counts): int(state.games)
+    step: WideCount  # batches done
+    games: WideCount  # games played in training
+    # The learner's score in each of the last window_batches batches, and the most it could
+    # score: in half-points (a win 2, a draw 1, a batch of n games 2n) when draws count half,
+    # else in wins and games.
+    window_wins: chex.Array
+    window_games: chex.Array
+    promotions: chex.Array  # checkpoint promotions (self-play) or league additions (pool)
+    pool: Any = None  # PoolState with opponent="pool"
+    replay: Any = None  # czjax.learn.replay.ReplayBuffer with a replay capacity
+
+
+class Trainer(NamedTuple):
+    config: TrainConfig
+    model: Any
+    init: Callable  # (seed, params=None) -> TrainState
+    train_step: Callable  # (state, hparams, key) -> (state, metrics)
+    update: Callable  # (params, opt_state, trajectory, outcome, hparams) -> (params, opt_state, metrics)
+    run_chunk: Callable  # (state, hparams, num_batches, bench=None) -> (state, metrics)
+    learner: Callable  # the model as a player
+    # run_chunk's bench: czjax.learn.solver_metrics.SolverBenchmark when config.solver_eval is on, else None
+    solver_bench: Any = None
+
+
+class Setup(NamedTuple):
+    """What the compiled functions of one config close over (all static)."""
+
+    config: TrainConfig
+    model: Any
+    learner: Callable  # the model as a player: trained, evaluated against RandomPunisher
+    actor: Callable  # what plays the learner's (and a self-play opponent's) moves: the learner, or a search over it
+    ctx: algorithms.UpdateContext
+    algorithm: algorithms.Algorithm
+    members: list  # (player, params) per fixed pool member
+    slots: int  # league slots
+    axis_name: str | None
+    devices: int  # a batch's games split across this many devices
+    rollout_chunks: (
+        int | None
+    )  # how a batch's rollout splits a player's boards: None the FLOP rule, 1 every board (czjax.compaction)
+    eval_chunks: int | None  # the same for the evaluation games
+    solver_bench: Any  # czjax.learn.solver_metrics.SolverBenchmark when config.solver_eval is on, else None
+
+
+def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1) -> Setup:
+    model = config.build_model()
+    learner = models.model_player(model)
+    positions = (
+        (rollout.PLIES // 2) * config.games_per_batch * (2 if config.mirror else 1) * (2 if config.both_sides else 1)
+    )  # the learner's batch
+    static = config.static  # no lax.cond: every board evaluated, every position in the gradient
+    compact_gradient = compaction.in_gradient(config.compaction) and not static
+
+    def rollout_chunks(games):  # None: the FLOP rule (czjax.compaction.rollout_chunks); 1: every board
+        return None if compaction.in_rollout(config.compaction, games - games // 2) and not static else 1
+
+    shapes = jax.eval_shape(lambda: models.init_params(model, jax.random.key(0)))
+    ctx = algorithms.UpdateContext(
+        model=model,
+        optimizer=algorithms.make_optimizer(config.weight_decay),
+        games=config.games_per_batch,
+        mirror=config.mirror,
+        both_sides=config.both_sides,
+        baseline=config.baseline and models.has_value_head(model),
+        num_chunks=compaction.loss_chunks(compaction.flops_per_board(learner, shapes), positions)
+        if compact_gradient
+        else 1,
+        axis_name=axis_name,
+        devices=num_devices,
+        static=static,
+        settings=config.settings_of(config.algorithm),
+    )
+    members = [load_member(spec) for spec in config.pool.members]
+    slots = config.pool.league_slots if config.pool.league else 0
+    searcher = config.searcher()
+    actor = learner if searcher is None else search.search_player(searcher, learner)
+    bench = solver_metrics.load() if config.solver_eval != "off" else None
+    return Setup(
+        config,
+        model,
+        learner,
+        actor,
+        ctx,
+        algorithms.get_algorithm(config.algorithm),
+        members,
+        slots,
+        axis_name,
+        num_devices,
+        rollout_chunks(config.games_per_batch),
+        rollout_chunks(config.eval_games),
+        bench,
+    )
+
+
+def init_state(setup: Setup, seed: int, params=None) -> TrainState:
+    """A fresh state: parameters drawn with ``config.init``, or ``params`` (a run started from
+    given weights) for the learner and the frozen opponent alike; a fresh optimizer state either
+    way. The rest of the run's randomness comes from ``seed`` in both cases."""
+    key = jax.random.key(seed)
+    init_key, key = jax.random.split(key)
+    if params is None:
+        params = models.init_params(setup.model, init_key, setup.config.init)
+    window = jnp.zeros((setup.config.window_batches,), jnp.int32)
+    return TrainState(
+        params=params,
+        opt_state=setup.ctx.optimizer.init(params),
+        opponent_params=params,
+        key=key,
+        step=WideCount.zeros(),
+        games=WideCount.zeros(),
+        window_wins=window,
+        window_games=window,
+        promotions=jnp.zeros((), jnp.int32),
+        pool=init_pool(setup.members, setup.slots, params) if setup.config.opponent == "pool" else None,
+        replay=replay.empty(setup.config.replay.capacity) if setup.config.replay.capacity else None,
+    )
+
+
+def play_batch(setup: Setup, state: TrainState, hp: HParams, key):
+    """A batch of games of the learner (player A) against the configured opponent; returns
+    ``(trajectory, results, chosen pool member or None)``."""
+    config, n = setup.config, setup.config.games_per_batch
+    if config.opponent == "pool":
+        return play_against_pool(
+            key,
+            state.pool,
+            setup.members,
+            setup.learner,
+            state.params,
+            n,
+            hp.temperature,
+            axis_name=setup.axis_name,
+            devices=setup.devices,
+            chunks=setup.rollout_chunks,
+        )
+    self_play = config.opponent in ("self", "current")
+    opponent = setup.actor if self_play else players.BUILTIN_PLAYERS[config.opponent]
+    opponent_params = {"self": state.opponent_params, "current": state.params}.get(config.opponent)
+    traj, results = rollout.play_games(
+        key,
+        setup.actor,
+        state.params,
+        opponent,
+        opponent_params,
+        n,
+        hp.temperature,
+        hp.temperature if self_play else 1.0,
+        axis_name=setup.axis_name,
+        devices=setup.devices,
+        record_targets=setup.algorithm.records_policy_targets,
+        chunks=setup.rollout_chunks,
+        sample_plies=config.sample_plies,
+        unroll=config.unroll,
+        openings=config.openings,
+        skip_finished=not setup.ctx.static,
+    )
+    return traj, results, None
+
+
+def record_batch(setup: Setup, state: TrainState, params, opt_state, results, chosen):
+    """The state after a batch: new parameters, counters, the win-rate window, promotion of the
+    frozen copy (self-play) or the pool's bookkeeping; returns ``(state, metrics)``."""
+    config, n = setup.config, setup.config.games_per_batch
+    wins = (results.outcome == 1).sum().astype(jnp.int32)
+    slot = state.step.mod(config.window_batches)
+    draws = (results.outcome == 0).sum().astype(jnp.int32)
+    half = config.promotion.draws_count_half
+    window_wins = state.window_wins.at[slot].set(2 * wins + draws if half else wins)
+    window_games = state.window_games.at[slot].set(2 * n if half else n)
+    step = state.step.add(1)
+    pool, metrics, promote, league_added = state.pool, {}, jnp.zeros((), bool), jnp.zeros((), bool)
+    if config.opponent == "self":
+        window_rate = window_wins.sum() / jnp.maximum(window_games.sum(), 1)
+        promote = (step.mod(config.promote_every) == 0) & (window_rate > config.promotion.threshold)
+    elif config.opponent == "pool":
+        pool, league_added = update_pool(
+            state.pool, params, chosen, wins / n, len(setup.members), config.pool.ema, config.pool.league_threshold
+        )
+        metrics = {
+            "pool_min_win_rate": jnp.min(jnp.where(pool.available(), pool.win_rate, jnp.inf)),
+            "league_size": pool.league_active.sum().astype(jnp.float32),
+        }
+    new_state = dataclasses.replace(
+        state,
+        params=params,
+        opt_state=opt_state,
+        opponent_params=jax.tree.map(lambda new, old: jnp.where(promote, new, old), params, state.opponent_params),
+        step=step,
+        games=state.games.add(n),
+        window_wins=jnp.where(promote, 0, window_wins),
+        window_games=jnp.where(promote, 0, window_games),
+        promotions=state.promotions + (promote | league_added).astype(jnp.int32),
+        pool=pool,
+    )
+    metrics.update(win_rate=wins / n, draw_rate=(results.outcome == 0).mean(), game_length=results.length.mean())
+    return new_state, metrics
+
+
+def train_step(setup: Setup, state: TrainState, hp: HParams, key) -> tuple[TrainState, dict]:
+    """One batch of games and the learner's update, as one compiled function."""
+    # the named scopes are the phases that `czjax bench train --profile` reports (czjax.bench.profiling)
+    with jax.named_scope("selfplay"):
+        traj, results, chosen = play_batch(setup, state, hp, key)
+    hp = scheduled(setup.config, hp, games_float(state.games))
+    with jax.named_scope("update"):
+        if setup.config.replay.capacity:
+            params, opt_state, metrics, buffer = replay_update(
+                setup, state, traj, results.outcome, hp, jax.random.fold_in(key, 1)
+            )
+            state = dataclasses.replace(state, replay=buffer)
+        else:
+            params, opt_state, metrics = algorithms.update(
+                setup.ctx, setup.algorithm, state.params, state.opt_state, traj, results.outcome, hp
+            )
+    with jax.named_scope("bookkeeping"):
+        state, batch_metrics = record_batch(setup, state, params, opt_state, results, chosen)
+    return state, {**metrics, **batch_metrics}
+
+
+def games_float(count) -> jax.Array:
+    """A wide count of games as float32 (for schedules: exact to 2**24, close beyond)."""
+    return count.high.astype(jnp.float32) * 4294967296.0 + count.low.astype(jnp.float32)
+
+
+def scheduled(config: TrainConfig, hp: HParams, games: jax.Array) -> HParams:
+    """``hp`` with the learning rate of ``config``'s schedule after ``games`` games: constant, or
+    ``lr * (f + (1 - f) (1 + cos(pi t)) / 2)`` with ``t = min(games / lr_decay_games, 1)``."""
+    if not config.lr_decay_games:
+        return hp
+    t = jnp.minimum(games / config.lr_decay_games, 1.0)
+    factor = config.lr_final + (1.0 - config.lr_final) * 0.5 * (1.0 + jnp.cos(jnp.pi * t))
+    return dataclasses.replace(hp, learning_rate=hp.learning_rate * factor)
+
+
+def replay_update(setup: Setup, state: TrainState, traj, outcome, hp, key):
+    """The batch's positions into the replay buffer, then ``replay.steps`` steps, each on a
+    fresh uniform draw from it: ``(params, opt_state, metrics, buffer)``. ``replay_reuse`` is
+    how many times a position is trained on, on average, while the buffer is full: rows drawn
+    per batch of games over the positions it adds."""
+    ctx, config = setup.ctx, setup.config
+    with jax.named_scope("targets"):
+        boards, batch = algorithms.training_batch(ctx, setup.algorithm, state.params, traj, outcome, hp)
+    buffer = replay.add(state.replay, boards, batch)
+    window = config.replay.window(games_float(state.games))
+
+    def one_step(carry, step_key):
+        params, opt_state = carry
+        drawn = jax.tree.map(
+            lambda x: devices.split(x, ctx.devices), replay.sample(buffer, step_key, config.replay.batch, window)
+        )
+        params, opt_state, metrics = setup.algorithm.step(ctx, params, opt_state, *drawn, hp)
+        return (params, opt_state), metrics
+
+    keys = jax.random.split(key, config.replay.steps) if config.replay.steps > 1 else key[None]
+    (params, opt_state), metrics = lax.scan(one_step, (state.params, state.opt_state), keys)
+    metrics = jax.tree.map(lambda x: x.mean(0), metrics)
+    metrics["replay_filled"] = buffer.filled.astype(jnp.float32) / config.replay.capacity
+    added = jnp.maximum(batch.valid.sum(), 1).astype(jnp.float32)
+    metrics["replay_reuse"] = config.replay.steps * config.replay.batch / added
+    return params, opt_state, metrics, buffer
+
+
+def run_chunk(
+    setup: Setup, state: TrainState, hp: HParams, num_batches: int, bench: solver_metrics.SolverBenchmark | None = None
+) -> tuple[TrainState, dict]:
+    """``num_batches`` iterations under ``lax.scan``, then evaluation games against
+    RandomPunisher; one set of metrics for the chunk. ``bench``: the solver benchmark to score
+    (``setup.solver_bench``, given as an argument so that its arrays are inputs of the compiled
+    chunk, not constants), required when ``solver_eval`` is on."""
+    if (setup.solver_bench is None) != (bench is None):
+        raise ValueError(
+            "run_chunk's bench is the trainer's solver_bench: "
+            + ("pass it when solver_eval is on" if bench is None else "None when solver_eval is off")
+        )
+
+    def body(state, _):
+        key, step_key = jax.random.split(state.key)
+        return train_step(setup, dataclasses.replace(state, key=key), hp, step_key)
+
+    state, per_batch = lax.scan(body, state, None, length=num_batches)
+    key, eval_key = jax.random.split(state.key)
+    state = dataclasses.replace(state, key=key)
+    with jax.named_scope("evaluation"):
+        _, evaluation = rollout.play_games(
+            eval_key,
+            setup.learner,
+            state.params,
+            eval_opponent(setup.config.eval_opponent),
+            None,
+            setup.config.eval_games,
+            hp.temperature,
+            1.0,
+            axis_name=setup.axis_name,
+            devices=setup.devices,
+            chunks=setup.eval_chunks,
+            skip_finished=not setup.ctx.static,
+        )
+    metrics = {k: v.mean() for k, v in per_batch.items() if k != "positions"}
+    metrics.update(
+        # the per-batch counts are whole numbers (float32 sums of masks, exact); their total is wide
+        positions=counts.total(jnp.round(per_batch["positions"]).astype(jnp.int32)),
+        eval_win_rate=(evaluation.outcome == 1).mean(),
+        eval_draw_rate=(evaluation.outcome == 0).mean(),
+        batches=state.step,
+        games=state.games,
+        promotions=state.promotions,
+    )
+    if bench is not None:
+        with jax.named_scope("solver_eval"):
+            scored = setup.learner if setup.config.solver_eval == "network" else setup.actor
+            metrics.update(solver_metrics.metrics(scored, state.params, bench, jax.random.fold_in(eval_key, 1)))
+    return state, metrics
+
+
+@functools.cache
+def make_trainer(config: TrainConfig, axis_name: str | None = None, num_devices: int = 1) -> Trainer:
+    """The compiled functions for ``config`` (cached: the same config gives the same jitted
+    functions, so runs and tests with one config compile once). ``axis_name`` names the
+    vmapped configuration axis when the functions run inside a scan (:mod:`czjax.run.scan`);
+    ``num_devices`` splits each batch's games across that many devices (:mod:`czjax.util.devices`)."""
+    setup = make_setup(config, axis_name, num_devices)
+
+    def update(params, opt_state, traj, outcome, hp):
+        return algorithms.update(setup.ctx, setup.algorithm, params, opt_state, traj, outcome, hp)
+
+    return Trainer(
+        config=config,
+        model=setup.model,
+        init=functools.partial(init_state, setup),
+        train_step=jax.jit(functools.partial(train_step, setup)),
+        update=jax.jit(update),
+        run_chunk=jax.jit(functools.partial(run_chunk, setup), static_argnums=2),
+        learner=setup.learner,
+        solver_bench=setup.solver_bench,
+    )
