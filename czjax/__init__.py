@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import importlib
 
-# public name -> (module, attribute); no name is also a module's (``from czjax import train``
-# must keep giving the module)
+# public name -> (module, attribute); no public name is also a submodule's (``from czjax import
+# game`` gives the module, never an attribute of that name)
 PUBLIC = {
     # the rules
     "new_boards": ("czjax.game", "new_boards"),
@@ -49,7 +49,7 @@ PUBLIC = {
     "make_trainer": ("czjax.learn.trainer", "make_trainer"),
     "get_preset": ("czjax.run.presets", "get_preset"),
     "PRESETS": ("czjax.run.presets", "PRESETS"),
-    "run_training": ("czjax.run.loop", "run"),
+    "run_training": ("czjax.run.loop", "run_training"),
     "run_scan": ("czjax.run.scan", "run_scan"),
     # evaluation
     "load_positions": ("czjax.evaluate.solver", "load_positions"),

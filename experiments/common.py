@@ -33,7 +33,7 @@ def run_preset(name: str, doc: str, verdict: Callable[[list[dict]], str] | None 
         f"{name}: {preset.description}; {args.batches:,} batches of {args.games_per_batch} games; outputs in {args.out}/",
         flush=True,
     )
-    summary = loop.run(
+    summary = loop.run_training(
         config,
         HParams.create(**preset.hparams),
         args.out,

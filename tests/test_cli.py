@@ -125,7 +125,8 @@ def test_train_flags_for_algorithms_pools_and_leagues():
             "--league",
         ]
     )
-    config, hparams, run = cli.train_settings(args)
+    spec = cli.train_spec(args)
+    config, hparams = spec.config, spec.hparams
     assert (config.algorithm, config.mirror, config.opponent, config.pool.members, config.pool.league) == (
         "ppo",
         True,
@@ -139,14 +140,12 @@ def test_train_flags_for_algorithms_pools_and_leagues():
         4,
         0.01,
         "after-step",
-    ) and run["batches"] == 20000
-    config, _, _ = cli.train_settings(
-        parser.parse_args(["train", "--preset", "ex5-ppo", "--ppo-kl-stop", "before-step"])
-    )
+    ) and spec.batches == 20000
+    config = cli.train_spec(parser.parse_args(["train", "--preset", "ex5-ppo", "--ppo-kl-stop", "before-step"])).config
     assert config.settings_of("ppo").kl_stop == "before-step"
     assert float(hparams.value_weight) == 1.5
     args = parser.parse_args(["train", "--preset", "ex4-a2c"])
-    config, _, _ = cli.train_settings(args)
+    config = cli.train_spec(args).config
     assert (config.algorithm, config.mirror, config.opponent, config.pool.league) == (
         "a2c",
         False,
@@ -154,20 +153,20 @@ def test_train_flags_for_algorithms_pools_and_leagues():
         False,
     )
     with pytest.raises(ValueError, match="value head"):
-        cli.train_settings(parser.parse_args(["train", "--algorithm", "a2c", "--model", "mlp"]))
+        cli.train_spec(parser.parse_args(["train", "--algorithm", "a2c", "--model", "mlp"]))
 
 
 def test_init_flags(tmp_path):
     parser = cli.build_parser()
-    assert cli.train_settings(parser.parse_args(["train"]))[0].init == "torch"  # the PyTorch project's initialisation
-    assert cli.train_settings(parser.parse_args(["train", "--init", "flax"]))[0].init == "flax"
+    assert cli.train_spec(parser.parse_args(["train"])).config.init == "torch"  # the PyTorch project's initialisation
+    assert cli.train_spec(parser.parse_args(["train", "--init", "flax"])).config.init == "flax"
     assert parser.parse_args(["scan", "--init", "flax"]).init == "flax"
     args = parser.parse_args(["train", "--init-from", "start.pth"])
-    assert args.init_from == "start.pth" and cli.train_settings(args)[0].init == "torch"
+    assert args.init_from == "start.pth" and cli.train_spec(args).config.init == "torch"
     # --resume continues from the checkpoint: a starting point or an init scheme is the run's, not the flag's
     for flag in (["--init-from", "start.pth"], ["--init", "flax"]):
         with pytest.raises(ValueError, match=f"drop {flag[0]}"):
-            cli.train_settings(parser.parse_args(["train", "--resume", "--out", str(tmp_path), *flag]))
+            cli.train_spec(parser.parse_args(["train", "--resume", "--out", str(tmp_path), *flag]))
 
 
 @pytest.mark.parametrize(
@@ -205,9 +204,9 @@ def test_precision_setting():
     from czjax.util import precision
 
     parser = cli.build_parser()
-    config = cli.train_settings(parser.parse_args(["train", "--precision", "highest"]))[0]
+    config = cli.train_spec(parser.parse_args(["train", "--precision", "highest"])).config
     assert config.precision == "highest" and TrainConfig.from_dict(config.to_dict()).precision == "highest"
-    assert cli.train_settings(parser.parse_args(["train"]))[0].precision == "default"  # the backend's own
+    assert cli.train_spec(parser.parse_args(["train"])).config.precision == "default"  # the backend's own
     with pytest.raises(ValueError, match="unknown precision 'fp8'; choose one of default, highest, bf16"):
         TrainConfig(precision="fp8")
     import jax
@@ -292,13 +291,13 @@ def test_every_setting_flag_round_trips():
 
 def test_the_settings_that_had_no_flag_reach_the_config():
     parser = cli.build_parser()
-    config, _, _ = cli.train_settings(
+    config = cli.train_spec(
         parser.parse_args(
             "train --weight-decay 0.002 --promotion-every-games 700 --promotion-window-games 300 "
             "--promotion-threshold 0.6 --no-promotion-draws-count-half --pool random --league --pool-ema 0.3 "
             "--pool-league-slots 3 --pool-league-threshold 0.7 --eval-every 5 --target-kl 0.02 --lr 0.01".split()
         )
-    )
+    ).config
     assert (
         config.weight_decay == 0.002 and config.batches_per_chunk == 5 and config.settings_of("ppo").target_kl == 0.02
     )
@@ -307,4 +306,4 @@ def test_the_settings_that_had_no_flag_reach_the_config():
     assert (config.opponent, config.pool.members, config.pool.league) == ("pool", ("random",), True)
     assert (config.pool.ema, config.pool.league_slots, config.pool.league_threshold) == (0.3, 3, 0.7)
     with pytest.raises(ValueError, match="drop --pool-ema"):
-        cli.train_settings(parser.parse_args(["train", "--resume", "--out", "x", "--pool-ema", "0.2"]))
+        cli.train_spec(parser.parse_args(["train", "--resume", "--out", "x", "--pool-ema", "0.2"]))

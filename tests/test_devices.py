@@ -30,7 +30,7 @@ assert jax.local_device_count() == 4, jax.devices()
 config = TrainConfig(model="mlp", games_per_batch=18, opponent="self", promotion=PromotionSettings(every_games=36, window_games=36),
                      eval_games=6, batches_per_chunk=2)
 hp = HParams.create(learning_rate=1e-3, entropy_bonus=0.05, value_weight=0.0, discount=0.9)
-runs = {n: loop.read_metrics(loop.run(config, hp, f"{out}/run{n}", seed=3, batches=6, log=lambda m: None, num_devices=n)["metrics"])
+runs = {n: loop.read_metrics(loop.run_training(config, hp, f"{out}/run{n}", seed=3, batches=6, log=lambda m: None, num_devices=n)["metrics"])
         for n in (1, 4)}
 settings = scan.grid_settings({"entropy_bonus": [0.0, 0.02, 0.05, 0.1]})
 scans = {n: scan.run_scan(config, dict(learning_rate=1e-3, value_weight=0.0, discount=0.9), settings, [0, 1], f"{out}/scan{n}", 4,

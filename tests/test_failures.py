@@ -14,7 +14,7 @@ import jax
 import pytest
 
 from czjax import cli
-from czjax.run import loop, scan
+from czjax.run import folders, loop, scan
 
 TRAIN = [
     "train",
@@ -54,7 +54,7 @@ def error_lines(capsys):
 
 def assert_not_blocked(out):
     """The same command would run again without --overwrite: no run (or scan) left in ``out``."""
-    loop.guard_fresh(out, [*loop.RUN_FILES, "scan.json"], overwrite=False)
+    folders.guard_fresh(out, [*folders.RUN_FILES, folders.SCAN], overwrite=False)
 
 
 def test_out_naming_a_file_or_a_folder_inside_one(tmp_path, capsys):
@@ -134,7 +134,7 @@ def test_a_resumed_run_keeps_its_files_when_it_fails(tmp_path, capsys, monkeypat
     )
     (out / "checkpoint.msgpack").write_bytes(b"not really")
     discard = []
-    with pytest.raises(OSError), loop.discarded_on_failure(out, loop.RUN_FILES, lambda: bool(discard)):
+    with pytest.raises(OSError), folders.discarded_on_failure(out, folders.RUN_FILES, lambda: bool(discard)):
         raise FULL
     assert (out / "run.json").exists() and (out / "checkpoint.msgpack").exists()
 
@@ -177,7 +177,7 @@ def test_outputs_are_checked_before_the_work(tmp_path, capsys):
     "command",
     [
         ["eval", "accuracy", "mcts:sims=3000000000:czjax"],
-        ["tournament", "random", "rollout:width=3000000000:random", "--games", "2"],
+        ["tournament", "random", "playouts:width=3000000000:random", "--games", "2"],
         ["train", "--preset", "gumbel-az", "--search", "gumbel:sims=3000000000"],
     ],
 )
@@ -252,3 +252,18 @@ def test_eval_accuracy_refuses_a_finished_game_and_a_file_that_is_not_text(tmp_p
     assert cli.main(["eval", "accuracy", "random", "--positions", str(gz)]) == 2
     [line] = error_lines(capsys)
     assert str(gz) in line and "gzip" in line
+
+
+def test_a_scan_stops_as_a_run_does(tmp_path, capsys, monkeypatch):
+    """Ctrl-C in a scan: the same lines on stderr as a run's (what was saved, how to continue) and
+    the same exit status; its scan.json stays, for --resume."""
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(scan, "run_chunk_once", ctrl_c)
+    out = tmp_path / "scan"
+    assert cli.main([*SCAN, "--out", str(out)]) == 130
+    err = capsys.readouterr().err
+    assert "interrupt: saved the last completed chunk (group 1/1, batch 0)" in err and "continue with: " in err
+    assert (out / "scan.json").exists()

@@ -35,7 +35,7 @@ HP = HParams.create(learning_rate=1e-3, entropy_bonus=0.05, value_weight=0.0, di
 
 
 def run(tmp_path, name, **kw):
-    return loop.run(CONFIG, HP, tmp_path / name, seed=3, log=lambda m: None, **kw)
+    return loop.run_training(CONFIG, HP, tmp_path / name, seed=3, log=lambda m: None, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def test_interrupt_saves_the_last_chunk_and_resumes_identically(tmp_path, uninte
         if message.startswith("batch 2"):
             raise KeyboardInterrupt
 
-    summary = loop.run(CONFIG, HP, tmp_path / "run", seed=3, batches=8, log=interrupt_after_first_chunk)
+    summary = loop.run_training(CONFIG, HP, tmp_path / "run", seed=3, batches=8, log=interrupt_after_first_chunk)
     assert summary["interrupted"] and summary["batches"] == 2
     run(tmp_path, "run", batches=8, resume=True)
     assert loop.params_equal(final_params(tmp_path / "run").params, final_params(uninterrupted).params)
@@ -97,7 +97,7 @@ def test_progress_while_a_chunk_or_a_compile_runs(tmp_path, monkeypatch):
     fetch = jax.device_get
     monkeypatch.setattr(jax, "device_get", lambda x: (time.sleep(0.1), fetch(x))[1])  # every chunk takes 0.1 s more
     messages = []
-    loop.run(CONFIG, HP, tmp_path / "run", seed=3, batches=4, log=messages.append)
+    loop.run_training(CONFIG, HP, tmp_path / "run", seed=3, batches=4, log=messages.append)
     assert any(m.startswith("  ... batches 1-2 running") for m in messages)
     assert any(m.startswith("  ... batches 3-4 running") for m in messages)
 
@@ -189,7 +189,7 @@ CLI_ARGS = [
 ]
 
 
-CLI_CONFIG = cli.train_settings(cli.build_parser().parse_args(["train", *CLI_ARGS]))[0]
+CLI_CONFIG = cli.train_spec(cli.build_parser().parse_args(["train", *CLI_ARGS])).config
 
 
 def cli_train(tmp_path, *extra):

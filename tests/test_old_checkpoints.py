@@ -8,14 +8,18 @@ A checkpoint stores no module path (msgpack arrays and JSON), so there is nothin
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
 from czjax import agents, cli
 from czjax.run import loop
-from tests.test_unchanged import platform
+from tests.test_unchanged import assert_metrics_close, platform
 
 OLD_RUN = Path(__file__).parent / "data" / "old-run"
+# expected.json was made with both cores of the 2-core development CPU: XLA's CPU backend splits
+# a reduction by its threads, so with another number of cores the last bits of PPO's KL differ
+RECORDED_CORES = 2
 
 
 def test_an_old_run_loads_and_resumes_to_the_old_codes_result(tmp_path, capsys):
@@ -33,6 +37,9 @@ def test_an_old_run_loads_and_resumes_to_the_old_codes_result(tmp_path, capsys):
     old = [loop.deterministic(r) for r in loop.read_metrics(OLD_RUN / loop.METRICS)]
     assert rows[:2] == old  # the stored rows are kept as they were
     if expected["platform"] == platform():  # where it was made: the old code's own 4 batches
-        assert rows == expected["rows_after_4_batches"]
+        if len(os.sched_getaffinity(0)) == RECORDED_CORES:
+            assert rows == expected["rows_after_4_batches"]
+        else:
+            assert_metrics_close(rows, expected["rows_after_4_batches"], "the old run")
     assert json.loads((run / "run.json").read_text())["config"]["ppo"] == stored["ppo"]
     assert "done: 4 batches" in capsys.readouterr().out

@@ -66,9 +66,9 @@ def test_pool_training_draws_opponents_and_resumes(model_checkpoints, tmp_path):
         ),
     )
     hp = HParams.create(learning_rate=1e-3, value_weight=0.0)
-    loop.run(config, hp, tmp_path / "a", seed=0, batches=4, log=lambda m: None)
-    resumed = loop.run(config, hp, tmp_path / "a", seed=0, batches=8, resume=True, log=lambda m: None)
-    straight = loop.run(config, hp, tmp_path / "b", seed=0, batches=8, log=lambda m: None)
+    loop.run_training(config, hp, tmp_path / "a", seed=0, batches=4, log=lambda m: None)
+    resumed = loop.run_training(config, hp, tmp_path / "a", seed=0, batches=8, resume=True, log=lambda m: None)
+    straight = loop.run_training(config, hp, tmp_path / "b", seed=0, batches=8, log=lambda m: None)
     assert loop.deterministic(resumed["last"]) == loop.deterministic(straight["last"])
     assert "pool_min_win_rate" in straight["last"] and "league_size" in straight["last"]
     with pytest.raises(ValueError, match="needs a list of pool members"):

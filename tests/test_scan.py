@@ -1,5 +1,6 @@
 """A vmapped scan equals the configurations run alone; --chunk and resume change nothing."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -8,6 +9,7 @@ import pytest
 from czjax import cli
 from czjax.learn.settings import HParams, PromotionSettings, TrainConfig
 from czjax.run import loop, scan
+from czjax.run.spec import ScanSpec
 from tests.test_train import OLD_STORED_CONFIG
 
 CONFIG = TrainConfig(
@@ -80,7 +82,7 @@ def test_vmapped_scan_equals_each_configuration_alone(scanned, tmp_path):
     assert len(got) == len(SETTINGS) * len(SEEDS) * (BATCHES // CONFIG.batches_per_chunk)
     for c in scan.configurations(SETTINGS, SEEDS):
         hp = HParams.create(**{**BASE, **{k: c[k] for k in scan.SCANNABLE if k in c}})
-        loop.run(CONFIG, hp, tmp_path / str(c["config"]), seed=c["seed"], batches=BATCHES, log=quiet)
+        loop.run_training(CONFIG, hp, tmp_path / str(c["config"]), seed=c["seed"], batches=BATCHES, log=quiet)
         for alone in loop.read_metrics(tmp_path / str(c["config"]) / loop.METRICS):
             assert_rows_match(got[c["config"], alone["batches"]], alone, c)
     # the settings differ in entropy bonus, so their losses differ
@@ -182,7 +184,33 @@ def test_scan_arguments_are_checked_before_anything_is_written(tmp_path, capsys)
     from czjax.learn.settings import TrainConfig
 
     first = {"config": TrainConfig().to_dict(), "seeds": [0, 1], "batches": 4, "chunk": 2}
-    scan.open_scan(out, first, resume=False, overwrite=False)
+    scan.open_scan(out, first, resume=False)
     other = TrainConfig().override({"ppo.clip": 0.3}).to_dict()
     with pytest.raises(ValueError, match=r"config.ppo.clip was 0.2, now 0.3$"):
-        scan.open_scan(out, {**first, "config": other}, resume=True, overwrite=False)
+        scan.open_scan(out, {**first, "config": other}, resume=True)
+
+
+def test_a_scan_stops_by_the_rule_of_runs(scanned, tmp_path, monkeypatch):
+    """A deadline, then Ctrl-C: the scan stops after its last completed chunk (saved), its result
+    says why, one line says what was saved; resumed, it ends as the uninterrupted scan."""
+    rows, _ = scanned
+    notices: list[str] = []
+    spec = ScanSpec(CONFIG, BASE, SETTINGS, SEEDS, tmp_path, BATCHES, log=quiet, notice=notices.append, stop_at=0.0)
+    result = scan.train_scan(spec)  # the deadline has passed: one chunk (every call makes progress), then a stop
+    assert result.interrupted == "time limit" and {r["batches"] for r in result.rows} == {2}
+    assert notices == ["time limit: saved the last completed chunk (group 1/1, batch 2)"]
+    real = scan.run_chunk_once
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(scan, "run_chunk_once", ctrl_c)
+    result = scan.train_scan(dataclasses.replace(spec, resume=True, stop_at=None))
+    assert result.interrupted == "interrupt" and {r["batches"] for r in result.rows} == {2}
+    assert notices[-1] == "interrupt: saved the last completed chunk (group 1/1, batch 2)"
+    monkeypatch.setattr(scan, "run_chunk_once", real)
+    resumed = scan.run_scan(CONFIG, BASE, SETTINGS, SEEDS, tmp_path, BATCHES, resume=True, log=quiet)
+    a, b = scan.deterministic_rows(rows), scan.deterministic_rows(resumed)
+    assert a.keys() == b.keys()
+    for key in a:
+        assert_rows_match(a[key], b[key], key)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from czjax.learn.settings import HParams, TrainConfig
-from czjax.run import loop, scan
+from czjax.run import folders, scan
 
 STORED = Path(__file__).parent / "data" / "run-json"
 
@@ -84,7 +84,7 @@ def test_every_stored_run_has_its_recipe():
 @pytest.mark.parametrize("name", sorted(RECIPES))
 def test_an_old_run_json_loads_to_the_config_that_wrote_it(name):
     settings, hparams = RECIPES[name]
-    stored = loop.read_run(STORED / name)
+    stored = folders.read_run(STORED / name)
     config = TrainConfig.from_dict(stored["config"])
     written = TrainConfig().override(settings)
     assert config == written and hash(config) == hash(written)

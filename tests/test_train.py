@@ -163,7 +163,7 @@ def test_the_counters_run_past_2_31_batches_and_2_32_games(tmp_path):
     out = tmp_path / "run"
     description = {"seed": 0, "batches": batches + 5, "time_budget_s": None, "title": ""}
     checkpoint.save(out / loop.CHECKPOINT, state, config.to_dict(), HP.to_dict(), description)
-    summary = loop.run(config, HP, out, batches=batches + 5, resume=True, log=lambda m: None)
+    summary = loop.run_training(config, HP, out, batches=batches + 5, resume=True, log=lambda m: None)
     assert summary["batches"] == 2**31 + 4 and summary["games"] == 2**32 + 32
     rows = loop.read_metrics(out / loop.METRICS)
     assert [(r["batches"], r["games"]) for r in rows] == [(2**31 + 4, 2**32 + 32)]
@@ -274,7 +274,7 @@ def test_a_new_algorithm_with_settings_is_its_table_row(monkeypatch):
         assert TrainConfig.from_dict(config.to_dict()) == config
         assert "slow.slowness" in flags.setting_flags()
         args = cli.build_parser().parse_args(["train", "--slow-slowness", "4", "--slow-careful"])
-        assert cli.train_settings(args)[0].settings_of("slow") == SlowSettings(slowness=4.0, careful=True)
+        assert cli.train_spec(args).config.settings_of("slow") == SlowSettings(slowness=4.0, careful=True)
         made_meanwhile = TrainConfig(games_per_batch=8)
     assert "slow" not in made_meanwhile.to_dict() and made_meanwhile == TrainConfig(games_per_batch=8)
     assert made_meanwhile.to_dict() == TrainConfig(games_per_batch=8).to_dict()

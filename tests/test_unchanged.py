@@ -49,7 +49,9 @@ def run_case(preset_name: str, out_dir: Path) -> dict:
 
     preset = presets.get_preset(preset_name)
     config = preset.config.override({**TINY, **CASES[preset_name]})
-    summary = loop.run(config, HParams.create(**preset.hparams), out_dir, seed=11, batches=BATCHES, log=lambda m: None)
+    summary = loop.run_training(
+        config, HParams.create(**preset.hparams), out_dir, seed=11, batches=BATCHES, log=lambda m: None
+    )
     state, _ = checkpoint.load(Path(summary["checkpoint"]), make_trainer(config).init(0), expected_model=config.model)
     rows = [loop.deterministic(r) for r in loop.read_metrics(Path(summary["metrics"]))]
     return {"metrics": rows, "params_sha256": params_hash(state.params)}

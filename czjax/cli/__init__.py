@@ -10,9 +10,9 @@ import os
 import sys
 
 from czjax.cli import bench, errors, evaluate, exchange, train
-from czjax.cli.train import train_settings
+from czjax.cli.train import train_spec
 
-__all__ = ["build_parser", "main", "train_settings"]
+__all__ = ["build_parser", "main", "train_spec"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -115,16 +115,16 @@ def cmd_bench_scan(args) -> int:
 
 
 def cmd_bench_search(args) -> int:
-    from czjax.bench import harness
+    from czjax.bench import search_bench
 
     settings = [(algo, batch, sims) for algo in args.algo for batch in args.batch for sims in args.sims]
     return _bench(
         args,
         "search (czjax's tree; mctx over czjax's rules and over pgx, same network)",
-        harness.SEARCH_HEADER,
+        search_bench.SEARCH_HEADER,
         settings,
-        lambda s, log: harness.bench_search(s[0], s[1], s[2], args.runs, peers=not args.no_peer),
-        harness.format_search_row,
+        lambda s, log: search_bench.bench_search(s[0], s[1], s[2], args.runs, peers=not args.no_peer),
+        search_bench.format_search_row,
     )
 
 

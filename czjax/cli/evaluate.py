@@ -43,9 +43,9 @@ def cmd_eval_puzzles(args) -> int:
 
 def cmd_eval_make_puzzles(args) -> int:
     from czjax.evaluate import puzzles
-    from czjax.run import loop
+    from czjax.run import folders
 
-    loop.check_out_file(Path(args.out))  # before generating
+    folders.check_out_file(Path(args.out))  # before generating
     print(f"generating {args.per_kind:,} puzzles of each kind from seed {args.seed}", file=sys.stderr)
     records = puzzles.generate(args.seed, args.per_kind, log=lambda m: print(m, file=sys.stderr))
     puzzles.write(args.out, records)

@@ -50,15 +50,15 @@ def cmd_distill(args) -> int:
         teacher,
         args.model,
         args.out,
-        args.games,
-        args.epochs,
-        args.batch_size,
-        args.lr,
-        args.value_weight,
-        args.temperature,
-        args.seed,
-        args.overwrite,
         log,
+        games=args.games,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        learning_rate=args.lr,
+        value_weight=args.value_weight,
+        temperature=args.temperature,
+        seed=args.seed,
+        overwrite=args.overwrite,
     )
     return output.print_report(args, report, distill.format_report)
 

@@ -66,8 +66,8 @@ def positive_float(text: str) -> float:
     return value
 
 
-# Flags of the settings that name something other than the scheme (--GROUP-NAME for a nested
-# setting): today's names, kept working beside the scheme's.
+# Flags of the settings beside the scheme's (--NAME, --GROUP-NAME for a nested setting): the
+# shorter or earlier names users type, accepted as well.
 FLAG_ALIASES = {
     "batches_per_chunk": ("--eval-every",),
     "ppo.target_kl": ("--target-kl",),
@@ -192,7 +192,7 @@ def player_help() -> str:
         "a checkpoint (run folder or .msgpack file), random, random-punisher, czjax (the model shipped with czjax), "
         "or a "
         "search over one: "
-        "SEARCH[:OPTIONS]:PLAYER, e.g. mcts:sims=64:runs/ex3 or rollout:width=4,depth=4:runs/ex3; "
+        "SEARCH[:OPTIONS]:PLAYER, e.g. mcts:sims=64:runs/ex3 or playouts:width=4,depth=4:runs/ex3; "
         f"searches and their options (defaults): {search_options()}"
     )
 

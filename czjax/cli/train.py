@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shlex
-import sys
 from pathlib import Path
 
 from czjax.cli import flags, output
@@ -19,17 +19,20 @@ def _setting_overrides(args) -> dict:
     return overrides
 
 
-def _resumed_settings(args):
-    """(config, hparams, run) of the run in --out, which --resume continues; a flag that would
-    change its settings is refused."""
+def _resumed_spec(args):
+    """The RunSpec of the run in --out, which --resume continues with its stored settings; a flag
+    that would change them is refused."""
     from czjax.learn.settings import HParams, TrainConfig
-    from czjax.run import loop
+    from czjax.run import folders
+    from czjax.run.spec import RunSpec
 
     named = (*flags.setting_flags(), *flags.hparam_flags(), "seed", "preset", "init_from")
     given = [name for name in named if getattr(args, name) is not None]  # 0, 0.0 and False are given values
     if given:
         raise ValueError(f"--resume continues with the run's settings; drop {flags.flag_name(given[0])}")
-    stored = loop.read_run(args.out)
+    if args.out is None:
+        raise ValueError("--resume needs --out: the folder of the run to continue")
+    stored = folders.read_run(args.out)
     run = dict(stored["run"])
     if args.batches is not None or args.time_budget is not None:  # a new target extends (or shortens) the run
         run.update(batches=args.batches, time_budget_s=args.time_budget)
@@ -37,17 +40,41 @@ def _resumed_settings(args):
         raise ValueError(
             f"the run in {args.out} stores no target (an older czjax wrote it): give --batches or --time-budget"
         )
-    return TrainConfig.from_dict(stored["config"]), HParams.create(**stored["hparams"]), run
+    return RunSpec(
+        TrainConfig.from_dict(stored["config"]),
+        HParams.create(**stored["hparams"]),
+        args.out,
+        seed=run["seed"],
+        batches=run["batches"],
+        time_budget_s=run["time_budget_s"],
+        title=run.get("title", ""),
+        init_from=run.get("init_from"),
+        **_run_options(args),
+    )
 
 
-def train_settings(args):
-    """(config, hparams, run) from the preset and the flags, or from the run folder on --resume;
-    ``run`` holds seed, batches, time_budget_s and title."""
+def _run_options(args) -> dict:
+    """The RunSpec's fields the flags give whether or not the run is resumed."""
+    return dict(
+        resume=args.resume,
+        overwrite=args.overwrite,
+        num_devices=args.devices,
+        checkpoint_every=args.checkpoint_every,
+        checkpoint_every_s=args.checkpoint_seconds,
+        log=lambda m: print(m, flush=True),
+        notice=output.stderr,  # a stop's "saved" line: read even when stdout goes into a pipe
+    )
+
+
+def train_spec(args):
+    """The :class:`~czjax.run.spec.RunSpec` of ``czjax train``: from the preset and the flags, or
+    from the run folder on --resume."""
     from czjax.learn.settings import HParams
     from czjax.run import presets
+    from czjax.run.spec import RunSpec
 
     if args.resume:
-        return _resumed_settings(args)
+        return _resumed_spec(args)
     preset_name = args.preset or "default"
     preset = presets.get_preset(preset_name)
     config = preset.config.override(_setting_overrides(args))
@@ -55,22 +82,17 @@ def train_settings(args):
     hp.update({k: getattr(args, k) for k in flags.hparam_flags() if getattr(args, k) is not None})
     batches = args.batches if args.batches is not None else (None if args.time_budget else preset.batches)
     seed = args.seed or 0
-    run = {
-        "seed": seed,
-        "batches": batches,
-        "time_budget_s": args.time_budget,
-        "title": f"czjax train --preset {preset_name} (seed {seed})",
-        "init_from": args.init_from,
-    }
-    return config, HParams.create(**hp), run
-
-
-def check_resume_or_overwrite(args) -> None:
-    """--resume continues what --overwrite deletes: a one-line error for both at once."""
-    if args.resume and args.overwrite:
-        raise ValueError(
-            "--resume continues the run in --out and --overwrite deletes it: give one or the other, not both"
-        )
+    return RunSpec(
+        config,
+        HParams.create(**hp),
+        args.out if args.out is not None else f"runs/{preset_name}-seed{seed}",
+        seed=seed,
+        batches=batches,
+        time_budget_s=args.time_budget,
+        title=f"czjax train --preset {preset_name} (seed {seed})",
+        init_from=args.init_from,
+        **_run_options(args),
+    )
 
 
 def check_search_sizes(config) -> None:
@@ -85,88 +107,53 @@ def check_search_sizes(config) -> None:
 
 
 def cmd_train(args) -> int:
-    from czjax.run import loop, sinks
+    from czjax.run import folders, loop, sinks, stops
 
-    check_resume_or_overwrite(args)
-    if args.out is None:
-        if args.resume:
-            raise ValueError("--resume needs --out: the folder of the run to continue")
-        args.out = f"runs/{args.preset or 'default'}-seed{args.seed or 0}"
     if args.coordinator:
         from czjax.util import devices
 
         devices.initialize_hosts(args.coordinator, args.num_processes, args.process_id)
-    config, hparams, run = train_settings(args)
-    check_search_sizes(config)
-    loop.check_out_dir(Path(args.out))
-    loop.check_unlocked(Path(args.out))  # another process training there: one line, and its files untouched
-    if not args.resume and not args.coordinator:  # before the header, so a refused run prints one line only
-        loop.guard_fresh(Path(args.out), loop.RUN_FILES, args.overwrite)
-    if args.resume and loop.target_reached(Path(args.out), run["batches"], run["time_budget_s"]):
-        print(finished_line(args.out, run), flush=True)
+    spec = train_spec(args)
+    check_search_sizes(spec.config)
+    folders.prepare(spec)  # before the header, so that a refused run prints one line only
+    if spec.resume and loop.target_reached(spec):
+        print(finished_line(spec), flush=True)
         return 0
     if args.wandb:
         sinks.check_wandb()  # the package, and a login or offline mode: before anything is written
+    config = spec.config
     print(
-        f"training {config.model} ({config.algorithm}) against {config.opponent}, {config.games_per_batch} games per "
-        "batch, "
-        f"{loop.describe_target(run['batches'], run['time_budget_s'])}"
-        f"{', starting from the weights in ' + run['init_from'] if run.get('init_from') and not args.resume else ''}"
-        f"; hyperparameters {hparams.to_dict()}; "
-        f"outputs in {args.out}/",
+        f"training {config.model} ({config.algorithm}) against {config.opponent}, {config.games_per_batch} games "
+        f"per batch, {loop.describe_target(spec.batches, spec.time_budget_s)}"
+        f"{', starting from the weights in ' + spec.init_from if spec.init_from and not spec.resume else ''}"
+        f"; hyperparameters {spec.hparams.to_dict()}; outputs in {spec.out_dir}/",
         flush=True,
     )
+    stored = {"config": config.to_dict(), "hparams": spec.hparams.to_dict(), **spec.description()}
     with sinks.opened(
-        args.tensorboard,
-        args.wandb,
-        run.get("title") or str(args.out),
-        {"config": config.to_dict(), "hparams": hparams.to_dict(), **run},
-        Path(args.out),
-        resume=args.resume,
+        args.tensorboard, args.wandb, spec.title or str(spec.out_dir), stored, spec.out_dir, resume=spec.resume
     ) as active:
-        summary = loop.run(
-            config,
-            hparams,
-            args.out,
-            seed=run["seed"],
-            batches=run["batches"],
-            time_budget_s=run["time_budget_s"],
-            resume=args.resume,
-            overwrite=args.overwrite,
-            checkpoint_every=args.checkpoint_every,
-            checkpoint_every_s=args.checkpoint_seconds,
-            log=lambda m: print(m, flush=True),
-            notice=output.stderr,  # a stop's "saved" line: read even when stdout goes into a pipe
-            title=run.get("title", ""),
-            num_devices=args.devices,
-            init_from=run.get("init_from"),
-            sinks=active,
-        )
+        summary = loop.train(dataclasses.replace(spec, sinks=active))
     try:
-        report_run(args, config, summary)
+        report_run(spec, summary)
     except BrokenPipeError:  # the run's files are saved; only the report could not be printed
         pass
-    return EXIT_CODES.get(summary["interrupted"], 0) if summary["interrupted"] else 0
+    return stops.exit_code(summary["interrupted"])
 
 
-# Exit statuses of a run stopped before its target (after saving): as the shell reports a
-# process ended by that signal.
-EXIT_CODES = {"interrupt": 130, "SIGTERM": 143, "broken pipe": 141}
-
-
-def finished_line(out, run: dict) -> str:
+def finished_line(spec) -> str:
     """What ``czjax train --resume`` says of a run that has already reached its target."""
     from czjax.run import loop
 
     return (
-        f"{out} holds a finished run: its target ({loop.describe_target(run['batches'], run['time_budget_s'])}) "
+        f"{spec.out_dir} holds a finished run: its target ({loop.describe_target(spec.batches, spec.time_budget_s)}) "
         "is reached, nothing to continue. Train it further with czjax train --resume --out "
-        f"{shlex.quote(str(out))} and a larger --batches or --time-budget, or start it again with --overwrite"
+        f"{shlex.quote(str(spec.out_dir))} and a larger --batches or --time-budget, or start it again with --overwrite"
     )
 
 
-def report_run(args, config, summary) -> None:
-    last, nan = summary["last"], float("nan")
+def report_run(spec, summary) -> None:
+    config, last, nan = spec.config, summary["last"], float("nan")
     head = (
         f"{'stopped' if summary['interrupted'] else 'done'}: {summary['batches']:,} batches, {summary['games']:,} "
         f"games in {summary['elapsed_s']:.0f} s"
@@ -185,72 +172,59 @@ def report_run(args, config, summary) -> None:
     if written:
         print(f"outputs: {', '.join(written)}", flush=True)
     if summary["interrupted"]:  # what must be read after a stop goes to stderr: stdout may be a pipe already closed
-        output.stderr(f"continue with: czjax train --resume --out {shlex.quote(str(args.out))}")
+        output.stderr(f"continue with: czjax train --resume --out {shlex.quote(str(spec.out_dir))}")
+
+
+def scan_spec(args, preset, grid: dict):
+    """The :class:`~czjax.run.spec.ScanSpec` of ``czjax scan``: the preset's settings with the
+    flags', the grid's settings times the seeds."""
+    from czjax.run import scan
+    from czjax.run.spec import ScanSpec
+
+    return ScanSpec(
+        preset.config.override(_setting_overrides(args)),
+        dict(preset.hparams),
+        scan.grid_settings(grid),
+        list(range(args.seed, args.seed + args.seeds)),
+        Path(args.out or f"runs/scan-{args.preset}"),
+        args.batches if args.batches is not None else preset.batches,
+        chunk=args.chunk,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        num_devices=args.devices,
+        log=lambda m: print(m, flush=True),
+        notice=output.stderr,
+    )
 
 
 def cmd_scan(args) -> int:
-    from czjax.run import loop, presets, scan, sinks
+    from czjax.run import folders, presets, scan, sinks, stops
 
-    check_resume_or_overwrite(args)
     preset = presets.get_preset(args.preset)
     grid = scan.parse_grid(args.grid)
     scan.check_sort(args.sort, list(grid))  # everything is checked before anything is written or run
-    config = preset.config.override(_setting_overrides(args))
-    check_search_sizes(config)
-    settings = scan.grid_settings(grid)
-    seeds = list(range(args.seed, args.seed + args.seeds))
-    batches = args.batches if args.batches is not None else preset.batches
-    out = Path(args.out or f"runs/scan-{args.preset}")
-    loop.check_out_dir(out)
-    loop.check_unlocked(out, "scan")
-    if args.resume:
-        scan.check_resumable(out)  # before the header
+    spec = scan_spec(args, preset, grid)
+    check_search_sizes(spec.config)
+    folders.prepare(spec)  # before the header
     if args.wandb:
         sinks.check_wandb()
+    config, configurations = spec.config, len(spec.settings) * len(spec.seeds)
     print(
-        f"scan of {len(settings)} settings x {len(seeds)} seeds = {len(settings) * len(seeds)} configurations of "
-        f"{config.model} against {config.opponent}, {config.games_per_batch} games per batch, {batches:,} batches "
-        "each; "
-        f"outputs in {out}/",
+        f"scan of {len(spec.settings)} settings x {len(spec.seeds)} seeds = {configurations} configurations of "
+        f"{config.model} against {config.opponent}, {config.games_per_batch} games per batch, {spec.batches:,} "
+        f"batches each; outputs in {spec.out_dir}/",
         flush=True,
     )
-    try:
-        with (
-            loop.sigterm_as_stop(),
-            sinks.opened(
-                args.tensorboard,
-                args.wandb,
-                f"scan {out}",
-                {"config": config.to_dict(), "grid": args.grid, "seeds": seeds},
-                out,
-                resume=args.resume,
-            ) as active,
-        ):
-            rows = scan.run_scan(
-                config,
-                dict(preset.hparams),
-                settings,
-                seeds,
-                out,
-                batches,
-                chunk=args.chunk,
-                resume=args.resume,
-                overwrite=args.overwrite,
-                log=lambda m: print(m, flush=True),
-                num_devices=args.devices,
-                sinks=active,
-            )
-    except (KeyboardInterrupt, loop.Stopped) as stop:
-        print(
-            f"{'SIGTERM' if isinstance(stop, loop.Stopped) else 'interrupted'}: the scan is saved after its last "
-            "completed chunk; "
-            f"continue with the same command and --resume",
-            file=sys.stderr,
-        )
-        return 143 if isinstance(stop, loop.Stopped) else 130
-    print(
-        scan.write_report(rows, out, list(grid), args.sort, f"czjax scan --preset {args.preset} " + " ".join(args.grid))
-    )
+    stored = {"config": config.to_dict(), "grid": args.grid, "seeds": spec.seeds}
+    with sinks.opened(
+        args.tensorboard, args.wandb, f"scan {spec.out_dir}", stored, spec.out_dir, resume=spec.resume
+    ) as active:
+        result = scan.train_scan(dataclasses.replace(spec, sinks=active))
+    if result.interrupted:  # what must be read after a stop goes to stderr: stdout may be a pipe already closed
+        output.stderr("continue with: the same czjax scan command and --resume")
+        return stops.exit_code(result.interrupted)
+    title = f"czjax scan --preset {args.preset} " + " ".join(args.grid)
+    print(scan.write_report(result.rows, spec.out_dir, list(grid), args.sort, title))
     return 0
 
 

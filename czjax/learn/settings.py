@@ -29,6 +29,7 @@ from czjax.minimax import Minimax
 from czjax.players import Player
 from czjax.util import precision
 from czjax.util.fields import setting
+from czjax.util.options import make_settings
 from czjax.util.pytree import pytree_dataclass
 
 # self: a frozen copy of the learner, promoted when it is beaten; current: the learner itself
@@ -50,7 +51,17 @@ BACKEND_CONTROL_FLOW = {"cpu": "cond"}
 class HParams:
     """Traced hyperparameters (float32 scalars, or arrays with a leading scan axis). The fields
     and their defaults are the one list of scannable names: the CLI's flags and the scans'
-    grids derive from them (:func:`hparam_names`)."""
+    grids derive from them (:func:`hparam_names`). Build with :meth:`create`.
+
+    Attributes:
+        learning_rate: AdamW's learning rate.
+        entropy_bonus: the entropy bonus's weight in the loss.
+        value_weight: the value loss's weight.
+        discount: gamma, the returns' discount.
+        temperature: the learner's sampling temperature.
+        value_mix: search-based training: the search's root value's weight m in the value
+            target ``(1 - m) * return + m * Q``.
+    """
 
     learning_rate: chex.Array = setting(1e-4, "AdamW's learning rate (default: the preset's)")
     entropy_bonus: chex.Array = setting(0.05, "weight of the entropy bonus in the loss (default: the preset's)")
@@ -171,12 +182,19 @@ def setting_fields() -> dict[str, dataclasses.Field]:
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    """Static settings: what is compiled. Hyperparameters that can be scanned are in HParams."""
+    """Static settings: what is compiled. Hyperparameters that can be scanned are in HParams.
+
+    Every field is declared with :func:`czjax.util.fields.setting` (its default and help, shown
+    by ``czjax train --help`` under the flag ``--FIELD``); the nested groups (``promotion``,
+    ``pool``, ``replay``) have flags ``--GROUP-FIELD``, and each algorithm's own settings are
+    given as ``algorithm_settings={"ppo": PPOSettings(...)}`` and read with :meth:`settings_of`. Change a
+    config with :meth:`override` (``{"games_per_batch": 256, "replay.steps": 16}``); store and
+    read it with :meth:`to_dict` / :meth:`from_dict`.
+    """
 
     model: str = setting(
         "mlp",
-        f"the network: {', '.join(models.MODELS)}, or resnet[:blocks=B,channels=C] (default 5 x 64) "
-        "(default: the preset's)",
+        f"the network: {models.model_names()} (default: the preset's)",
     )
     init: str = setting(
         "torch",
@@ -198,7 +216,7 @@ class TrainConfig:
     search: str = setting(
         "",
         "the search that plays the games of alpha and alphazero, e.g. mcts:sims=32,noise=0.25 or "
-        "rollout:width=4,depth=4 (searches and options as in a player spec: czjax eval accuracy --help)",
+        "playouts:width=4,depth=4 (searches and options as in a player spec: czjax eval accuracy --help)",
         metavar="SEARCH[:OPTIONS]",
     )
     baseline: bool = setting(True, "REINFORCE with baseline when the model has a value head (--no-baseline: plain)")
@@ -486,7 +504,7 @@ def eval_opponent(spec: str) -> Player:
     ``ValueError`` otherwise."""
     name, sep, options = spec.partition(":")
     if name == "minimax":
-        return search.make_settings("minimax", Minimax, options).player()
+        return make_settings("minimax", Minimax, options).player()
     if spec in players.BUILTIN_PLAYERS:
         return players.BUILTIN_PLAYERS[spec]
     raise ValueError(

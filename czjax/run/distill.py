@@ -14,6 +14,7 @@ that a strong searched player becomes a small fast network.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from czjax.evaluate import solver
 from czjax.learn.settings import HParams, TrainConfig
 from czjax.learn.trainer import make_trainer
 from czjax.players import mask_for_sampling, masked_log_probs
-from czjax.run import loop
+from czjax.run import folders
 from czjax.util import checkpoint
 from czjax.util.progress import Progress, eta_text, time_left
 
@@ -108,31 +109,39 @@ def make_epoch(model, optimizer: optax.GradientTransformation, batch_size: int, 
     return epoch
 
 
-def train_student(
-    model_name: str,
-    boards,
-    targets,
-    values,
-    epochs: int = 10,
-    batch_size: int = 256,
-    learning_rate: float = 1e-3,
-    value_weight: float = 1.0,
-    seed: int = 0,
-    log=None,
-):
+@dataclasses.dataclass(frozen=True)
+class Distillation:
+    """How a student is distilled: the teacher plays ``games`` games against itself at
+    ``temperature`` (from ``seed``); a fresh student (PyTorch's initialisation) learns its labels
+    for ``epochs`` epochs in minibatches of ``batch_size`` with AdamW at ``learning_rate`` (weight
+    decay 0.01, as PyTorch's), the value's squared error weighted by ``value_weight``;
+    ``overwrite`` replaces a student already in the output folder."""
+
+    games: int = 2000
+    epochs: int = 10
+    batch_size: int = 256
+    learning_rate: float = 1e-3
+    value_weight: float = 1.0
+    temperature: float = 1.0
+    seed: int = 0
+    overwrite: bool = False
+
+
+def train_student(model_name: str, boards, targets, values, settings: Distillation = Distillation(), log=None):
     """``(params, losses per epoch)`` of a fresh ``model_name`` (PyTorch's initialisation)
-    trained on the labelled positions with AdamW (weight decay 0.01, as PyTorch's)."""
+    trained on the labelled positions as ``settings`` say."""
+    epochs, batch_size = settings.epochs, settings.batch_size
     if len(boards) < batch_size:
         raise ValueError(
             f"{len(boards)} labelled positions are fewer than one minibatch of {batch_size}: play more games"
         )
     model = models.get_model(model_name)
-    init_key, key = jax.random.split(jax.random.key(seed))
+    init_key, key = jax.random.split(jax.random.key(settings.seed))
     params = models.init_params(model, init_key)
-    optimizer = optax.adamw(learning_rate, weight_decay=0.01)
+    optimizer = optax.adamw(settings.learning_rate, weight_decay=0.01)
     opt_state = optimizer.init(params)
     data = (jnp.asarray(boards, jnp.int8), jnp.asarray(targets, jnp.float32), jnp.asarray(values, jnp.float32))
-    epoch = make_epoch(model, optimizer, batch_size, value_weight)
+    epoch = make_epoch(model, optimizer, batch_size, settings.value_weight)
     losses = []
     start = time.perf_counter()
     for e in range(epochs):
@@ -145,46 +154,22 @@ def train_student(
     return params, losses
 
 
-def distill(
-    teacher: Agent,
-    model_name: str,
-    out_dir,
-    games: int = 2000,
-    epochs: int = 10,
-    batch_size: int = 256,
-    learning_rate: float = 1e-3,
-    value_weight: float = 1.0,
-    temperature: float = 1.0,
-    seed: int = 0,
-    overwrite: bool = False,
-    log=print,
-) -> dict:
+def distill(teacher: Agent, model_name: str, out_dir, log=print, **settings) -> dict:
     """The whole job: positions, labels, a student trained on 90% of them, checked on the
     other 10% (how often its greedy move is the teacher's favourite) and on the solver-labelled
     positions; the student is written to ``out_dir/checkpoint.msgpack`` (a player for every
-    command). Returns the report."""
-
-    out_dir = Path(out_dir)
+    command). ``settings``: the fields of :class:`Distillation`. Returns the report."""
+    spec = Distillation(**settings)
+    out_dir, seed, games = Path(out_dir), spec.seed, spec.games
     config = TrainConfig(model=model_name)  # one-line error for an unknown model
-    loop.check_out_dir(out_dir)  # before the teacher plays: a bad --out costs nothing
-    loop.guard_fresh(out_dir, [checkpoint.FILENAME], overwrite)
-    log(f"the teacher {teacher.name} plays {games:,} games against itself at temperature {temperature:g}")
-    boards = teacher_positions(teacher, games, seed, temperature, log)
+    folders.check_out_dir(out_dir)  # before the teacher plays: a bad --out costs nothing
+    folders.guard_fresh(out_dir, [checkpoint.FILENAME], spec.overwrite)
+    log(f"the teacher {teacher.name} plays {games:,} games against itself at temperature {spec.temperature:g}")
+    boards = teacher_positions(teacher, games, seed, spec.temperature, log)
     log(f"labelling {len(boards):,} positions")
     targets, values = label(teacher, boards, seed=seed, log=log)
     held, train = held_out_split(len(boards), seed)
-    params, losses = train_student(
-        model_name,
-        boards[train],
-        targets[train],
-        values[train],
-        epochs,
-        batch_size,
-        learning_rate,
-        value_weight,
-        seed,
-        log,
-    )
+    params, losses = train_student(model_name, boards[train], targets[train], values[train], spec, log)
     path = out_dir / checkpoint.FILENAME
     about = {"seed": seed, "distilled_from": teacher.name, "games": games, "positions": int(len(boards))}
     save_student(path, config, params, seed, about)
@@ -194,7 +179,7 @@ def distill(
         "model": model_name,
         "games": games,
         "positions": int(len(boards)),
-        "epochs": epochs,
+        "epochs": spec.epochs,
         "losses": losses,
         **check_student(str(path), boards[held], targets[held]),
     }

@@ -67,14 +67,14 @@ PRESETS: dict[str, Preset] = {
     ),
     "alpha-mini": Preset(
         "Connect-Zero's train_alpha_mini: the rollout improver (width 4, depth 4) plays both sides with the current "
-        "MLP3; "
-        "cross-entropy to its move and value MSE to the outcome (weight 1.5), mirrored, 100 games per batch, lr 1e-4",
+        "MLP3; cross-entropy to its move and value MSE to the outcome (weight 1.5), mirrored, 100 games per batch, "
+        "lr 1e-4",
         TrainConfig(
             model="mlp3",
             games_per_batch=100,
             opponent="current",
             algorithm="alpha",
-            search="rollout:width=4,depth=4",
+            search="playouts:width=4,depth=4",
             mirror=True,
             batches_per_chunk=10,
         ),
@@ -83,8 +83,7 @@ PRESETS: dict[str, Preset] = {
     ),
     "alphazero": Preset(
         "AlphaZero-style: PUCT with 32 simulations and root noise plays both sides with the current MLP3; "
-        "cross-entropy to "
-        "its visit counts and value MSE to the outcome, mirrored, 100 games per batch, lr 1e-3",
+        "cross-entropy to its visit counts and value MSE to the outcome, mirrored, 100 games per batch, lr 1e-3",
         TrainConfig(
             model="mlp3",
             games_per_batch=100,
@@ -100,12 +99,10 @@ PRESETS: dict[str, Preset] = {
     ),
     "gumbel-az": Preset(
         "Gumbel AlphaZero (AlphaZero.jl issue #217's recipe at CPU scale): Gumbel search with 16 simulations and 4 "
-        "considered "
-        "columns over the current MLP3 plays both sides, its move drawn from the improved policy, Q not rescaled; "
-        "games start "
-        "from a random position 0-2 plies deep; both sides' positions, mirrored, into a 50k replay buffer, 4 steps "
-        "of 512 per "
-        "batch of 128 games; cross-entropy to the improved policy and value MSE to the outcome, lr 1e-3",
+        "considered columns over the current MLP3 plays both sides, its move drawn from the improved policy, Q not "
+        "rescaled; games start from a random position 0-2 plies deep; both sides' positions, mirrored, into a 50k "
+        "replay buffer, 4 steps of 512 per batch of 128 games; cross-entropy to the improved policy and value MSE to "
+        "the outcome, lr 1e-3",
         TrainConfig(
             model="mlp3",
             games_per_batch=128,
@@ -124,9 +121,8 @@ PRESETS: dict[str, Preset] = {
     ),
     "gumbel-az-gpu": Preset(
         "the gumbel-az recipe at GPU scale (a starting point, not yet run on a GPU): a 5 x 64 ResNet, 2,048 games "
-        "per batch, "
-        "Gumbel with 32 simulations and 4 considered columns (AlphaZero.jl issue #217's), a 2M-position replay buffer, "
-        "16 steps of 8,192 per batch (each position trained on about once)",
+        "per batch, Gumbel with 32 simulations and 4 considered columns (AlphaZero.jl issue #217's), a 2M-position "
+        "replay buffer, 16 steps of 8,192 per batch (each position trained on about once)",
         TrainConfig(
             model="resnet",
             games_per_batch=2048,
@@ -148,6 +144,19 @@ PRESETS: dict[str, Preset] = {
 
 
 def get_preset(name: str) -> Preset:
+    """A preset by name.
+
+    Args:
+        name: one of :data:`PRESETS` (``default``, ``ex1-collapse`` ... ``ex5-ppo``,
+            ``gumbel-az``, ...).
+
+    Returns:
+        The :class:`Preset`: its ``description``, ``config`` (a TrainConfig), ``hparams`` (a
+        dict for ``HParams.create``) and ``batches`` (its length).
+
+    Raises:
+        ValueError: one line naming the presets, for an unknown name.
+    """
     try:
         return PRESETS[name]
     except KeyError:

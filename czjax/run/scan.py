@@ -12,12 +12,12 @@ the same as in one group, because each carries its own state and key.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -26,19 +26,12 @@ import numpy as np
 
 from czjax.learn.settings import HParams, TrainConfig, hparam_names
 from czjax.learn.trainer import make_trainer
-from czjax.run.loop import (
-    METRICS,
-    TIMING_KEYS,
-    discarded_on_failure,
-    guard_fresh,
-    locked,
-    metric_row,
-    read_metrics,
-    run_chunk_once,
-    write_metrics,
-)
+from czjax.run import folders, stops
+from czjax.run.folders import METRICS, SCAN, group_checkpoint, read_metrics, write_metrics
+from czjax.run.loop import TIMING_KEYS, ChunkProgram, metric_row, run_chunk_once
 from czjax.run.plots import PANELS, Figure, save_figure
 from czjax.run.sinks import log_rows
+from czjax.run.spec import ScanSpec
 from czjax.util import checkpoint, devices
 from czjax.util.progress import eta_text, time_left_after_compile
 
@@ -98,23 +91,13 @@ def make_scan_fns(config: TrainConfig):
     return init, jax.jit(chunk, static_argnums=2)
 
 
-def group_checkpoint(out_dir: Path, group: int) -> Path:
-    return out_dir / f"checkpoint-group{group}.msgpack"
-
-
-def check_resumable(out_dir: Path) -> None:
-    """A one-line ValueError when ``out_dir`` holds no scan to resume."""
-    if not (Path(out_dir) / "scan.json").exists():
-        raise ValueError(f"nothing to resume in {out_dir}: it holds no scan.json")
-
-
-def open_scan(out_dir: Path, description: dict, resume: bool, overwrite: bool) -> list[dict]:
+def open_scan(out_dir: Path, description: dict, resume: bool) -> list[dict]:
     """The rows already logged in ``out_dir`` when resuming a scan with the same description
-    (settings, seeds and config), else none, refusing a folder that holds a scan unless
-    ``overwrite``; writes ``scan.json``."""
+    (settings, seeds and config), else none; writes ``scan.json``. The folder has been prepared
+    (:func:`czjax.run.folders.prepare`)."""
+    rows: list[dict] = []
     if resume:
-        check_resumable(out_dir)
-        previous = json.loads((out_dir / "scan.json").read_text())
+        previous = json.loads((out_dir / SCAN).read_text())
         previous["config"] = TrainConfig.from_dict(previous["config"]).to_dict()  # an older scan.json's settings
         differ = differences(previous, description, skip=("batches", "chunk"))
         if differ:
@@ -126,14 +109,7 @@ def open_scan(out_dir: Path, description: dict, resume: bool, overwrite: bool) -
         if previous["chunk"] != description["chunk"]:
             raise ValueError(f"--resume must use the same --chunk as before ({previous['chunk']})")
         rows = read_metrics(out_dir / METRICS)
-    else:
-        rows = []
-        guard_fresh(
-            out_dir,
-            [METRICS, "scan.json", *(p.name for p in sorted(out_dir.glob("checkpoint-group*.msgpack")))],
-            overwrite,
-        )
-    (out_dir / "scan.json").write_text(json.dumps(description, indent=1))
+    (out_dir / SCAN).write_text(json.dumps(description, indent=1))
     return rows
 
 
@@ -184,122 +160,6 @@ def scan_time_left(pace_from: tuple | None, batch: int, chunk: tuple, batches: i
     return time_left_after_compile(chunk, since_first, batches - batch + later_batches)
 
 
-def run_group(
-    config: TrainConfig,
-    base_hparams: dict,
-    group: list[dict],
-    g: int,
-    num_groups: int,
-    out_dir: Path,
-    batches: int,
-    rows: list[dict],
-    resume: bool,
-    log,
-    num_devices: int = 1,
-    stop_at: float | None = None,
-    sinks=(),
-) -> list[dict]:
-    """Run (or continue) one group of configurations as one vmapped program to ``batches``, the
-    configurations spread over up to ``num_devices`` devices; returns every row, this group's
-    appended. Checkpoints after every chunk; starts no chunk past ``stop_at`` (a
-    ``time.monotonic()`` deadline) but the first, so that every call makes progress; resumed
-    with ``resume=True``."""
-    init, run_chunk = make_scan_fns(config)
-    ids = [c["config"] for c in group]
-    hparams = stacked_hparams(base_hparams, group)
-    states = init(jnp.asarray([c["seed"] for c in group]))
-    ckpt, metrics_path, label = group_checkpoint(out_dir, g), out_dir / METRICS, f"group {g + 1}/{num_groups}"
-    states, rows = resume_group(config, states, rows, ids, ckpt, metrics_path, resume, log, label)
-    start = time.perf_counter()
-    spread = devices.largest_divisor(len(group), num_devices)  # configurations split evenly
-    first, pace_from = True, None  # pace_from: (batch, time) after the first chunk (which compiles)
-    while (done := int(np.asarray(states.step)[0])) < batches:
-        if stop_at is not None and time.monotonic() >= stop_at and not first:
-            log(f"{label}: stopping at batch {done:,} of {batches:,} (time limit); --resume continues it")
-            break
-        num_batches = min(config.batches_per_chunk, batches - done)
-        states, metrics, seconds = run_group_chunk(
-            run_chunk, states, hparams, num_batches, config, len(group), spread, log, label
-        )
-        first = False
-        new_rows = group_rows(
-            group, metrics, len(group) * num_batches * config.games_per_batch / seconds, time.perf_counter() - start
-        )
-        rows = rows + new_rows
-        save_group_chunk(config, base_hparams, g, ids, states, new_rows, ckpt, metrics_path, sinks)
-        left_s = scan_time_left(
-            pace_from, done + num_batches, (num_batches, seconds), batches, (num_groups - g - 1) * batches
-        )
-        log(group_progress(label, len(group), new_rows, batches, left_s))
-        pace_from = pace_from or (done + num_batches, time.perf_counter())
-    return rows
-
-
-def run_group_chunk(
-    run_chunk, states, hparams, num_batches: int, config: TrainConfig, size: int, spread: int, log, label: str
-):
-    """The compiled chunk of ``num_batches`` batches for a group of ``size`` configurations,
-    spread over ``spread`` devices: ``(states, metrics, seconds)``."""
-    return run_chunk_once(
-        run_chunk,
-        states,
-        hparams,
-        num_batches,
-        config,
-        ("scan", config, num_batches, size, spread),
-        log,
-        f"for {size} configurations",
-        f"{label}: {num_batches} batches",
-        lambda tree: devices.spread_configurations(tree, spread),
-        devices.replicate(make_trainer(config, axis_name=AXIS).solver_bench, spread),
-    )
-
-
-def resume_group(
-    config: TrainConfig,
-    states,
-    rows: list[dict],
-    ids: list[int],
-    ckpt: Path,
-    metrics_path: Path,
-    resume: bool,
-    log,
-    label: str,
-) -> tuple[Any, list[dict]]:
-    """A group's ``(states, rows)`` to continue from on ``resume``: its checkpoint's states (if it
-    has one) and the rows without the group's ones logged after it (all of them when it has
-    none), the metrics file rewritten to match; else ``(states, rows)`` unchanged."""
-    if resume and ckpt.exists():
-        states, _ = checkpoint.load(ckpt, states, expected_model=config.model)
-        done = int(np.asarray(states.step)[0])
-        rows = [r for r in rows if r["config"] not in ids or r["batches"] <= done]
-        log(f"{label}: resuming at batch {done:,}")
-    elif resume:
-        rows = [r for r in rows if r["config"] not in ids]
-    if resume:
-        write_metrics(metrics_path, rows)
-    return states, rows
-
-
-def save_group_chunk(
-    config: TrainConfig,
-    base_hparams: dict,
-    g: int,
-    ids: list[int],
-    states,
-    new_rows: list[dict],
-    ckpt: Path,
-    metrics_path: Path,
-    sinks,
-) -> None:
-    """After a group's chunk: its rows appended to the metrics file and the sinks, then the
-    group's checkpoint."""
-    with metrics_path.open("a") as f:
-        f.writelines(json.dumps(r) + "\n" for r in new_rows)
-    log_rows(sinks, new_rows)
-    checkpoint.save(ckpt, states, config.to_dict(), base_hparams, {"scan_group": g, "configs": ids})
-
-
 def group_progress(label: str, size: int, new_rows: list[dict], batches: int, left_s: float | None) -> str:
     """A group's progress line after a chunk: the batch, speed, mean entropy and mean win rate
     against the punisher over its configurations, and the time left."""
@@ -313,93 +173,143 @@ def group_progress(label: str, size: int, new_rows: list[dict], batches: int, le
     )
 
 
-def run_scan(
-    config: TrainConfig,
-    base_hparams: dict,
-    settings: list[dict],
-    seeds: list[int],
-    out_dir,
-    batches: int,
-    chunk: int | None = None,
-    resume: bool = False,
-    overwrite: bool = False,
-    log: Callable[[str], None] = print,
-    num_devices: int | None = 1,
-    stop_at: float | None = None,
-    sinks=(),
-) -> list[dict]:
-    """Run every configuration for ``batches`` batches; returns the metric rows (one per
-    configuration per logging interval), also written to ``out_dir/metrics.jsonl``. A group's
-    configurations are spread over up to ``num_devices`` local devices (None: all of them).
-    ``stop_at``: a ``time.monotonic()`` deadline after which no new chunk starts (the scan is
-    then resumed with ``resume=True``)."""
-    num_devices = devices.available(num_devices)
-    out_dir = Path(out_dir)
-    with locked(out_dir, "scan"):  # creates the folder (and removes it again if the scan is refused)
-        return _run_scan(
-            config,
-            base_hparams,
-            settings,
-            seeds,
-            out_dir,
-            batches,
-            chunk,
-            resume,
-            overwrite,
-            log,
-            num_devices,
-            stop_at,
-            sinks,
-        )
+@dataclasses.dataclass
+class _Group:
+    """One group of a scan's configurations (``configs``, group ``index`` of ``count``), run as one
+    vmapped program to the scan's target, its configurations spread over up to ``num_devices``
+    devices; ``done``, the batches its configurations have done."""
 
+    spec: ScanSpec
+    index: int
+    count: int
+    configs: list[dict]
+    rule: stops.StopRule
+    num_devices: int
+    done: int = 0
 
-def _run_scan(
-    config,
-    base_hparams,
-    settings,
-    seeds,
-    out_dir,
-    batches,
-    chunk,
-    resume,
-    overwrite,
-    log,
-    num_devices,
-    stop_at,
-    sinks=(),
-) -> list[dict]:
-    configs = configurations(settings, seeds)
-    size = len(configs) if chunk is None else max(1, min(chunk, len(configs)))
-    groups = [configs[i : i + size] for i in range(0, len(configs), size)]
-    description = {
-        "config": config.to_dict(),
-        "hparams": base_hparams,
-        "settings": settings,
-        "seeds": seeds,
-        "batches": batches,
-        "chunk": size,
-    }
-    rows = open_scan(out_dir, description, resume, overwrite)
-    # a fresh scan that fails before its first group's checkpoint (memory, disk) leaves no scan.json behind
-    unsaved = lambda: not resume and not any(out_dir.glob("checkpoint-group*.msgpack"))  # noqa: E731
-    with discarded_on_failure(out_dir, [METRICS, "scan.json"], unsaved):
-        for g, group in enumerate(groups):
-            rows = run_group(
+    @property
+    def label(self) -> str:
+        return f"group {self.index + 1}/{self.count}"
+
+    @property
+    def ids(self) -> list[int]:
+        return [c["config"] for c in self.configs]
+
+    def run(self, rows: list[dict]) -> None:
+        """Run (or continue) the group to the scan's target, its rows appended to ``rows``;
+        checkpoints after every chunk; stops before a chunk when the stop rule says so."""
+        spec, config, size = self.spec, self.spec.config, len(self.configs)
+        init, run_chunk = make_scan_fns(config)
+        hparams = stacked_hparams(spec.base_hparams, self.configs)
+        states = self.resumed(init(jnp.asarray([c["seed"] for c in self.configs])), rows)
+        start = time.perf_counter()
+        spread = devices.largest_divisor(size, self.num_devices)  # configurations split evenly
+        pace_from = None  # (batch, time) after the first chunk (which compiles)
+        while (done := int(np.asarray(states.step)[0])) < spec.batches and not self.rule.due():
+            num_batches = min(config.batches_per_chunk, spec.batches - done)
+            program = ChunkProgram(
+                run_chunk,
                 config,
-                base_hparams,
-                group,
-                g,
-                len(groups),
-                out_dir,
-                batches,
-                rows,
-                resume,
-                log,
-                num_devices,
-                stop_at,
-                sinks,
+                ("scan", config, num_batches, size, spread),
+                f"for {size} configurations",
+                lambda tree: devices.spread_configurations(tree, spread),
+                devices.replicate(make_trainer(config, axis_name=AXIS).solver_bench, spread),
             )
-    return rows
+            label = f"{self.label}: {num_batches} batches"
+            states, metrics, seconds = run_chunk_once(program, states, hparams, num_batches, self.rule.log, label)
+            speed = size * num_batches * config.games_per_batch / seconds
+            new_rows = group_rows(self.configs, metrics, speed, time.perf_counter() - start)
+            rows.extend(new_rows)
+            self.save(states, new_rows)
+            self.done, self.rule.chunks = done + num_batches, self.rule.chunks + 1
+            later = (self.count - self.index - 1) * spec.batches
+            left_s = scan_time_left(pace_from, self.done, (num_batches, seconds), spec.batches, later)
+            self.rule.log(group_progress(self.label, size, new_rows, spec.batches, left_s))
+            pace_from = pace_from or (self.done, time.perf_counter())
+
+    def resumed(self, states, rows: list[dict]):
+        """The states to continue from when the scan resumes: the group's checkpoint's (if it has
+        one), its rows logged after the checkpoint dropped from ``rows`` (all of them when it has
+        none) and the metrics file rewritten to match; else ``states`` unchanged."""
+        spec, ckpt = self.spec, group_checkpoint(self.spec.out_dir, self.index)
+        if not spec.resume:
+            return states
+        if ckpt.exists():
+            states, _ = checkpoint.load(ckpt, states, expected_model=spec.config.model)
+            self.done = int(np.asarray(states.step)[0])
+            rows[:] = [r for r in rows if r["config"] not in self.ids or r["batches"] <= self.done]
+            self.rule.log(f"{self.label}: resuming at batch {self.done:,}")
+        else:
+            rows[:] = [r for r in rows if r["config"] not in self.ids]
+        write_metrics(spec.out_dir / METRICS, rows)
+        return states
+
+    def save(self, states, new_rows: list[dict]) -> None:
+        """After a chunk: its rows appended to the metrics file and the sinks, then the group's
+        checkpoint."""
+        spec = self.spec
+        with (spec.out_dir / METRICS).open("a") as f:
+            f.writelines(json.dumps(r) + "\n" for r in new_rows)
+        log_rows(spec.sinks, new_rows)
+        description = {"scan_group": self.index, "configs": self.ids}
+        path = group_checkpoint(spec.out_dir, self.index)
+        checkpoint.save(path, states, spec.config.to_dict(), spec.base_hparams, description)
+
+
+class ScanResult(NamedTuple):
+    """A scan's metric rows (one per configuration per chunk) and why it stopped before its
+    target (:mod:`czjax.run.stops`; False when it did not)."""
+
+    rows: list[dict]
+    interrupted: str | bool
+
+
+def run_scan(
+    config: TrainConfig, base_hparams: dict, settings: list[dict], seeds: list[int], out_dir, batches: int, **options
+) -> list[dict]:
+    """Train every configuration (each setting times each seed) as one vmapped program.
+
+    Args:
+        config: what is compiled, shared by every configuration.
+        base_hparams: the hyperparameters every setting starts from (a preset's ``hparams``).
+        settings: dicts of :class:`~czjax.learn.settings.HParams` values over ``base_hparams``
+            (``[{}]`` for the base alone).
+        seeds: the seeds each setting runs with.
+        out_dir: the scan's folder (``scan.json``, ``metrics.jsonl``, a checkpoint per group).
+        batches: batches per configuration.
+        **options: the rest of a :class:`~czjax.run.spec.ScanSpec`: ``chunk`` (configurations
+            per compiled group), ``resume``, ``overwrite``, ``num_devices``, ``stop_at``, ``log``.
+
+    Returns:
+        The metric rows, one per configuration per chunk (``config``, ``seed`` and the
+        setting's values in each), as written to ``out_dir/metrics.jsonl``.
+    """
+    return train_scan(ScanSpec(config, base_hparams, settings, seeds, out_dir, batches, **options)).rows
+
+
+def train_scan(spec: ScanSpec) -> ScanResult:
+    """Run the scan ``spec`` describes, group after group, to its target or a stop (the rule
+    training runs follow too: :mod:`czjax.run.stops`; every chunk is saved as it completes)."""
+    num_devices = devices.available(spec.num_devices)
+    out_dir = spec.out_dir
+    with folders.locked(out_dir, "scan"), stops.sigterm_as_stop():  # the lock creates the folder (gone if refused)
+        folders.prepare(spec)
+        rows = open_scan(out_dir, spec.description(), spec.resume)
+        rule = stops.stop_rule(spec.log, spec.notice, spec.stop_at)
+        configs, size = configurations(spec.settings, spec.seeds), spec.group_size
+        groups = [configs[i : i + size] for i in range(0, len(configs), size)]
+        # a fresh scan that fails before its first group's checkpoint (memory, disk) leaves no scan.json behind
+        unsaved = lambda: not spec.resume and not any(out_dir.glob("checkpoint-group*.msgpack"))  # noqa: E731
+        current = None
+        with folders.discarded_on_failure(out_dir, [METRICS, SCAN], unsaved), rule.watching():
+            for g, group in enumerate(groups):
+                current = _Group(spec, g, len(groups), group, rule, num_devices)
+                current.run(rows)
+                if rule.reason:
+                    break
+        if current is not None:
+            rule.report(f"the last completed chunk ({current.label}, batch {current.done:,})")
+    return ScanResult(rows, rule.reason)
 
 
 def deterministic_rows(rows: list[dict]) -> dict[tuple, dict]:

@@ -1,0 +1,224 @@
+"""Output folders of training runs and scans: their files, their lock, and the one check that
+prepares them (:func:`prepare`).
+
+A run's folder holds ``run.json`` (what the run is: settings, seed, and its target in batches
+or seconds), ``checkpoint.msgpack`` (the same description and the TrainState, written
+atomically), ``metrics.jsonl`` (one object per chunk) and ``dashboard.png``; a scan's,
+``scan.json``, ``metrics.jsonl`` and a checkpoint per group of configurations.
+
+Nothing is lost silently:
+- A folder that holds a run (or a scan) is never started over unless asked (``overwrite``).
+- :func:`prepare` refuses a folder that is a file or cannot be written, or that another process
+  is using, before anything starts; the command line calls it before it prints a word, the
+  runner again under the folder's lock.
+- A run that fails before its first checkpoint (the device's memory, a full disk) removes the
+  files it wrote (:func:`discarded_on_failure`), so the corrected command needs no ``--overwrite``.
+- A folder is locked while a process trains in it (``.lock``, ``fcntl.flock``: released when the
+  process ends, even by ``kill -9``): a second process gets a one-line error naming the first's
+  process id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+from czjax.util import checkpoint, devices
+
+CHECKPOINT = checkpoint.FILENAME
+METRICS = "metrics.jsonl"
+DASHBOARD = "dashboard.png"
+RUN = "run.json"
+RUN_FILES = (CHECKPOINT, METRICS, RUN, DASHBOARD)
+SCAN = "scan.json"
+LOCK = ".lock"
+
+_HELD: set[Path] = set()  # the folders whose lock this process holds
+
+
+@dataclasses.dataclass(frozen=True)
+class FolderKind:
+    """What a kind of output folder holds: ``what`` it is called in messages, ``files`` (those a
+    fresh start refuses to overwrite, or removes with ``overwrite``), and ``needs`` (a file
+    ``resume`` needs, or None when a resume without one starts from the beginning)."""
+
+    what: str
+    files: Callable[[Path], list[str]]
+    needs: str | None = None
+
+
+def group_checkpoint(out_dir: Path, group: int) -> Path:
+    """The checkpoint of a scan's ``group`` of configurations."""
+    return Path(out_dir) / f"checkpoint-group{group}.msgpack"
+
+
+RUN_FOLDER = FolderKind("run", lambda out_dir: list(RUN_FILES))
+SCAN_FOLDER = FolderKind(
+    "scan", lambda out_dir: [METRICS, SCAN, *(p.name for p in sorted(out_dir.glob("checkpoint-group*.msgpack")))], SCAN
+)
+
+
+class Output(Protocol):
+    """Where a run or scan writes (:class:`czjax.run.spec.RunSpec`, :class:`~czjax.run.spec.ScanSpec`)."""
+
+    @property
+    def out_dir(self) -> Path: ...
+    @property
+    def resume(self) -> bool: ...
+    @property
+    def overwrite(self) -> bool: ...
+    @property
+    def folder(self) -> FolderKind: ...
+
+
+def prepare(spec: Output) -> None:
+    """The one check of an output folder before a run or a scan: the folder can be made and
+    written, no other process holds it, and either ``spec.resume`` finds what it needs or the
+    folder holds no run (its files removed with ``spec.overwrite``). One-line ValueErrors; the
+    command line calls it before its first line, the runner again under the lock (nothing left to
+    do by then). Over several hosts only process 0 refuses or removes anything."""
+    out_dir, kind = Path(spec.out_dir), spec.folder
+    check_out_dir(out_dir)
+    check_unlocked(out_dir, kind.what)
+    if spec.resume:
+        if kind.needs is not None and not (out_dir / kind.needs).exists():
+            raise ValueError(f"nothing to resume in {out_dir}: it holds no {kind.needs}")
+    elif out_dir.is_dir():
+        guard_fresh(out_dir, kind.files(out_dir), spec.overwrite)
+
+
+@contextlib.contextmanager
+def locked(out_dir: Path, what: str = "run"):
+    """Hold ``out_dir``'s lock for the block: a ValueError naming the holder's process id when
+    another process holds it. The lock is the kernel's (``flock``) on ``out_dir/.lock``, so it
+    goes with its process, however that ends."""
+    out_dir = Path(out_dir)
+    created = not out_dir.exists()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    handle = open(out_dir / LOCK, "a+")
+    failed, held = True, False
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "?"
+            raise ValueError(
+                f"{out_dir} is in use by another czjax {what} (process {holder}): wait for it to end, "
+                "or choose another --out"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        _HELD.add(out_dir.resolve())
+        held = True
+        yield
+        failed = False
+    finally:
+        if held:
+            _HELD.discard(out_dir.resolve())
+        handle.close()
+        if failed and created:  # a run refused before it wrote anything leaves no folder behind
+            (out_dir / LOCK).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                out_dir.rmdir()
+
+
+def check_out_dir(out_dir: Path, flag: str = "--out") -> None:
+    """A one-line ValueError when ``out_dir`` cannot hold a run: it, or the nearest existing
+    folder above it, is a file or is not writable by this process (checked before any work)."""
+    out_dir = Path(out_dir)
+    existing = next(p for p in (out_dir, *out_dir.parents) if p.exists())  # "." or "/" at worst
+    if not existing.is_dir():
+        raise ValueError(f"{flag} {out_dir}: {existing} is a file, not a folder: choose another {flag}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(
+            f"{flag} {out_dir}: {existing} is not writable here (read-only or another user's): choose another {flag}"
+        )
+
+
+def check_out_file(path: Path, flag: str = "--out") -> None:
+    """The same for a file to be written: not a folder, and its folder can be made and written."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{flag} {path} is a folder: name the file to write")
+    check_out_dir(path.parent, flag)
+
+
+def check_unlocked(out_dir: Path, what: str = "run") -> None:
+    """A one-line ValueError if another process holds ``out_dir``'s lock (before touching its files)."""
+    out_dir = Path(out_dir)
+    if (out_dir / LOCK).exists() and out_dir.resolve() not in _HELD and devices.is_main_process():
+        with locked(out_dir, what):
+            pass
+
+
+def guard_fresh(out_dir: Path, files, overwrite: bool) -> None:
+    """Refuse to start a run in ``out_dir`` when it holds one, unless ``overwrite`` (then its
+    files are removed). Over several hosts, process 0 decides (the others would see its files)."""
+    held = [name for name in files if (Path(out_dir) / name).exists()]
+    if not held or not devices.is_main_process():
+        return
+    if not overwrite:
+        raise ValueError(
+            f"{out_dir} already holds a run ({held[0]}): continue it with --resume, "
+            "start it again with --overwrite, or choose another --out"
+        )
+    for name in held:
+        (Path(out_dir) / name).unlink()
+
+
+@contextlib.contextmanager
+def discarded_on_failure(out_dir: Path, files, discard: Callable[[], bool]):
+    """Within the block, an error (not a stop: those save) removes ``files`` from ``out_dir`` when
+    ``discard()`` says nothing in them is worth keeping: a run that failed before its first
+    checkpoint, whose ``run.json`` would otherwise make the corrected command need ``--overwrite``."""
+    try:
+        yield
+    except Exception:
+        if discard():
+            for name in files:
+                (Path(out_dir) / name).unlink(missing_ok=True)
+        raise
+
+
+def read_metrics(path) -> list[dict]:
+    """The rows of a metrics file; a last line cut short by a kill is dropped."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    rows = []
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    for i, line in enumerate(lines):
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i < len(lines) - 1:
+                raise ValueError(f"{path} is damaged at line {i + 1}") from None
+    return rows
+
+
+def write_metrics(path, rows: list[dict]) -> None:
+    tmp = Path(str(path) + ".tmp")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tmp.replace(path)
+
+
+def read_run(out_dir) -> dict:
+    """What a run folder's run is (``config``, ``hparams``, ``run``: seed, batches,
+    time_budget_s, title): from its checkpoint, or from ``run.json`` when it was stopped
+    before its first checkpoint."""
+    out_dir = Path(out_dir)
+    if (out_dir / CHECKPOINT).exists():
+        meta, _ = checkpoint.read_meta(out_dir / CHECKPOINT)
+        return {"config": meta["config"], "hparams": meta["hparams"], "run": meta.get("extra", {})}
+    if (out_dir / RUN).exists():
+        return json.loads((out_dir / RUN).read_text())
+    raise ValueError(f"nothing to resume in {out_dir}: it holds no {CHECKPOINT} or {RUN}")
