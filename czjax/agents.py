@@ -26,6 +26,7 @@ from czjax.players import BUILTIN_PLAYERS, Player, mask_for_sampling
 from czjax.rollout import Trajectory, play_games
 from czjax.search import reuse as search_reuse
 from czjax.util import checkpoint
+from czjax.util.options import make_settings
 from czjax.util.progress import Progress
 
 # The models shipped with the package, oldest first: ``czjax@N`` names each, ``czjax`` the newest.
@@ -53,6 +54,17 @@ LARGE_JOB_EVALUATIONS = 50_000
 
 
 class Agent(NamedTuple):
+    """A player with its parameters and a name, what every evaluation command takes.
+
+    Attributes:
+        name: the spec it was loaded from (``czjax``, ``runs/ex3``, ``gumbel:sims=64:czjax``).
+        player: ``(params, boards, key) -> PlayerOutput``, static under ``jit``.
+        params: its parameters (None for a built-in player).
+        model_name: the network's registry name (None for a built-in player).
+        search: the search wrapped around the network (a :class:`czjax.search.Search`), or None.
+        network: the searched network's own player, when searching.
+    """
+
     name: str
     player: Player  # (params, boards, key) -> PlayerOutput; static under jit
     params: Any  # None for the built-in players
@@ -70,14 +82,9 @@ class Agent(NamedTuple):
 
     @property
     def evaluations_per_move(self) -> int:
-        """Network evaluations behind one move: a search's simulations and its root (a rollout
-        search's width x depth), 1 for a network or a built-in player."""
-        if self.search is None:
-            return 1
-        if hasattr(self.search, "evaluations_per_move"):  # a search that says its own cost
-            return int(self.search.evaluations_per_move)
-        sims = getattr(self.search, "sims", None)
-        return sims + 1 if sims is not None else getattr(self.search, "width", 1) * getattr(self.search, "depth", 1)
+        """Network evaluations behind one move: what the search says it costs, 1 for a network or
+        a built-in player."""
+        return 1 if self.search is None else int(self.search.evaluations_per_move)
 
     def cost_note(self, moves: int, what: str) -> str | None:
         """A line saying that a search's job is large (None when it is not): how many network
@@ -136,9 +143,24 @@ def load_weights(spec, model_name: str):
 
 
 def load_agent(spec: str) -> Agent:
-    """A built-in player by name, the learner of a checkpoint file or run folder, or a search
-    over either: ``NAME[:OPTIONS]:BASE`` with NAME one of :data:`czjax.search.SEARCHES`
-    (``mcts:sims=64:runs/ex3``, ``gumbel:runs/ex3``, ``rollout:width=4,depth=4:random``)."""
+    """The agent a spec names.
+
+    Args:
+        spec: a built-in player (``random``, ``random-punisher``), a shipped model (``czjax``,
+            ``czjax@1``, ...), a checkpoint file or run folder, AlphaZero.jl's minimax
+            (``minimax:depth=5[,ties=random]``), a fresh network (``untrained:MODEL[:SEED]``), or
+            a search over any of these but a search: ``NAME[:OPTIONS]:BASE`` with NAME one of
+            :data:`czjax.search.SEARCHES` (``mcts:sims=64:runs/ex3``, ``gumbel:runs/ex3``,
+            ``azjl:sims=600:czjax``).
+
+    Returns:
+        The :class:`Agent`.
+
+    Raises:
+        ValueError: one line saying what is wrong with the spec (an unknown name, search or
+            option, a folder without a checkpoint, a path that does not exist).
+        czjax.util.checkpoint.CheckpointError: a damaged or foreign checkpoint.
+    """
     parsed = search.parse_spec(spec)
     if parsed is not None:
         settings, base_spec = parsed
@@ -154,7 +176,7 @@ def load_agent(spec: str) -> Agent:
         return Agent(spec, BUILTIN_PLAYERS[spec], None, None)
     kind, sep, options = spec.partition(":")
     if kind == MINIMAX and (sep or spec == MINIMAX):
-        return Agent(spec, search.make_settings(MINIMAX, Minimax, options).player(), None, None)
+        return Agent(spec, make_settings(MINIMAX, Minimax, options).player(), None, None)
     if kind == UNTRAINED and sep:
         return untrained_agent(spec, options)
     path = shipped_path(spec) or checkpoint.resolve(spec)
@@ -220,12 +242,22 @@ def _reported(logits: jax.Array, value: jax.Array | None, boards: jax.Array):
 def policy(
     agent: Agent, boards, batch_size: int = 1024, progress: Progress | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(probs (N, 7), value (N,), greedy (N,))`` of ``agent`` on int8 ``boards (N, 6, 7)``.
+    """What an agent makes of positions, on the host.
 
-    ``probs`` is the sampling distribution (softmax over legal columns, exactly 0 elsewhere);
-    ``value`` is NaN for a player without a value head. Boards go through in fixed-size
-    batches (padded), so any number of boards compiles once per batch size; ``progress``
-    counts them.
+    Boards go through in fixed-size batches (padded), so any number of boards compiles once per
+    batch size.
+
+    Args:
+        agent: the player.
+        boards: ``int8 (N, 6, 7)`` canonical boards.
+        batch_size: boards per compiled call.
+        progress: counts the boards as they go (a slow search's progress lines).
+
+    Returns:
+        ``(probs, value, greedy)``: ``float (N, 7)`` the sampling distribution (softmax over
+        the legal columns, exactly 0 elsewhere; a search's: its move), ``float (N,)`` the value
+        for the side to move (NaN without a value head), ``int (N,)`` the most likely legal
+        column (the lowest on ties).
     """
     empty = (np.zeros((0, game.COLS), np.float32), np.zeros((0,), np.float32), np.zeros((0,), np.int32))
     # in_batches returns as many arrays as _policy does: three

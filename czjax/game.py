@@ -216,22 +216,47 @@ def unpack(pos: Position) -> jax.Array:
 
 
 def new_boards(n: int) -> jax.Array:
-    """``n`` empty boards, ``int8 (n, 6, 7)``."""
+    """Empty boards.
+
+    Args:
+        n: how many.
+
+    Returns:
+        ``int8 (n, 6, 7)`` zeros.
+    """
     return jnp.zeros((n, ROWS, COLS), jnp.int8)
 
 
 def legal_mask(boards: jax.Array) -> jax.Array:
-    """``bool (..., 7)``: True where the column's top cell is empty."""
+    """The legal columns.
+
+    Args:
+        boards: ``int8 (..., 6, 7)``.
+
+    Returns:
+        ``bool (..., 7)``: True where the column's top cell is empty.
+    """
     boards = _check_boards(boards)
     return boards[..., 0, :] == 0
 
 
 def step(boards: jax.Array, cols) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Drop a ``+1`` piece in ``cols[i]`` of ``boards[i]``.
+    """Drop a piece of the side to move (``+1``) in ``cols[i]`` of ``boards[i]``.
 
-    Returns ``(next_boards, won, done)``: the next player's canonical boards (negated), whether
-    the mover completed four in a row, whether the game ended. An illegal column inside ``jit``
-    ends the game with the board unchanged (module docstring); from Python it raises.
+    An illegal column inside ``jit`` ends the game with the board unchanged (the module
+    docstring); called from Python with concrete arrays, it raises.
+
+    Args:
+        boards: ``int8 (..., 6, 7)`` canonical boards, the side to move ``+1``.
+        cols: ``int (...)`` columns, 0-6.
+
+    Returns:
+        ``(next_boards, won, done)``: ``int8 (..., 6, 7)`` the next player's canonical boards
+        (negated); ``bool (...)`` whether the mover completed four in a row; ``bool (...)``
+        whether the game ended (a win, a full board, or an illegal column).
+
+    Raises:
+        ValueError: from Python, a full or out-of-range column.
     """
     boards = _check_boards(boards)
     cols = _check_cols(cols, boards.shape[:-2])
@@ -261,10 +286,18 @@ def _one_board(board) -> np.ndarray:
 
 
 def apply_moves(cols: Sequence[int], board=None, column_base: int = 0) -> np.ndarray:
-    """Play 0-based ``cols`` from ``board`` (default empty); return the canonical board (numpy).
+    """Play moves on the host.
 
-    Raises ``ValueError`` for a column out of range, a full column, or a move after the game
-    has ended. Messages number columns from ``column_base`` (1 for games given as move strings).
+    Args:
+        cols: 0-based columns, first mover first.
+        board: ``int8 (6, 7)`` canonical board to start from (default: empty).
+        column_base: how messages number columns (1 for games given as move strings).
+
+    Returns:
+        ``np.int8 (6, 7)``: the canonical board for the side to move after the moves.
+
+    Raises:
+        ValueError: a column out of range, a full column, or a move after the game has ended.
     """
     board = np.zeros((ROWS, COLS), np.int8) if board is None else _one_board(board).astype(np.int8)
     if host_has_four(board == -1):
@@ -331,7 +364,18 @@ def parse_moves(moves: str) -> list[int]:
 
 
 def from_moves(moves: str) -> np.ndarray:
-    """1-based solver move string (``"4453"``) -> the canonical board for the side to move."""
+    """A position from a solver move string.
+
+    Args:
+        moves: 1-based columns, first mover first (``"4453"``), as the evaluation data and the
+            well-known Connect 4 solvers write them.
+
+    Returns:
+        ``np.int8 (6, 7)``: the canonical board for the side to move.
+
+    Raises:
+        ValueError: a character that is not a column 1-7, a full column, a move after a win.
+    """
     try:
         return apply_moves(parse_moves(moves), column_base=1)
     except ValueError as err:
@@ -342,7 +386,15 @@ _PIECE_CHARS = {1: "X", -1: "O", 0: "."}
 
 
 def to_text(board) -> str:
-    """The PyTorch project's printed board: 6 lines, top row first, ``X`` = +1, ``O`` = -1, ``.``."""
+    """The PyTorch project's printed board.
+
+    Args:
+        board: ``int8 (6, 7)`` canonical board.
+
+    Returns:
+        Six lines, the top row first: ``X`` the side to move's piece (+1), ``O`` the
+        opponent's (-1), ``.`` empty.
+    """
     board = _one_board(board)
     return "\n".join(" ".join(_PIECE_CHARS[int(v)] for v in row) for row in board)
 

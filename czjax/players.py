@@ -29,10 +29,11 @@ LOSS_MASK_VALUE = -1e9
 class PlayerOutput:
     """What a player says about a batch of boards.
 
-    logits: ``float (B, 7)``, raw: illegal columns are masked by whoever samples.
-    value: ``float (B,)`` in ``[-1, 1]`` from the side to move's point of view, or None.
-    policy_target: ``float (B, 7)``, a distribution to train towards (a search's visit
-        counts, say), or None: the move distribution is then ``softmax(logits)``.
+    Attributes:
+        logits: ``float (B, 7)``, raw: illegal columns are masked by whoever samples.
+        value: ``float (B,)`` in ``[-1, 1]`` from the side to move's point of view, or None.
+        policy_target: ``float (B, 7)``, a distribution to train towards (a search's visit
+            counts, say), or None: the move distribution is then ``softmax(logits)``.
     """
 
     logits: chex.Array
@@ -119,7 +120,17 @@ def sample(key: jax.Array, boards: jax.Array, logits: jax.Array, temperature=1.0
 
 
 def random_player(params, boards: jax.Array, key: jax.Array) -> PlayerOutput:
-    """Uniform over the legal columns (the rollout masks the illegal ones)."""
+    """The uniformly random player.
+
+    Args:
+        params: ignored (None).
+        boards: ``int8 (B, 6, 7)``.
+        key: ignored (the sampler draws).
+
+    Returns:
+        :class:`PlayerOutput` with ``logits (B, 7)`` all 0: uniform over the legal columns once
+        the sampler masks the illegal ones; no value.
+    """
     del params, key
     return PlayerOutput(logits=jnp.zeros(boards.shape[:-2] + (game.COLS,), jnp.float32))
 
@@ -140,8 +151,19 @@ def winning_columns(boards: jax.Array) -> tuple[jax.Array, jax.Array]:
 
 
 def random_punisher(params, boards: jax.Array, key: jax.Array) -> PlayerOutput:
-    """Win now if possible, else block an opponent's immediate win, else uniform over legal
-    columns. Ties (several wins, several threats) are uniform among them."""
+    """The PyTorch project's RandomPunisher: win now if it can, else block the opponent's
+    immediate win, else uniform over the legal columns; ties (several wins, several threats) are
+    uniform among them.
+
+    Args:
+        params: ignored (None).
+        boards: ``int8 (B, 6, 7)``.
+        key: ignored (the sampler draws).
+
+    Returns:
+        :class:`PlayerOutput` with ``logits (B, 7)``: 0 on the columns it may play, ``-1e9``
+        elsewhere; no value.
+    """
     del params, key
     wins, threats = winning_columns(boards)
     choice = jnp.where(wins.any(-1, keepdims=True), wins, threats)

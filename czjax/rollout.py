@@ -255,23 +255,40 @@ def play_games(
     openings: int = 0,
     skip_finished: bool = True,
 ) -> tuple[Trajectory, GameResults]:
-    """Play ``num_games`` whole games between two players; returns ``(trajectory, results)``.
+    """Play whole games between two players, as one compiled loop over the plies.
 
-    Players are pure functions ``(params, boards, key) -> PlayerOutput``; they and ``num_games``
-    are static, parameters and temperatures traced. The same key gives the same games, on any
-    number of ``devices`` (:mod:`czjax.util.devices`) and any ``chunks`` (how
-    :func:`evaluate_active` splits each player's boards; default :func:`default_chunks`).
-    ``axis_name``: the vmapped axis of a scan, if any (:func:`all_configurations`).
-    ``record_targets``: keep every mover's policy target and value (:class:`Trajectory`).
-    ``sample_plies``: sample at the temperatures on the first ``sample_plies`` plies only, the
-    most likely move after (AlphaZero's schedule); None samples throughout. ``unroll``: pairs
-    of plies per step of the compiled loop (fewer steps, each a host round trip on a GPU; the
-    same games). ``openings``: each game starts from a position drawn uniformly from every
-    distinct position 0 to ``openings`` plies deep (:func:`opening_positions`; AlphaZero.jl
-    issue #217's random starts), its side to move the game's first mover; 0: the empty board.
-    ``skip_finished``: a pair of plies in which every game has ended is skipped with
-    ``lax.cond``; False plays it anyway (no-ops under the ``done`` mask, the same records): no
-    data-dependent branch, whose predicate a GPU would send to the host at every step."""
+    Games ``[0, ceil(num_games / 2))`` start with player A, the rest with player B. Players are
+    pure functions ``(params, boards, key) -> PlayerOutput``; they and ``num_games`` are static,
+    parameters and temperatures traced. The same key gives the same games on any number of
+    ``devices`` and any ``chunks``.
+
+    Args:
+        key: the games' random stream.
+        player_a, player_b: the two players (static).
+        params_a, params_b: their parameters (None for a built-in player).
+        num_games: games in the batch (static).
+        temperature_a, temperature_b: sampling temperatures (0: the most likely legal column).
+        axis_name: the vmapped axis of a scan, if any (:func:`all_configurations`).
+        chunks: how :func:`evaluate_active` splits each player's boards (default
+            :func:`default_chunks`).
+        devices: split the games over this many devices (:mod:`czjax.util.devices`).
+        record_targets: keep every mover's policy target and value in the trajectory.
+        sample_plies: sample at the temperatures on the first ``sample_plies`` plies only, the
+            most likely move after (AlphaZero's schedule); None samples throughout.
+        unroll: pairs of plies per step of the compiled loop (fewer steps, each a host round
+            trip on a GPU; the same games).
+        openings: start each game from a position drawn uniformly from every distinct position
+            0 to ``openings`` plies deep (:func:`opening_positions`; AlphaZero.jl issue #217's
+            random starts), its side to move the game's first mover; 0: the empty board.
+        skip_finished: skip a pair of plies in which every game has ended (``lax.cond``); False
+            plays it under the ``done`` mask (the same records, no data-dependent branch, whose
+            predicate a GPU sends to the host at every step).
+
+    Returns:
+        ``(trajectory, results)``: :class:`Trajectory`, every ply as ``(42, num_games, ...)``
+        arrays with masks, and :class:`GameResults`, ``(num_games,)`` arrays: ``outcome`` (+1 A
+        won, -1 B won, 0 draw), ``length`` in plies, ``a_first``, the final position.
+    """
     if num_games < 2:
         raise ValueError(f"num_games must be at least 2 (half of the games with each side first), got {num_games}")
     split = first_player_split(num_games)

@@ -307,7 +307,7 @@ def test_players_load_from_names_files_and_run_folders(model_checkpoints, tmp_pa
     with pytest.raises(ValueError, match="a folder with no checkpoint.msgpack yet"):
         agents.load_agent(str(tmp_path / "unsaved-run"))
     with pytest.raises(
-        ValueError, match="unknown search 'alphabeta'.*one of rollout, mcts, entropy-mcts, gumbel, azjl"
+        ValueError, match="unknown search 'alphabeta'.*one of playouts, mcts, entropy-mcts, gumbel, azjl"
     ):
         agents.load_agent("alphabeta:depth=3:random")
     with pytest.raises(ValueError, match="minimax option depth must be an integer"):

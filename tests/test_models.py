@@ -68,9 +68,40 @@ def test_im2col_conv_equals_flax_conv():
     reference = __import__("flax").linen.Conv(16, (3, 3), padding=1, use_bias=False)
     with precision.parity():  # two formulations compared: full float32 on every backend
         expected = reference.apply({"params": {"kernel": params["params"]["kernel"]}}, x)
-        for method in ("im2col", "xla", "auto"):  # every Conv3x3 method, the same kernel
+        for method in models.CONV_METHODS:  # every Conv3x3 method, the same kernel
             got = models.Conv3x3(16, method).apply(params, x)
             np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-5, atol=1e-5, err_msg=method)
+
+
+def test_canonical_conv_gradient_is_jax_own_gradient_of_lax_conv():
+    """conv3x3_canonical writes the convolution's gradient by hand (two convolutions in the NHWC
+    layout); JAX's automatic gradient of the plain ``lax.conv`` is the reference, taken of a
+    nonlinear loss (so the cotangent is not constant) and inside ``lax.scan`` (where the hand-written
+    gradient is the point), for both the input and the kernel."""
+    x = jax.random.normal(jax.random.key(0), (4, 6, 7, 5))
+    kernel = jax.random.normal(jax.random.key(1), (3, 3, 5, 8))
+    target = jax.random.normal(jax.random.key(2), (4, 6, 7, 8))
+
+    def plain(x, k):
+        return jax.lax.conv_general_dilated(x, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    def loss(conv):
+        return lambda x, k: jnp.sum(jnp.sin(conv(x, k)) * target)
+
+    def in_scan(conv):
+        grad = jax.grad(loss(conv), argnums=(0, 1))
+        return lambda x, k: jax.lax.scan(lambda c, _: (c, grad(x, k)), 0, None, length=2)[1]
+
+    with precision.parity():
+        np.testing.assert_allclose(
+            np.asarray(models.conv3x3_canonical(x, kernel)), np.asarray(plain(x, kernel)), rtol=1e-5, atol=1e-4
+        )
+        direct = (jax.grad(loss(plain), argnums=(0, 1)), jax.grad(loss(models.conv3x3_canonical), argnums=(0, 1)))
+        scanned = (in_scan(plain), in_scan(models.conv3x3_canonical))
+        for where, (reference, canonical) in (("direct", direct), ("in lax.scan", scanned)):
+            for name, want, got in zip(("dx", "dkernel"), jax.jit(reference)(x, kernel), jax.jit(canonical)(x, kernel)):
+                want, got = np.asarray(want), np.asarray(got)
+                np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max(), err_msg=(where, name))
 
 
 def test_every_norm_and_conv_method_computes_the_same_mk4():
@@ -86,7 +117,7 @@ def test_every_norm_and_conv_method_computes_the_same_mk4():
     )
     with precision.parity():
         expected = models.apply_model(reference, params, boards)
-        for conv, norm in (("im2col", "grouped"), ("xla", "flax")):
+        for conv, norm in (("im2col", "grouped"), ("xla", "flax"), ("canonical", "flax")):
             model = models.get_model("cnn-mk4-value", conv=conv, norm=norm)
             assert jax.tree.structure(jax.eval_shape(lambda: models.init_params(model, jax.random.key(0)))) == treedef
             for e, g in zip(expected, models.apply_model(model, params, boards)):

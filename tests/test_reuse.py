@@ -176,7 +176,7 @@ def test_a_search_from_a_reused_tree_is_the_python_search_continued():
     assert found >= 3  # most of the positions reuse something
 
 
-@pytest.mark.parametrize("options", ["sims=24,c=1.5", "sims=24,noise=0.25,alpha=0.5"])
+@pytest.mark.parametrize("options", ["sims=24,c=1.5", "sims=24,noise=0.25,noise_alpha=0.5"])
 def test_without_a_tree_to_reuse_it_is_the_plain_search(options):
     """No previous tree, or a path that leaves it: the search is PUCT.run's, with the tree's
     extra slots (``keep``) left empty."""
@@ -201,4 +201,4 @@ def test_without_a_tree_to_reuse_it_is_the_plain_search(options):
 
 def test_which_searches_can_reuse():
     assert reuse.reusable(search.make_search("mcts")) and reuse.reusable(search.make_search("entropy-mcts"))
-    assert not reuse.reusable(search.make_search("gumbel")) and not reuse.reusable(search.make_search("rollout"))
+    assert not reuse.reusable(search.make_search("gumbel")) and not reuse.reusable(search.make_search("playouts"))

@@ -144,7 +144,7 @@ TACTIC_MOVES = [3, 4, 3]
         ("mcts", "sims=200"),
         ("entropy-mcts", "sims=200"),
         ("gumbel", "sims=200,scale=0"),
-        ("rollout", "width=8,depth=4"),
+        ("playouts", "width=8,depth=4"),
     ],
 )
 def test_search_finds_tactics_with_no_knowledge(name, options):
@@ -228,7 +228,10 @@ def test_search_specs_and_their_errors(model_checkpoints):
     agent = agents.load_agent(f"mcts:sims=8,c=1.5:{path}")
     assert agent.search == search.PUCT(sims=8, c=1.5) and agent.temperature() == 0.0
     assert agents.load_agent(f"gumbel:{path}").search == search.Gumbel()
+    assert agents.load_agent("playouts:width=2,depth=2:random").search == search.RolloutImprover(width=2, depth=2)
+    # the earlier spellings, where users typed them, still read: the search `rollout`, mcts's `alpha`
     assert agents.load_agent("rollout:width=2,depth=2:random").search == search.RolloutImprover(width=2, depth=2)
+    assert agents.load_agent("mcts:noise=0.25,alpha=0.5:random").search.noise_alpha == 0.5
     # the same search over the same network is the same player function (tournaments group it)
     assert agents.load_agent(f"mcts:sims=8,c=1.5:{path}").player is agent.player
     probs, _, greedy = agents.policy(agent, boards_of(["112233"]))
@@ -314,7 +317,7 @@ def test_the_search_takes_the_step_as_a_function():
         return nxt, jnp.zeros_like(won), done & ~won
 
     blind = search.Environment(step=no_wins)
-    for name, options in [("mcts", "sims=16"), ("gumbel", "sims=16,scale=0"), ("rollout", "width=2,depth=2")]:
+    for name, options in [("mcts", "sims=16"), ("gumbel", "sims=16,scale=0"), ("playouts", "width=2,depth=2")]:
         s = search.make_search(name, options)
         default, explicit, hidden = (
             jax.jit(lambda b, env=env: s.run(random_player, None, b, jax.random.key(2), **env))(boards)

@@ -77,9 +77,19 @@ def read_game_records(path, what: str, required: tuple[str, ...]):
 
 
 def load_positions(path=None) -> dict[str, Any]:
-    """Read a positions file (JSON Lines, or gzipped ``.gz``): ``boards (N, 6, 7)``, ``scores
-    (N, 7)`` (NaN = full column), ``ply (N,)``, ``moves`` (list), ``set`` (list: each record's
-    ``set``, None where it has none). Raises ValueError naming the line of a malformed record."""
+    """Read a file of solver-labelled positions.
+
+    Args:
+        path: JSON Lines (or gzipped ``.gz``) in the format of ``czjax/data/c4_eval_public.jsonl``;
+            default: that file, the 1,000 public positions.
+
+    Returns:
+        ``{"boards": int8 (N, 6, 7), "scores": float (N, 7) (NaN: a full column), "ply": (N,),
+        "moves": [str], "set": [str or None]}``.
+
+    Raises:
+        ValueError: one line naming the file and line of a malformed record.
+    """
     path = Path(path) if path is not None else default_positions_path()
     boards, scores, plies, moves, sets = [], [], [], [], []
     for where, record, board in read_game_records(path, "positions", ("moves", "scores")):
@@ -151,8 +161,18 @@ def accuracy_from_policy(scores, ply, probs, greedy) -> dict:
 
 
 def accuracy(agent: Agent, positions: dict, log=None) -> dict:
-    """Solver-labelled accuracy of ``agent`` on ``positions`` (from :func:`load_positions`);
-    ``log``: progress lines while a slow player (a search) works."""
+    """How often an agent's move is optimal, or keeps the game's outcome.
+
+    Args:
+        agent: the player.
+        positions: from :func:`load_positions`.
+        log: a callable for progress lines while a slow player (a search) works.
+
+    Returns:
+        A report: ``greedy_optimal``, ``greedy_keeps_outcome``, ``sampled_optimal``,
+        ``sampled_keeps_outcome`` (exact expectations over the player's distribution), the same
+        on positions not already lost, and ``by_ply`` in bins of five plies.
+    """
     probs, _, greedy = policy(agent, positions["boards"], progress=Progress(log, "positions", len(positions["boards"])))
     report = accuracy_from_policy(positions["scores"], positions["ply"], probs, greedy)
     return {"player": agent.name, **report}
@@ -276,10 +296,20 @@ def load_pons_moves(path=None) -> dict[str, dict]:
 
 
 def load_pons(directory=None) -> dict[str, dict]:
-    """Pons' sets: by default the shipped ones with every column's score
-    (:func:`load_pons_moves`); from ``directory``, its ``Test_L*_R*`` files, whose lines are
-    ``MOVES SCORE`` with the position's exact value only (``{set: {"boards", "value",
-    "moves"}}``; no move errors then). One-line ValueError naming the line of a malformed one."""
+    """Pascal Pons' benchmark sets.
+
+    Args:
+        directory: a folder of ``Test_L*_R*`` files (lines ``MOVES SCORE``, the position's exact
+            value only: no move errors then); default: the shipped sets with every column's
+            score (:func:`load_pons_moves`).
+
+    Returns:
+        ``{set name: {"boards": int8 (N, 6, 7), "value": (N,), "moves": [str], "scores": (N, 7)
+        where known}}`` in AlphaZero.jl's order.
+
+    Raises:
+        ValueError: one line naming the file and line of a malformed record.
+    """
     if directory is None:
         sets = load_pons_moves()
         for data in sets.values():
@@ -324,14 +354,25 @@ def move_errors(scores: np.ndarray, probs: np.ndarray, greedy: np.ndarray) -> tu
 
 
 def pons(agent: Agent, sets: dict, log=None, protocol: str | None = None) -> dict:
-    """Per set: the move error rate (%) as AlphaZero.jl measures it, of the move the player
-    plays (its most likely column or the search's move; the expectation over its draw for a
-    player that samples, random and RandomPunisher), with the reference figures beside it; and,
-    when the player has a value (a value head, or a search's root value), how often it reads the
-    outcome right: overall, per true outcome, and the sign alone on decided positions.
-    ``log``: progress lines while a slow player (a search) works. ``protocol``: the agent is
-    already the protocol's player (:func:`protocol_spec`); its move is always its most likely
-    column, the lowest on ties (AlphaZero.jl's ``argmax(pi)``), and the report says so."""
+    """Move error on Pons' sets as AlphaZero.jl measures it.
+
+    An error is a move that does not keep the game-theoretic outcome (``optimal_on`` false).
+    The move is the player's most likely column or the search's move; for a player that samples
+    (random, RandomPunisher) the expectation over its draw, unless ``protocol`` is given.
+
+    Args:
+        agent: the player (for AlphaZero.jl's protocol, the one :func:`protocol_spec` names).
+        sets: from :func:`load_pons`.
+        log: a callable for progress lines while a slow player (a search) works.
+        protocol: the protocol the agent was built for (``"alphazero.jl"``): the move is always
+            its most likely column, the lowest on ties (AlphaZero.jl's ``argmax(pi)``), and the
+            report says so.
+
+    Returns:
+        A report: per set ``move_error`` (%) beside AlphaZero.jl's reference rows, and, when the
+        player has a value (a value head, or a search's root value), how often it reads the
+        outcome right; ``mean_move_error`` over the sets.
+    """
     progress = Progress(log, "positions", sum(len(data["boards"]) for data in sets.values()))
     with_value = agent.has_value or agent.search is not None
     samples = agent.temperature() > 0 and protocol is None

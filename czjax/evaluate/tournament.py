@@ -131,8 +131,23 @@ def tournament(
     log=None,
     temperature: float | None = None,
 ) -> dict:
-    """A round robin (:func:`round_robin`) and the ratings fitted to it, as a report. Each agent
-    plays at its own temperature (``Agent.temperature()``), or all at ``temperature`` when given."""
+    """A round robin between agents and the Elo ratings fitted to it.
+
+    Each agent plays at its own temperature (``Agent.temperature()``: a trained model its most
+    likely column, a search its move, a built-in player by sampling), or all at
+    ``temperature`` when given.
+
+    Args:
+        agents: the players.
+        games: games per pair, half with each side first.
+        anchor: the name of the agent rated 0 (default: the first).
+        seed: the games' random stream.
+        log: a callable for progress lines.
+        temperature: every agent's temperature, overriding their own.
+
+    Returns:
+        A report: the results of every pair, how each agent chose its moves, and the ratings
+        (Bradley-Terry on the Elo scale, draws counting half) with 95% intervals."""
     names = [a.name for a in agents]
     if len(set(names)) != len(names):
         raise ValueError(f"each player may take part once, got {names}")

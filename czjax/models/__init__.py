@@ -19,6 +19,7 @@ defaults (LeCun-normal kernels, zero biases), about sqrt(3) times PyTorch's spre
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any
@@ -31,6 +32,7 @@ from jax import lax
 
 from czjax import game
 from czjax.players import PlayerOutput
+from czjax.util.options import make_settings
 
 TORCH_EPS = 1e-5
 
@@ -39,11 +41,17 @@ TORCH_EPS = 1e-5
 # (``--precision mixed``), and the outputs come back as float32.
 COMPUTE_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 
-# How :class:`Conv3x3` computes: "im2col" (patches + one matmul) or "xla" (lax.conv, cuDNN on
-# an NVIDIA GPU); "auto" by backend, chosen by measurement: on XLA's CPU im2col's gradient is
-# 1.6x faster. Backends not measured yet use im2col (czjax bench train --conv compares them).
-CONV_METHODS = ("auto", "im2col", "xla")
-BACKEND_CONV = {"cpu": "im2col"}
+# How :class:`Conv3x3` computes: "im2col" (patches + one matmul), "xla" (lax.conv, cuDNN on an
+# NVIDIA GPU) or "canonical" (lax.conv whose gradient's convolutions are written in the NHWC/HWIO
+# layout, :func:`conv3x3_canonical`); "auto" by backend, chosen by measurement (czjax bench
+# train --conv compares them; backends not measured yet use im2col). On XLA's CPU "canonical"
+# makes Mk4's training iteration 2x faster than im2col (docs/benchmarks.md). With "canonical",
+# Mk4's (6, 1) column convolution is a matrix product too (:class:`ColumnConv`).
+CONV_METHODS = ("auto", "im2col", "xla", "canonical")
+BACKEND_CONV = {"cpu": "canonical"}
+# ResNet keeps im2col on the CPU: a ResNet run is recorded bit for bit on the development CPU
+# (tests/data/old-run), and another convolution changes the last bits of its floats.
+RESNET_BACKEND_CONV = {"cpu": "im2col"}
 
 
 def _method(method: str, by_backend: dict, unmeasured: str) -> str:
@@ -86,12 +94,55 @@ def one_hot_planes(boards):
     return jnp.stack([boards == 1, boards == -1, boards == 0], axis=-1).astype(jnp.float32)
 
 
+_NHWC = ("NHWC", "HWIO", "NHWC")
+_SAME = ((1, 1), (1, 1))
+
+
+def _conv_nhwc(x, kernel, padding=_SAME):
+    return lax.conv_general_dilated(x, kernel, (1, 1), padding, dimension_numbers=_NHWC)
+
+
+@jax.custom_vjp
+def conv3x3_canonical(x, kernel):
+    """``lax.conv`` of ``x (B, H, W, in)`` with a 3x3 ``kernel (3, 3, in, out)``, 'same' padding,
+    whose gradient is computed by two convolutions in the canonical NHWC/HWIO layout.
+
+    JAX's own gradient of a convolution is a pair of convolutions in other layouts (features
+    first, a reversed kernel). XLA's CPU backend rewrites those into the canonical layout, which
+    it hands to its fast kernels (YNNPACK), only in a program's entry computation: inside a loop
+    or a conditional, where the training iteration computes every gradient, they stay in XLA's
+    generic convolution loop, about 7x slower. Written here in the canonical layout they get the
+    fast kernels everywhere. The forward pass is ``lax.conv``'s; the gradient is the same sums.
+    """
+    return _conv_nhwc(x, kernel)
+
+
+def _conv3x3_forward(x, kernel):
+    return _conv_nhwc(x, kernel), (x, kernel)
+
+
+def _conv3x3_backward(residuals, dy):
+    x, kernel = residuals
+    # dx[b, r, s, c] = sum_{i, j, o} dy[b, r + 1 - i, s + 1 - j, o] kernel[i, j, c, o]: the
+    # convolution of dy with the kernel flipped in space and its features swapped
+    dx = _conv_nhwc(dy, jnp.transpose(kernel[::-1, ::-1], (0, 1, 3, 2)))
+    # dkernel[i, j, c, o] = sum_{b, r, s} x[b, r + i - 1, s + j - 1, c] dy[b, r, s, o]: a
+    # convolution with the input's channels as its batch, the games as its features, and dy as
+    # an (H, W) kernel; the output (in, 3, 3, out) is the kernel's layout after a transpose
+    dkernel = _conv_nhwc(jnp.transpose(x, (3, 1, 2, 0)), jnp.transpose(dy, (1, 2, 0, 3)))
+    return dx, jnp.transpose(dkernel, (1, 2, 0, 3))
+
+
+conv3x3_canonical.defvjp(_conv3x3_forward, _conv3x3_backward)
+
+
 class Conv3x3(nn.Module):
-    """A bias-free 3x3 'same' convolution computed as im2col + one matmul.
+    """A bias-free 3x3 'same' convolution, computed by ``method`` (CONV_METHODS): im2col + one
+    matmul, ``lax.conv``, or ``lax.conv`` with a gradient in the canonical layout
+    (:func:`conv3x3_canonical`).
 
     The kernel has ``nn.Conv``'s layout and initialiser, ``(3, 3, in, out)``; only the
-    computation differs. On XLA's CPU backend its gradient is about 1.6x faster than
-    ``lax.conv``'s for the (B, 6, 7, 64) activations here, and the forward pass is as fast.
+    computation differs.
     """
 
     features: int
@@ -102,8 +153,11 @@ class Conv3x3(nn.Module):
     def __call__(self, x):
         kernel = self.param("kernel", nn.initializers.lecun_normal(), (3, 3, x.shape[-1], self.features))
         x, kernel = x.astype(self.dtype), kernel.astype(self.dtype)
-        if _method(self.method, BACKEND_CONV, "im2col") == "xla":
-            return lax.conv_general_dilated(x, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        method = _method(self.method, BACKEND_CONV, "im2col")
+        if method == "xla":
+            return _conv_nhwc(x, kernel)
+        if method == "canonical":
+            return conv3x3_canonical(x, kernel)
         padded = jnp.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
         rows, cols = x.shape[1], x.shape[2]
         patches = jnp.concatenate(
@@ -148,6 +202,22 @@ def group_norm(method: str, dtype, name: str):
     return nn.GroupNorm(num_groups=16, epsilon=TORCH_EPS, dtype=dtype, name=name)
 
 
+class ColumnConv(nn.Module):
+    """Mk4's (6, 1) 'valid' convolution, each column of the board reduced to ``features``, as one
+    matrix product over (row, channel). ``nn.Conv``'s parameter (``kernel (6, 1, in, out)``, its
+    initialiser) and output ``(B, 1, 7, out)``; its gradient is two matrix products where
+    ``lax.conv``'s is two convolutions that XLA's CPU backend runs in its generic loop."""
+
+    features: int
+    dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, x):
+        kernel = self.param("kernel", nn.initializers.lecun_normal(), (x.shape[1], 1, x.shape[-1], self.features))
+        x, kernel = x.astype(self.dtype), kernel.astype(self.dtype)
+        return jnp.einsum("brwc,rco->bwo", x, kernel[:, 0])[:, None]
+
+
 class ResBlock(nn.Module):
     conv: str = "auto"
     dtype: Any = jnp.float32
@@ -184,7 +254,10 @@ class CNNMk4(nn.Module):
         x = nn.relu(group_norm(self.norm, dtype, "GroupNorm_0")(x))
         for _ in range(3):
             x = ResBlock(self.conv, dtype, self.norm)(x)
-        x = nn.Conv(64, (game.ROWS, 1), padding="VALID", use_bias=False, dtype=dtype)(x)  # (B, 1, 7, 64)
+        if _method(self.conv, BACKEND_CONV, "im2col") == "canonical":
+            x = ColumnConv(64, dtype, name="Conv_0")(x)  # (B, 1, 7, 64)
+        else:
+            x = nn.Conv(64, (game.ROWS, 1), padding="VALID", use_bias=False, dtype=dtype)(x)
         features = jnp.transpose(x[:, 0], (0, 2, 1)).reshape(x.shape[0], -1)  # index = channel * 7 + col
         p = nn.Dense(128, use_bias=False, dtype=dtype)(features)
         p = nn.relu(nn.LayerNorm(epsilon=TORCH_EPS, dtype=dtype)(p))
@@ -215,17 +288,16 @@ class ResNet(nn.Module):
     @nn.compact
     def __call__(self, boards):
         dtype, width = self.dtype, self.channels
+        conv = _method(self.conv, RESNET_BACKEND_CONV, "im2col")
         groups = max(1, width // 8)
 
         def norm(name):
             return nn.GroupNorm(num_groups=groups, epsilon=TORCH_EPS, dtype=dtype, name=name)
 
-        x = nn.relu(
-            norm("stem_norm")(Conv3x3(width, self.conv, dtype, name="stem")(one_hot_planes(boards).astype(dtype)))
-        )
+        x = nn.relu(norm("stem_norm")(Conv3x3(width, conv, dtype, name="stem")(one_hot_planes(boards).astype(dtype))))
         for i in range(self.blocks):
-            y = nn.relu(norm(f"block{i}_norm0")(Conv3x3(width, self.conv, dtype, name=f"block{i}_conv0")(x)))
-            y = norm(f"block{i}_norm1")(Conv3x3(width, self.conv, dtype, name=f"block{i}_conv1")(y))
+            y = nn.relu(norm(f"block{i}_norm0")(Conv3x3(width, conv, dtype, name=f"block{i}_conv0")(x)))
+            y = norm(f"block{i}_norm1")(Conv3x3(width, conv, dtype, name=f"block{i}_conv1")(y))
             x = nn.relu(x + y)
         batch = x.shape[0]
         p = nn.relu(nn.Dense(2, dtype=dtype, name="policy_conv")(x)).reshape(
@@ -237,36 +309,61 @@ class ResNet(nn.Module):
         return logits, jnp.tanh(nn.Dense(1, dtype=dtype, name="value")(v)[:, 0].astype(jnp.float32))
 
 
-RESNET_DEFAULTS = {"blocks": 5, "channels": 64}
+@dataclasses.dataclass(frozen=True)
+class ResNetOptions:
+    """The options of ``resnet[:blocks=B,channels=C]``: residual blocks and their channels."""
 
+    blocks: int = 5
+    channels: int = 64
 
-def parse_resnet(name: str) -> dict:
-    """``resnet`` or ``resnet:blocks=B,channels=C`` -> its settings; one-line ValueError."""
-    _, _, options = name.partition(":")
-    settings = dict(RESNET_DEFAULTS)
-    for item in filter(None, (part.strip() for part in options.split(","))):
-        key, sep, value = item.partition("=")
-        if not sep or key not in RESNET_DEFAULTS:
-            raise ValueError(f"model {name!r}: resnet's options are blocks=B,channels=C, got {item!r}")
-        if not value.isdigit() or int(value) < (0 if key == "blocks" else 1):
+    def check(self) -> None:
+        if self.blocks < 0 or self.channels < 1:
             raise ValueError(
-                f"model {name!r}: {key} must be a whole number{' >= 1' if key == 'channels' else ''}, got {value!r}"
+                f"resnet needs blocks >= 0 and channels >= 1, got blocks={self.blocks}, channels={self.channels}"
             )
-        settings[key] = int(value)
-    return settings
 
 
-# name -> (dtype, conv method, norm method) -> module
-MODELS: dict[str, Callable[[Any, str, str], nn.Module]] = {
-    "mlp": lambda dtype, conv, norm: SimpleMLP(dtype=dtype),
-    "mlp3": lambda dtype, conv, norm: MLP3(dtype=dtype),
-    "cnn-mk4": lambda dtype, conv, norm: CNNMk4(value_head=False, conv=conv, dtype=dtype, norm=norm),
-    "cnn-mk4-value": lambda dtype, conv, norm: CNNMk4(value_head=True, conv=conv, dtype=dtype, norm=norm),
+@dataclasses.dataclass(frozen=True)
+class ModelEntry:
+    """A network in :data:`MODELS`: ``build(options, dtype, conv, norm)`` makes the module;
+    ``options`` is its options' dataclass (read from ``NAME:key=value,...`` by
+    :func:`czjax.util.options.make_settings`), None for a network without options."""
+
+    build: Callable[[Any, Any, str, str], nn.Module]
+    options: type | None = None
+
+
+MODELS: dict[str, ModelEntry] = {
+    "mlp": ModelEntry(lambda options, dtype, conv, norm: SimpleMLP(dtype=dtype)),
+    "mlp3": ModelEntry(lambda options, dtype, conv, norm: MLP3(dtype=dtype)),
+    "cnn-mk4": ModelEntry(
+        lambda options, dtype, conv, norm: CNNMk4(value_head=False, conv=conv, dtype=dtype, norm=norm)
+    ),
+    "cnn-mk4-value": ModelEntry(
+        lambda options, dtype, conv, norm: CNNMk4(value_head=True, conv=conv, dtype=dtype, norm=norm)
+    ),
+    "resnet": ModelEntry(
+        lambda options, dtype, conv, norm: ResNet(
+            blocks=options.blocks, channels=options.channels, conv=conv, dtype=dtype
+        ),
+        ResNetOptions,
+    ),
 }
+"""Each network's name in specs (``--model``, ``untrained:MODEL``) -> how it is built."""
+
+
+def model_names() -> str:
+    """The networks with their options, for messages and help texts: ``mlp, ..., resnet[:blocks=5,channels=64]``."""
+    return ", ".join(
+        name
+        if entry.options is None
+        else f"{name}[:{','.join(f'{f.name}={f.default}' for f in dataclasses.fields(entry.options))}]"
+        for name, entry in MODELS.items()
+    )
 
 
 def is_model_name(name) -> bool:
-    """Whether ``name`` names a model (a registry name, or ``resnet[:OPTIONS]``)."""
+    """Whether ``name`` names a model (``NAME`` or ``NAME:OPTIONS`` of :data:`MODELS`)."""
     if not isinstance(name, str):
         return False
     try:
@@ -277,23 +374,32 @@ def is_model_name(name) -> bool:
 
 
 def get_model(name: str, dtype: str = "float32", conv: str = "auto", norm: str = "auto") -> nn.Module:
-    """The model registered as ``name``, its activations in ``dtype`` (COMPUTE_DTYPES), its 3x3
-    convolutions computed by ``conv`` (CONV_METHODS) and its GroupNorm layers by ``norm``
-    (NORM_METHODS); a one-line ``ValueError`` for an unknown name. The parameters are the same
-    whatever the dtype and methods."""
+    """A network by its spec.
+
+    Args:
+        name: a name of :data:`MODELS`, with options where it has them (``resnet:blocks=2,channels=32``).
+        dtype: the activations' dtype (:data:`COMPUTE_DTYPES`); the parameters stay float32.
+        conv: how 3x3 convolutions compute (:data:`CONV_METHODS`).
+        norm: how GroupNorm layers compute (:data:`NORM_METHODS`).
+
+    Returns:
+        The Flax module; its parameters are the same whatever ``dtype``, ``conv`` and ``norm``.
+
+    Raises:
+        ValueError: one line: an unknown name, method or option.
+    """
     if conv not in CONV_METHODS:
         raise ValueError(f"unknown conv {conv!r}; choose one of {', '.join(CONV_METHODS)}")
     if norm not in NORM_METHODS:
         raise ValueError(f"unknown norm {norm!r}; choose one of {', '.join(NORM_METHODS)}")
-    if name == "resnet" or name.startswith("resnet:"):
-        return ResNet(**parse_resnet(name), conv=conv, dtype=COMPUTE_DTYPES[dtype])
-    try:
-        build = MODELS[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown model {name!r}; choose one of {', '.join(MODELS)}, resnet[:blocks=B,channels=C]"
-        ) from None
-    return build(COMPUTE_DTYPES[dtype], conv, norm)
+    base, _, text = name.partition(":")
+    if base not in MODELS:
+        raise ValueError(f"unknown model {name!r}; choose one of {model_names()}")
+    entry = MODELS[base]
+    if entry.options is None and text.strip():
+        raise ValueError(f"model {base!r} takes no options, got {name!r}")
+    options = None if entry.options is None else make_settings(f"model {base}", entry.options, text)
+    return entry.build(options, COMPUTE_DTYPES[dtype], conv, norm)
 
 
 def fan_in(kernel_shape) -> int:

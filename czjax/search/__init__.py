@@ -44,7 +44,7 @@ from czjax.search.columns import col_argmax, col_max, col_min, col_softmax, col_
 from czjax.search.gumbel import GUMBEL_MOVES, Gumbel, gumbel_output
 from czjax.search.playouts import ROLLOUT_MASK, RolloutImprover, rollout_values
 from czjax.search.puct import PUCT, dirichlet_noise, visit_output
-from czjax.search.registry import SEARCHES, make_search, make_settings, parse_spec, search_options, search_player
+from czjax.search.registry import SEARCHES, make_search, parse_spec, search_options, search_player
 from czjax.search.selection import completed_q, considered_visits, gumbel_select, puct_select, subtree_entropy
 from czjax.search.tree import (
     ROOT,
@@ -94,7 +94,6 @@ __all__ = [
     "init_tree",
     "make_recurrent_fn",
     "make_search",
-    "make_settings",
     "network_value",
     "parse_spec",
     "puct_select",

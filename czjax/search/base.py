@@ -116,10 +116,16 @@ class SearchOutput:
 
 class Search(Protocol):
     """A search's settings: a frozen dataclass whose fields are its options (parsed by
-    :func:`czjax.search.registry.make_search`), with ``run``, ``logits`` and ``check``."""
+    :func:`czjax.search.registry.make_search`), with ``run``, ``logits``, ``check`` and its cost,
+    ``evaluations_per_move``."""
 
     __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
     description: ClassVar[str]
+
+    @property
+    def evaluations_per_move(self) -> int:
+        """Network evaluations behind one move (what a job of many moves costs)."""
+        ...
 
     def __hash__(self) -> int:  # frozen: a search is a static argument and a cache key
         ...

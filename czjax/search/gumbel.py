@@ -73,6 +73,14 @@ class Gumbel:
     full_fraction: float = 1.0
     description: ClassVar[str] = "Gumbel MuZero (sequential halving at the root, completed-Q policy)"
 
+    @property
+    def evaluations_per_move(self) -> int:
+        """Network evaluations behind one move: the root and one per simulation (with playout cap
+        randomization, the expected number)."""
+        if self.fast_sims:
+            return round(self.full_fraction * self.sims + (1 - self.full_fraction) * self.fast_sims) + 1
+        return self.sims + 1
+
     def run(
         self,
         player: Player,

@@ -1,5 +1,5 @@
 """The PyTorch project's rollout improver (``treesearch.multiple_rollouts``), the search named
-``rollout`` in specs (``rollout:width=4,depth=4:random``): every column scored by the mean of
+``playouts`` in specs (``playouts:width=4,depth=4:random``; ``rollout`` before): every column scored by the mean of
 short playouts of the network's policy."""
 
 from __future__ import annotations
@@ -80,6 +80,12 @@ class RolloutImprover:
     gamma: float = 0.9
     temperature: float = 1.0
     description: ClassVar[str] = "the PyTorch project's rollout improver (treesearch.multiple_rollouts)"
+
+    @property
+    def evaluations_per_move(self) -> int:
+        """Network evaluations behind one move: ``width`` rollouts of ``depth`` plies per column,
+        and the root."""
+        return NUM_ACTIONS * self.width * self.depth + 1
 
     def run(
         self, player: Player, params: Any, boards: jax.Array, key: jax.Array, *, env: Environment = CONNECT_FOUR

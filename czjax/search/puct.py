@@ -42,22 +42,28 @@ def visit_output(tree: Tree) -> SearchOutput:
 @dataclasses.dataclass(frozen=True)
 class PUCT:
     """AlphaZero's PUCT: ``sims`` simulations, exploration ``c``, root noise ``(1 - noise) P +
-    noise Dir(alpha)`` (0 for play and evaluation); the policy is the root's visit counts.
+    noise Dir(noise_alpha)`` (0 for play and evaluation); the policy is the root's visit counts.
     ``entropy``: seed 004's entropy-guided exploration
     (:func:`czjax.search.selection.subtree_entropy`)."""
 
     sims: int = 64
     c: float = 2.0
     noise: float = 0.0
-    alpha: float = 0.3
+    noise_alpha: float = 0.3
     entropy: bool = False
     description: ClassVar[str] = "AlphaZero's PUCT tree search (visit-count policy)"
+    option_aliases: ClassVar[dict[str, str]] = {"alpha": "noise_alpha"}  # its name before
+
+    @property
+    def evaluations_per_move(self) -> int:
+        """Network evaluations behind one move: the root and one per simulation."""
+        return self.sims + 1
 
     def run(
         self, player: Player, params: Any, boards: jax.Array, key: jax.Array, *, env: Environment = CONNECT_FOUR
     ) -> SearchOutput:
         """The search from int8 ``boards (B, 6, 7)`` with ``player``'s network in ``env``."""
-        noise = dirichlet_noise(self.alpha, self.noise) if self.noise > 0 else None
+        noise = dirichlet_noise(self.noise_alpha, self.noise) if self.noise > 0 else None
         selection = puct_select(self.c, self.entropy)
         tree = run_tree_search(player, params, boards, key, self.sims, selection, noise, env=env)
         return visit_output(tree)
@@ -69,8 +75,8 @@ class PUCT:
 
     def check(self) -> None:
         """One-line ``ValueError`` for a setting out of its range."""
-        check_ranges(self, at_least_one=("sims",), non_negative=("c", "noise", "alpha"))
+        check_ranges(self, at_least_one=("sims",), non_negative=("c", "noise", "noise_alpha"))
         if self.noise > 1:
             raise ValueError(f"noise must be in [0, 1], got {self.noise}")
-        if self.alpha == 0 and self.noise > 0:
-            raise ValueError("alpha must be positive when noise is on")
+        if self.noise_alpha == 0 and self.noise > 0:
+            raise ValueError("noise_alpha must be positive when noise is on")

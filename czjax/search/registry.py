@@ -21,9 +21,10 @@ from czjax.search.base import CONNECT_FOUR, Environment, Search
 from czjax.search.gumbel import Gumbel
 from czjax.search.playouts import RolloutImprover
 from czjax.search.puct import PUCT
+from czjax.util.options import OptionValue, make_settings
 
 SEARCHES: dict[str, Callable[..., Search]] = {
-    "rollout": RolloutImprover,
+    "playouts": RolloutImprover,
     "mcts": PUCT,
     "entropy-mcts": functools.partial(PUCT, entropy=True),
     "gumbel": Gumbel,
@@ -31,58 +32,25 @@ SEARCHES: dict[str, Callable[..., Search]] = {
 }
 """Each search's name in specs -> its settings (a dataclass, or one with a setting fixed)."""
 
-OptionValue = str | int | float | bool
-
-
-def split_options(options: str) -> dict[str, str]:
-    """``"sims=64,c=1.5"`` -> ``{"sims": "64", "c": "1.5"}``; one-line ``ValueError`` otherwise."""
-    pairs = [item.partition("=") for item in options.split(",") if item.strip()]
-    if any(not sep for _, sep, _ in pairs):
-        raise ValueError(f"options are key=value pairs separated by commas, got {options!r}")
-    return {k.strip(): v.strip() for k, _, v in pairs}
-
-
-def parse_option(name: str, field: dataclasses.Field[Any], text: OptionValue) -> OptionValue:
-    """The value of option ``field`` of search ``name`` from ``text`` (or a Python value), of the
-    type of the field's default; one-line ``ValueError`` when it does not parse."""
-    default = field.default
-    try:
-        if isinstance(default, bool):
-            return (
-                text
-                if isinstance(text, bool)
-                else {"1": True, "true": True, "0": False, "false": False}[str(text).lower()]
-            )
-        if isinstance(default, str):
-            return str(text)
-        if isinstance(default, int):
-            return int(text)
-        return float(text)
-    except (KeyError, ValueError):
-        expected = "0 or 1" if isinstance(default, bool) else "a number" if isinstance(default, float) else "an integer"
-        raise ValueError(f"{name} option {field.name} must be {expected}, got {text!r}") from None
-
-
-def make_settings(name: str, factory: Callable[..., Any], options: str | Mapping[str, OptionValue] = "") -> Any:
-    """``factory(**options)`` checked: the settings dataclass of ``name`` (a search, or another
-    player with options such as ``minimax``) from ``"key=value,..."`` text or a dict; one-line
-    ``ValueError`` for an unknown option or a value that does not parse or is out of range."""
-    fields = {f.name: f for f in dataclasses.fields(factory())}
-    if isinstance(options, str):
-        options = split_options(options)
-    values = {}
-    for key, text in options.items():
-        if key not in fields:
-            raise ValueError(f"{name} has no option {key!r}; its options are {', '.join(fields)}")
-        values[key] = parse_option(name, fields[key], text)
-    settings = factory(**values)
-    settings.check()
-    return settings
+SEARCH_ALIASES = {"rollout": "playouts"}
+"""Names a search had before, still read where users type them (specs, stored configs)."""
 
 
 def make_search(name: str, options: str | Mapping[str, OptionValue] = "") -> Search:
-    """The search ``name`` with ``options`` (``"sims=64,c=1.5"`` or a dict); one-line
-    ``ValueError`` for an unknown name, option or value."""
+    """A search's settings by name.
+
+    Args:
+        name: one of :data:`SEARCHES` (or an earlier name in :data:`SEARCH_ALIASES`).
+        options: ``"sims=64,c=1.5"`` or a dict; the rest keep their defaults.
+
+    Returns:
+        The search (a frozen dataclass: :class:`czjax.search.Search`), checked.
+
+    Raises:
+        ValueError: one line: an unknown name or option, or a value that does not parse or is
+            out of range.
+    """
+    name = SEARCH_ALIASES.get(name, name)
     if name not in SEARCHES:
         raise ValueError(f"unknown search {name!r}; choose one of {', '.join(SEARCHES)}")
     return make_settings(name, SEARCHES[name], options)
@@ -93,17 +61,18 @@ def search_options() -> str:
     parts = []
     for name, factory in SEARCHES.items():
         defaults = factory()
-        fields = [f.name for f in dataclasses.fields(defaults) if not (name == "entropy-mcts" and f.name == "entropy")]
+        fixed = getattr(factory, "keywords", {})  # an entry with settings fixed (entropy-mcts) hides them
+        fields = [f.name for f in dataclasses.fields(defaults) if f.name not in fixed]
         parts.append(f"{name} ({', '.join(f'{f}={getattr(defaults, f)}' for f in fields)})")
     return "; ".join(parts)
 
 
 def parse_spec(spec: str) -> tuple[Search, str] | None:
     """``(search, base spec)`` for a player spec ``NAME:OPTIONS:BASE`` or ``NAME:BASE``
-    (``mcts:sims=64:runs/ex3``, ``gumbel:runs/ex3``, ``rollout:width=4,depth=4:runs/ex3``), or
+    (``mcts:sims=64:runs/ex3``, ``gumbel:runs/ex3``, ``playouts:width=4,depth=4:runs/ex3``), or
     None when ``spec`` does not start with a search's name."""
     name, sep, rest = spec.partition(":")
-    if not sep or name not in SEARCHES:
+    if not sep or SEARCH_ALIASES.get(name, name) not in SEARCHES:
         return None
     options, sep, base = rest.partition(":")
     if "=" not in options:  # no options: everything after the name is the player (which may hold colons)
@@ -115,10 +84,19 @@ def parse_spec(spec: str) -> tuple[Search, str] | None:
 
 @functools.cache
 def search_player(search: Search, player: Player, env: Environment = CONNECT_FOUR) -> Player:
-    """``search`` over ``player``'s network in ``env`` as a player: its logits say the search's
-    move (see each search's ``logits``), its value is the root's, its policy target the search's
-    policy (zeros where the search says it is not to be trained on: no policy loss there).
-    Cached, so the same search over the same network is the same function (no recompiles)."""
+    """A search over a network as a player. Cached, so the same search over the same network is
+    the same function (no recompiles).
+
+    Args:
+        search: the search's settings (:func:`make_search`).
+        player: the network's player, ``(params, boards, key) -> PlayerOutput``.
+        env: the game as the search sees it (Connect 4 by default).
+
+    Returns:
+        A player whose ``logits (B, 7)`` say the search's move (see each search's ``logits``),
+        whose ``value (B,)`` is the root's, and whose ``policy_target (B, 7)`` is the search's
+        policy (zeros where the search says it is not to be trained on: no policy loss there).
+    """
 
     def searched(params: Any, boards: jax.Array, key: jax.Array) -> PlayerOutput:
         out = search.run(player, params, boards, key, env=env)

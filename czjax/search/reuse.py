@@ -171,7 +171,7 @@ def puct_search(
     to. Root noise (``search.noise``) perturbs the root's prior either way. The network is
     evaluated ``sims + 1`` times per board in both cases."""
     if search.noise > 0:
-        noise = dirichlet_noise(search.alpha, search.noise)
+        noise = dirichlet_noise(search.noise_alpha, search.noise)
     num_nodes = keep + search.sims
     # as czjax.search.tree.run_tree_search, with the root's tree chosen per board
     positions = env.encode(boards)
