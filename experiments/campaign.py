@@ -1,20 +1,18 @@
-"""The GPU campaign: the owed runs as named steps, each one command of at most 9 minutes that
-resumes where the last stopped and copies its results into the repository.
+"""Named experiment steps, each resumable within a time limit: ``run`` works on a step for at
+most ``--max-seconds``, stops cleanly (its checkpoint written) and continues where it stopped the
+next time, so a long experiment runs as a series of short calls on whatever machine is at hand.
 
-GPU time comes in short slots (one command of at most 10 minutes, on a machine that starts bare
-and hands back only what the command writes under ``$OUT``). So every step here
-
-- runs in its work folder ``runs/campaign/<step>/`` and stops cleanly before ``--max-seconds``
-  (checkpoint written); ``run`` again continues it (the work folder must then be the same one:
-  on a fresh machine, carry it back, see ``docs/results/README.md``);
-- after every slot, done or not, writes its results to ``docs/results/<step>/``:
-  ``summary.json`` (status, progress, command, wall time, machine), ``results.md`` (the
-  milestone table), figures, and metrics small enough to commit (gzipped, decimated); and
-  copies the same files to ``$OUT/<step>/`` when ``OUT`` is set (what comes back from the GPU).
+Every step
+- keeps its state in its work folder ``runs/campaign/<step>/`` (a later call continues from it,
+  on this machine or on another one the folder is copied to);
+- after every call, done or not, writes its results to ``docs/results/<step>/``:
+  ``summary.json`` (state, progress, command, wall time, machine), ``results.md`` (the milestone
+  table), figures, and metrics small enough to commit (gzipped, decimated); ``--copy-to DIR``
+  also copies those files to ``DIR/<step>/`` (for a machine whose outputs are read from one folder).
 
     python experiments/campaign.py status                    # what is done, what is next
     python experiments/campaign.py run next --max-seconds 540
-    python experiments/campaign.py run ex1-8seeds --max-seconds 540
+    python experiments/campaign.py run ex1-8seeds --max-seconds 540 --copy-to /tmp/results
 
 ``--scale F`` runs F of each step's work (a test or a CPU smoke run); a step's results record
 the scale they were run at, and ``status`` counts only full-scale results as done.
@@ -38,7 +36,6 @@ from typing import NamedTuple
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "docs" / "results"
 WORK = ROOT / "runs" / "campaign"
-OUT_FILE_LIMIT = 16 * 2**20  # what one file under $OUT may weigh to come back
 METRICS_ROWS = 400  # rows of metrics kept per configuration when they are committed
 
 
@@ -110,14 +107,14 @@ def blog_example(number: int, seeds: int = 8) -> Step:
             "seeds": seeds,
             "games_per_seed": done_batches * config.games_per_batch,
             "milestones": table,
-            "slot_wall_s": time.perf_counter() - start,
+            "call_wall_s": time.perf_counter() - start,
             "preset": preset_name,
         }
 
     return Step(f"example {number} ({preset_name}) x {seeds} seeds vmapped, the preset's full length", run)
 
 
-# --- The strength issue's ten-minute run ---------------------------------------------------
+# --- The strength recipe for nine minutes -------------------------------------------------------
 
 
 # The strength step below full scale (tests, CPU smoke runs): the same recipe, tiny.
@@ -144,13 +141,13 @@ def strength_run(ctx: Context) -> dict:
     budget = 540 * ctx.scale
     out = ctx.work / "run"
     resume = (out / "checkpoint.msgpack").exists()
-    slot = max(1.0, ctx.stop_at - time.monotonic())
-    summary = loop.run(
+    left = max(1.0, ctx.stop_at - time.monotonic())
+    summary = loop.run_training(
         config,
         HParams.create(**preset.hparams),
         out,
         seed=0,
-        time_budget_s=min(budget, _elapsed(out) + slot),
+        time_budget_s=min(budget, _elapsed(out) + left),
         resume=resume,
         log=ctx.log,
         title="czjax train --preset gumbel-az-gpu --time-budget 540 (seed 0)",
@@ -202,7 +199,7 @@ def command_step(description: str, commands: Callable[[Context], list[tuple[str,
         for name, argv in commands(ctx):
             left = ctx.stop_at - time.monotonic()
             if left <= 5:
-                results[name] = {"returncode": None, "note": "not run: no time left in this slot"}
+                results[name] = {"returncode": None, "note": "not run: no time left in this call"}
                 continue
             ctx.log(f"$ {' '.join(argv)}")
             start = time.perf_counter()
@@ -210,7 +207,7 @@ def command_step(description: str, commands: Callable[[Context], list[tuple[str,
                 proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=left)
                 code, text = proc.returncode, proc.stdout + proc.stderr
             except subprocess.TimeoutExpired as err:
-                code, text = None, f"{err.stdout or ''}{err.stderr or ''}\n(stopped at the slot's time limit)"
+                code, text = None, f"{err.stdout or ''}{err.stderr or ''}\n(stopped at the call's time limit)"
                 text = text if isinstance(text, str) else text.decode(errors="replace")
             (ctx.results / f"{name}.log").write_text(text[-2_000_000:])
             if code == 0 and text.lstrip().startswith(("{", "[")):
@@ -238,7 +235,8 @@ def czjax(*args: str) -> list[str]:
 
 STEPS: dict[str, Step] = {
     "strength-10min": Step(
-        "czjax train --preset gumbel-az-gpu --time-budget 540 (the strength issue's ten-minute run)", strength_run
+        "czjax train --preset gumbel-az-gpu --time-budget 540 (seed 0): the strength recipe for nine minutes",
+        strength_run,
     ),
     "ex3-8seeds": blog_example(3),
     "ex1-8seeds": blog_example(1),
@@ -322,7 +320,7 @@ STEPS: dict[str, Step] = {
 }
 
 
-# --- Results: files, status, $OUT ------------------------------------------------------------
+# --- Results: files, status, the copy ---------------------------------------------------------
 
 
 def write_rows(path: Path, rows: list[dict]) -> None:
@@ -381,28 +379,33 @@ def machine() -> str:
         return platform.machine()
 
 
-def copy_out(results: Path, name: str, out: str | None, log) -> None:
-    """The step's result files to ``$OUT/<step>/`` (what comes back from a GPU machine), each
-    within the size limit; a file over it is named, not copied."""
-    if not out:
+def copy_out(results: Path, name: str, copy_to: str | None) -> None:
+    """The step's result files also to ``copy_to/<step>/`` (None: nowhere)."""
+    if not copy_to:
         return
-    target = Path(out) / name
+    target = Path(copy_to) / name
     target.mkdir(parents=True, exist_ok=True)
     for path in sorted(results.iterdir()):
-        if path.is_file() and path.stat().st_size <= OUT_FILE_LIMIT:
+        if path.is_file():
             shutil.copy2(path, target / path.name)
-        elif path.is_file():
-            log(f"campaign: {path.name} ({path.stat().st_size:,} bytes) is over $OUT's 16 MiB per file: not copied")
 
 
-def run_step(name: str, max_seconds: float, scale: float, results_root: Path, work_root: Path, log=print) -> dict:
+def run_step(
+    name: str,
+    max_seconds: float,
+    scale: float,
+    results_root: Path,
+    work_root: Path,
+    log=print,
+    copy_to: str | None = None,
+) -> dict:
     step = STEPS[name]
     results = results_root / name
     results.mkdir(parents=True, exist_ok=True)
     work = work_root / name
     work.mkdir(parents=True, exist_ok=True)
     begun = time.monotonic()
-    # no new piece of work (a chunk, a command) starts in the last 15% of the slot: a chunk
+    # no new piece of work (a chunk, a command) starts in the last 15% of the call: a chunk
     # started before that point ends inside it
     ctx = Context(work=work, results=results, stop_at=begun + 0.85 * max_seconds, scale=scale, log=log)
     log(f"campaign: {name}: {step.description} (at most {max_seconds:.0f} s{'' if scale == 1 else f', scale {scale}'})")
@@ -414,12 +417,12 @@ def run_step(name: str, max_seconds: float, scale: float, results_root: Path, wo
         scale=scale,
         machine=machine(),
         finished=time.strftime("%Y-%m-%d %H:%M:%S"),
-        slot_s=time.monotonic() - begun,
-        slots=previous.get("slots", 0) + 1,
+        call_s=time.monotonic() - begun,
+        calls=previous.get("calls", previous.get("slots", 0)) + 1,
         command=f"python experiments/campaign.py run {name} --max-seconds {max_seconds:.0f}",
     )
     (results / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
-    copy_out(results, name, os.environ.get("OUT"), log)
+    copy_out(results, name, copy_to)
     log(f"campaign: {name}: {state_of(summary)}; results in {results}")
     return summary
 
@@ -438,6 +441,9 @@ def main(argv=None) -> int:
     run.add_argument("step", help=f"'next' or one of: {', '.join(STEPS)}")
     run.add_argument(
         "--max-seconds", type=float, default=540.0, help="stop cleanly before this many seconds (default: %(default)s)"
+    )
+    run.add_argument(
+        "--copy-to", metavar="DIR", default=None, help="also copy the step's results to DIR/<step>/ (default: no copy)"
     )
     run.add_argument(
         "--scale",
@@ -464,7 +470,13 @@ def main(argv=None) -> int:
         parser.error("--max-seconds must be positive and --scale in (0, 1]")
     try:
         summary = run_step(
-            name, args.max_seconds, args.scale, results_root, work_root, log=lambda m: print(m, flush=True)
+            name,
+            args.max_seconds,
+            args.scale,
+            results_root,
+            work_root,
+            log=lambda m: print(m, flush=True),
+            copy_to=args.copy_to,
         )
     except (ValueError, OSError) as err:
         print(f"campaign: {name}: {err}", file=sys.stderr)

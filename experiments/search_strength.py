@@ -25,7 +25,7 @@ import numpy as np
 from czjax import agents
 from czjax.evaluate import puzzles, solver, tournament
 
-SEARCHES = ["", "rollout:width=4,depth=4", "mcts:sims=64", "gumbel:sims=16", "gumbel:sims=64", "entropy-mcts:sims=64"]
+SEARCHES = ["", "playouts:width=4,depth=4", "mcts:sims=64", "gumbel:sims=16", "gumbel:sims=64", "entropy-mcts:sims=64"]
 
 
 def spec(search: str, model: str) -> str:
@@ -52,7 +52,10 @@ def main(argv=None) -> int:
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__
     )
     parser.add_argument(
-        "model", nargs="?", default="runs/ex3-rwb", help="a run folder or checkpoint (default: %(default)s)"
+        "model",
+        nargs="?",
+        default="czjax@1",
+        help="a run folder, a checkpoint or a shipped model (default: %(default)s, example 3's Mk4)",
     )
     parser.add_argument(
         "--players",
@@ -76,7 +79,10 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--out", default=None, help="write the report as JSON here (default: MODEL/search_strength.json)"
+        "--out",
+        default=None,
+        help="write the report as JSON here (default: MODEL/search_strength.json for a run folder, "
+        "else search_strength.json)",
     )
     args = parser.parse_args(argv)
     players = [agents.load_agent(spec(s, args.model)) for s in args.players]
@@ -118,7 +124,8 @@ def main(argv=None) -> int:
             + " | ".join(f"{row[f'puzzle_{k}']:.3f}" for k in kinds)
             + f" | {row['elo']:+.0f} +- {row['elo_ci95']:.0f} |"
         )
-    out = Path(args.out) if args.out else Path(args.model) / "search_strength.json"
+    folder = Path(args.model) if Path(args.model).is_dir() else Path(".")
+    out = Path(args.out) if args.out else folder / "search_strength.json"
     if out.parent.is_dir():
         out.write_text(json.dumps({"rows": rows, "tournament": report}, indent=1))
         print(f"\nwritten {out}")

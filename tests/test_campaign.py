@@ -1,5 +1,5 @@
 """experiments/campaign.py: the step table, status read from the results folder, a step stopped
-at its time limit and resumed equal to one run straight through, results copied to $OUT."""
+at its time limit and resumed equal to one run straight through, results copied where asked."""
 
 import gzip
 import json
@@ -44,24 +44,29 @@ def rows_of(path):
         return [{k: r[k] for k in DETERMINISTIC} for r in map(json.loads, f)]
 
 
-def test_a_step_stopped_at_its_time_limit_resumes_to_the_same_result(tmp_path, monkeypatch):
-    """Example 1 at 1% of its length (2 chunks of 20 batches, 8 seeds): a first slot too short
-    for more than one chunk stops after it (checkpoint written, results partial); the next slot
-    finishes; rows and results equal a run straight through. The files also land in $OUT."""
+def test_a_step_stopped_at_its_time_limit_resumes_to_the_same_result(tmp_path):
+    """Example 1 at 1% of its length (2 chunks of 20 batches, 8 seeds): a first call too short
+    for more than one chunk stops after it (checkpoint written, results partial); the next call
+    finishes; rows and results equal a run straight through. With copy_to the files also land there."""
     logs = []
     straight = campaign.run_step(
         "ex1-8seeds", 600, 0.01, tmp_path / "a" / "results", tmp_path / "a" / "work", log=logs.append
     )
     assert straight["done"] and straight["batches_done"] == 40
-    monkeypatch.setenv("OUT", str(tmp_path / "out"))
     first = campaign.run_step(
         "ex1-8seeds", 0.1, 0.01, tmp_path / "b" / "results", tmp_path / "b" / "work", log=logs.append
     )
     assert not first["done"] and first["batches_done"] == 20 and first["progress"] == 0.5
     second = campaign.run_step(
-        "ex1-8seeds", 600, 0.01, tmp_path / "b" / "results", tmp_path / "b" / "work", log=logs.append
+        "ex1-8seeds",
+        600,
+        0.01,
+        tmp_path / "b" / "results",
+        tmp_path / "b" / "work",
+        log=logs.append,
+        copy_to=str(tmp_path / "out"),
     )
-    assert second["done"] and second["slots"] == 2
+    assert second["done"] and second["calls"] == 2
     a = rows_of(tmp_path / "a" / "results" / "ex1-8seeds" / "metrics.jsonl.gz")
     b = rows_of(tmp_path / "b" / "results" / "ex1-8seeds" / "metrics.jsonl.gz")
     assert len(a) == 16 and a == b
