@@ -6,7 +6,7 @@ sides train from that file with the preset's settings (example 3 by default: Mk4
 50 games per batch, AdamW lr 1e-4, entropy 0.05, value weight 0.5, gamma 0.9, self-play against
 a frozen copy promoted every 100 batches when the learner's last 1,000 games score over 52%):
 
-- czjax: ``loop.run(..., init_from=<the .pth>)`` with the seed's own random stream;
+- czjax: ``loop.run_training(..., init_from=<the .pth>)`` with the seed's own random stream;
 - PyTorch: ``czjax.bench.torch_peer.self_play`` (the project's ``self_play_loop`` and
   ``update_policy``, PyTorch's sampling), with ``torch.manual_seed(seed)``.
 
@@ -94,8 +94,17 @@ def parse_args(argv=None):
         help="PyTorch threads (default: %(default)s: with 2 on a busy 2-core CPU PyTorch ran 5-10x slower)",
     )
     parser.add_argument("--sides", nargs="+", default=list(SIDES), choices=SIDES, help="run only these (default: both)")
-    parser.add_argument("--resume", action="store_true", help="keep the finished runs in --out, finish the rest")
+    parser.add_argument(
+        "--resume", action="store_true", help="keep the finished runs in --out, finish the rest (or add seeds)"
+    )
     parser.add_argument("--overwrite", action="store_true", help="start again where --out holds a comparison")
+    parser.add_argument(
+        "--results",
+        default=None,
+        metavar="DIR",
+        help="also write what to commit here: results.md (the verdicts), summary.json, the figures and "
+        "every side's metrics (metrics.jsonl.gz)",
+    )
     args = parser.parse_args(argv)
     try:
         preset = presets.get_preset(args.preset)
@@ -259,7 +268,7 @@ def run_czjax(config, hparams: dict, seed: int, pth: Path, folder: Path, batches
     from czjax.run import loop
 
     start = time.perf_counter()
-    summary = loop.run(
+    summary = loop.run_training(
         config,
         HParams.create(**hparams),
         folder,
@@ -371,7 +380,12 @@ def band_figure(rows: dict[str, list[dict]], path: Path, title: str, window: int
     over ``window`` games, as the verdicts read them)."""
     from czjax.run.plots import plt, save_figure
 
-    keys = [k for k, _ in METRICS if k != "promotions"]
+    keys = [
+        k
+        for k, _ in METRICS
+        if k != "promotions"
+        and any(r.get(k) for side in SIDES for r in rows[side])  # a model without a value head: no value loss
+    ]
     fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.8), constrained_layout=True)
     colors = {"czjax": "tab:blue", "torch": "tab:orange"}
     for ax, key in zip(axes, keys):
@@ -434,16 +448,60 @@ def print_table(table: list[dict]) -> None:
 
 
 def same_comparison(stored: dict, description: dict, config) -> bool:
-    """Whether a stored comparison's description is this one: the same preset, seeds and batches,
-    and the same config once read back (a setting added since it was written reads as its
-    default, which is what that comparison ran)."""
+    """Whether a stored comparison's description is this one: the same preset and batches, its
+    seeds a prefix of these (a resumed comparison may add seeds), and the same config once read
+    back (a setting added since it was written reads as its default, which is what that
+    comparison ran)."""
     from czjax.learn.settings import TrainConfig
 
-    rest = {k: v for k, v in stored.items() if k != "config"}
+    def rest(d: dict) -> dict:
+        return {k: v for k, v in d.items() if k not in ("config", "seeds")}
+
     return (
-        rest == {k: v for k, v in description.items() if k != "config"}
+        description["seeds"][: len(stored["seeds"])] == stored["seeds"]
+        and rest(stored) == rest(description)
         and TrainConfig.from_dict(stored["config"]) == config
     )
+
+
+def write_results(folder: Path, out: Path, summary: dict, rows: dict[str, list[dict]], title: str) -> None:
+    """What to commit of a comparison: the verdicts as results.md, summary.json, the figures, and
+    every logged row of both sides (each with its seed and side) gzipped."""
+    import gzip
+    import shutil
+
+    folder.mkdir(parents=True, exist_ok=True)
+    speed = " ".join(
+        f"{LABELS[side]}: {np.mean([r['games_per_s'] for r in summary['runs'][side].values()]):,.0f} games/s;"
+        for side in SIDES
+        if summary["runs"][side]
+    )
+    text = [
+        f"# {title}",
+        "",
+        f"Seeds {summary['seeds'][0]}-{summary['seeds'][-1]}, {summary['games']:,} games per side per seed. A "
+        f"seed's reading at a milestone is its mean over the {VERDICT_WINDOW:,} games before it; intervals are "
+        "95% (Student's t over the seeds; Welch's for the difference czjax - PyTorch); the verdict is TOST at "
+        "alpha 0.05 against the margin (equivalent: the 90% interval of the difference inside +-margin; "
+        "different: the 95% interval excludes 0); the rank test is Mann-Whitney U, two-sided.",
+        "",
+        format_verdicts(summary["verdicts"]),
+        "",
+        f"Speed over the runs (one CPU core, shared): {speed}",
+        "",
+        "![seed bands](same_start_bands.png)",
+        "",
+        "![every seed](same_start.png)",
+        "",
+    ]
+    (folder / "results.md").write_text("\n".join(text))
+    (folder / "summary.json").write_text(json.dumps(summary, indent=1))
+    for name in ("same_start.png", "same_start_bands.png"):
+        shutil.copy(out / name, folder / name)
+    with gzip.open(folder / "metrics.jsonl.gz", "wt") as f:
+        for side in SIDES:
+            for r in rows[side]:
+                f.write(json.dumps({"side": side, **r}) + "\n")
 
 
 def main(argv=None) -> dict:
@@ -531,6 +589,8 @@ def main(argv=None) -> dict:
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     (out / "verdicts.md").write_text(format_verdicts(verdict_table) + "\n")
+    if args.results:
+        write_results(Path(args.results), out, summary, rows, title)
     print_table(table)
     print(format_verdicts(verdict_table))
     log(f"figure: {fig_path}; summary: {out / 'summary.json'}")

@@ -124,6 +124,14 @@ def test_same_start_tiny(tmp_path, capsys):
         same_start.main(argv)
     again = same_start.main(argv + ["--resume"])  # everything finished: kept, nothing run again
     assert again["runs"] == summary["runs"] and "finished before, kept" in capsys.readouterr().out
+    # more seeds resume the comparison (the first two kept); --results writes what to commit
+    results = tmp_path / "results"
+    more = same_start.main([*argv[:5], "3", *argv[6:], "--resume", "--results", str(results)])
+    assert (
+        more["runs"]["czjax"]["0"] == summary["runs"]["czjax"]["0"] and more["milestones"][0]["torch"]["band"]["n"] == 3
+    )
+    assert {"results.md", "summary.json", "metrics.jsonl.gz"} <= {p.name for p in results.iterdir()}
+    assert "| games | metric |" in (results / "results.md").read_text()
 
 
 def test_reproduce_blog_tiny(tmp_path):
