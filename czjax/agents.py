@@ -36,8 +36,10 @@ SHIPPED_NAME = "czjax"
 SHIPPED_MODELS = {
     "czjax@1": Path(__file__).parent / "data" / "models" / "czjax-1.msgpack",  # example 3 (Mk4), 61k games, CPU
     "czjax@2": Path(__file__).parent / "data" / "models" / "czjax-2.msgpack",  # gumbel-az (MLP3), one CPU hour
+    # gumbel-az with 16 replay steps (MLP3), one hour on a core of its own
+    "czjax@3": Path(__file__).parent / "data" / "models" / "czjax-3.msgpack",
 }
-SHIPPED_MODEL = SHIPPED_MODELS["czjax@2"]
+SHIPPED_MODEL = SHIPPED_MODELS["czjax@3"]
 # The default opponent of `czjax play` and `czjax serve`, chosen by measurement (docs/strength.md,
 # "The default search"): the strongest under AlphaZero.jl's protocol that answers within 0.3 s a
 # move on a 2-core CPU.

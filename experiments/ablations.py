@@ -30,9 +30,12 @@ from pathlib import Path
 import numpy as np
 
 PRESET = "gumbel-az"
+# The preset as these ablations began (4 replay steps a batch; 16 since steps16 won): every arm
+# starts from it, so that arms run later stay comparable with those in the table.
+BASE_FLAGS = ["--replay-steps", "4"]
 BASE_SEARCH = "gumbel:sims=16,considered=4,move=policy,rescale=0"
 ARMS: dict[str, tuple[str, list[str]]] = {
-    "base": ("the gumbel-az preset as it is", []),
+    "base": ("the gumbel-az preset as the ablations began (4 replay steps a batch)", []),
     "vmix50": ("value target: half the outcome, half the search's root value", ["--value-mix", "0.5"]),
     "steps16": (
         "16 gradient steps of 512 positions per batch of games (each position trained on about 1.1 times, not 0.3)",
@@ -92,6 +95,7 @@ def train(root: Path, arm: str, seed: int, minutes: float) -> None:
             "--seed",
             str(seed),
             *budget,
+            *BASE_FLAGS,
             *ARMS[arm][1],
         ]
     print(f"== {arm} seed {seed}: {' '.join(command[2:])}", flush=True)

@@ -101,7 +101,7 @@ PRESETS: dict[str, Preset] = {
         "Gumbel AlphaZero (AlphaZero.jl issue #217's recipe at CPU scale): Gumbel search with 16 simulations and 4 "
         "considered columns over the current MLP3 plays both sides, its move drawn from the improved policy, Q not "
         "rescaled; games start from a random position 0-2 plies deep; both sides' positions, mirrored, into a 50k "
-        "replay buffer, 4 steps of 512 per batch of 128 games; cross-entropy to the improved policy and value MSE to "
+        "replay buffer, 16 steps of 512 per batch of 128 games; cross-entropy to the improved policy and value MSE to "
         "the outcome, lr 1e-3",
         TrainConfig(
             model="mlp3",
@@ -112,7 +112,7 @@ PRESETS: dict[str, Preset] = {
             mirror=True,
             openings=2,
             both_sides=True,
-            replay=ReplaySettings(capacity=50_000, batch=512, steps=4),
+            replay=ReplaySettings(capacity=50_000, batch=512, steps=16),
             batches_per_chunk=10,
             solver_eval="network",
         ),
