@@ -43,7 +43,7 @@ SHIPPED_MODEL = SHIPPED_MODELS["czjax@3"]
 # The default opponent of `czjax play` and `czjax serve`, chosen by measurement (docs/strength.md,
 # "The default search"): the strongest under AlphaZero.jl's protocol that answers within 0.3 s a
 # move on a 2-core CPU.
-DEFAULT_OPPONENT = f"gumbel:sims=64:{SHIPPED_NAME}"
+DEFAULT_OPPONENT = f"azjl:sims=3200:{SHIPPED_NAME}"
 
 
 def shipped_path(spec: str) -> Path | None:

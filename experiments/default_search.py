@@ -30,6 +30,7 @@ CANDIDATES = (
     "azjl:sims=600",
     "azjl:sims=1000",
     "azjl:sims=1600",
+    "azjl:sims=3200",
 )
 
 

@@ -43,14 +43,16 @@ COMPUTE_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 
 # How :class:`Conv3x3` computes: "im2col" (patches + one matmul), "xla" (lax.conv, cuDNN on an
 # NVIDIA GPU) or "canonical" (lax.conv whose gradient's convolutions are written in the NHWC/HWIO
-# layout, :func:`conv3x3_canonical`); "auto" by backend, chosen by measurement (czjax bench
-# train --conv compares them; backends not measured yet use im2col). On XLA's CPU "canonical"
-# makes Mk4's training iteration 2x faster than im2col (docs/benchmarks.md). With "canonical",
-# Mk4's (6, 1) column convolution is a matrix product too (:class:`ColumnConv`).
+# layout, :func:`conv3x3_canonical`; with it Mk4's (6, 1) column convolution is a matrix product,
+# :class:`ColumnConv`); "auto" by backend, chosen by measurement (czjax bench train --conv
+# compares them; backends not measured yet use im2col). On XLA's CPU im2col's gradient was 1.6x
+# faster than lax.conv's; "canonical" measured no faster than im2col for Mk4's training iteration
+# on the quiet 2-core CPU (50 games: 54 against 58 games/s; 512 games: 51 against 60), so im2col
+# stays the CPU's choice.
 CONV_METHODS = ("auto", "im2col", "xla", "canonical")
-BACKEND_CONV = {"cpu": "canonical"}
-# ResNet keeps im2col on the CPU: a ResNet run is recorded bit for bit on the development CPU
-# (tests/data/old-run), and another convolution changes the last bits of its floats.
+BACKEND_CONV = {"cpu": "im2col"}
+# ResNet keeps im2col on the CPU whatever BACKEND_CONV says: a ResNet run is recorded bit for bit
+# on the development CPU (tests/data/old-run), and another convolution changes its last bits.
 RESNET_BACKEND_CONV = {"cpu": "im2col"}
 
 
