@@ -47,16 +47,19 @@ def test_prior_temperature_divides_the_logits_at_every_node():
     agent = agents.load_agent("czjax")
     boards = jnp.asarray(np.stack([game.from_moves(m) for m in ("", "44", "4455", "123")]))
     T = 1.7
-    hot = Gumbel(sims=16, considered=4, prior_temperature=T).run(agent.player, agent.params, boards, jax.random.key(0))
 
     def divided(params, b, key):
         out = agent.player(params, b, key)
         return out.replace(logits=out.logits / T) if hasattr(out, "replace") else type(out)(out.logits / T, out.value)
 
-    plain = Gumbel(sims=16, considered=4).run(divided, agent.params, boards, jax.random.key(0))
+    def searched(search, player):  # compiled: an eager search dispatches every op and cond alone
+        return jax.jit(lambda params: search.run(player, params, boards, jax.random.key(0)))(agent.params)
+
+    hot = searched(Gumbel(sims=16, considered=4, prior_temperature=T), agent.player)
+    plain = searched(Gumbel(sims=16, considered=4), divided)
     np.testing.assert_array_equal(np.asarray(hot.visits), np.asarray(plain.visits))
     np.testing.assert_allclose(np.asarray(hot.policy), np.asarray(plain.policy), rtol=1e-6, atol=1e-7)
-    cold = Gumbel(sims=16, considered=4).run(agent.player, agent.params, boards, jax.random.key(0))
+    cold = searched(Gumbel(sims=16, considered=4), agent.player)
     assert not np.allclose(np.asarray(cold.policy), np.asarray(hot.policy))
     with pytest.raises(ValueError, match="prior_temperature"):
         agents.load_agent("gumbel:prior_temperature=0:czjax")
@@ -86,20 +89,20 @@ def test_playout_cap_randomization_trains_on_full_searches_only():
     key = jax.random.key(0)
     base = dict(considered=4, move="policy", rescale=False)
     inner = jax.random.split(key)[1]  # the key the capped search hands to the search it runs
-    full = Gumbel(sims=16, **base).run(agent.player, agent.params, boards, inner)
-    fast = Gumbel(sims=4, **base).run(agent.player, agent.params, boards, inner)
+
+    def compiled(search):  # an eager search dispatches every op and cond alone: compile it once
+        return jax.jit(lambda params, k: search.run(agent.player, params, boards, k))
+
+    full = compiled(Gumbel(sims=16, **base))(agent.params, inner)
+    fast = compiled(Gumbel(sims=4, **base))(agent.params, inner)
     for fraction, expect, trained in ((1.0, full, True), (0.0, fast, False)):
         pcr = Gumbel(sims=16, fast_sims=4, full_fraction=fraction, **base)
-        out = pcr.run(agent.player, agent.params, boards, key)
+        out = compiled(pcr)(agent.params, key)
         assert np.asarray(out.trained).tolist() == [trained] * 4
-        played = search_player(pcr, agent.player)(agent.params, boards, key)
+        played = jax.jit(search_player(pcr, agent.player))(agent.params, boards, key)
         np.testing.assert_allclose(np.asarray(played.policy_target), np.asarray(expect.policy) * trained, atol=1e-6)
-    calls = [
-        Gumbel(sims=16, fast_sims=4, full_fraction=0.5, **base).run(
-            agent.player, agent.params, boards, jax.random.key(k)
-        )
-        for k in range(40)
-    ]
+    half = compiled(Gumbel(sims=16, fast_sims=4, full_fraction=0.5, **base))
+    calls = [half(agent.params, jax.random.key(k)) for k in range(40)]
     shares = [bool(out.trained[0]) for out in calls]
     assert all(np.asarray(out.trained).all() == np.asarray(out.trained).any() for out in calls)  # a whole call
     assert 8 <= sum(shares) <= 32  # about half, as drawn
