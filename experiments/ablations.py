@@ -61,18 +61,19 @@ ARMS: dict[str, tuple[str, list[str]]] = {
     "resnet-small": ("a 2 x 32 ResNet in place of MLP3", ["--model", "resnet:blocks=2,channels=32"]),
 }
 PONS = ("L1R1", "L2R1", "L3R1", "L1R2", "L2R2", "L1R3")
-PONS_SETS = {
-    "L1R1": "Test_L1_R1",
-    "L2R1": "Test_L2_R1",
-    "L3R1": "Test_L3_R1",
-    "L1R2": "Test_L1_R2",
-    "L2R2": "Test_L2_R2",
-    "L1R3": "Test_L1_R3",
-}
 
 
 def run_folder(root: Path, arm: str, seed: int) -> Path:
     return root / arm / f"seed{seed}"
+
+
+def train_command(folder: Path, seed: int, seconds: float, flags: list[str]) -> list[str]:
+    """``czjax train`` of the preset with ``flags`` into ``folder`` until ``seconds`` of training in
+    all; where the folder holds a run, its resumption (a resumed run keeps the settings it began with)."""
+    budget = ["--time-budget", str(seconds), "--out", str(folder)]
+    if (folder / "run.json").exists():
+        return [sys.executable, "-m", "czjax", "train", "--resume", *budget]
+    return [sys.executable, "-m", "czjax", "train", "--preset", PRESET, "--seed", str(seed), *budget, *flags]
 
 
 def train(root: Path, arm: str, seed: int, minutes: float) -> None:
@@ -81,23 +82,7 @@ def train(root: Path, arm: str, seed: int, minutes: float) -> None:
     if (folder / "done.json").exists():
         print(f"{arm} seed {seed}: finished before, kept", flush=True)
         return
-    budget = ["--time-budget", str(minutes * 60), "--out", str(folder)]
-    if (folder / "run.json").exists():  # a resumed run keeps the settings it began with
-        command = [sys.executable, "-m", "czjax", "train", "--resume", *budget]
-    else:
-        command = [
-            sys.executable,
-            "-m",
-            "czjax",
-            "train",
-            "--preset",
-            PRESET,
-            "--seed",
-            str(seed),
-            *budget,
-            *BASE_FLAGS,
-            *ARMS[arm][1],
-        ]
+    command = train_command(folder, seed, minutes * 60, [*BASE_FLAGS, *ARMS[arm][1]])
     print(f"== {arm} seed {seed}: {' '.join(command[2:])}", flush=True)
     folder.parent.mkdir(parents=True, exist_ok=True)
     with (root / f"{arm}-seed{seed}.log").open("a") as log:
@@ -133,7 +118,8 @@ def score(folder: Path, games: int) -> dict:
         protocol="alphazero.jl",
     )
     by_set = {r["set"]: r["move_error"] for r in protocol["sets"]}
-    out = {f"protocol_{s}": by_set[PONS_SETS[s]] for s in PONS}
+    # PONS are the short names of solver.PONS_REFERENCE_ORDER, in its order
+    out = {f"protocol_{s}": by_set[name] for s, name in zip(PONS, solver.PONS_REFERENCE_ORDER, strict=True)}
     out["protocol_mean"] = protocol["mean_move_error"]
     out.update({f"network_{k}": v for k, v in row(network, games, seed=0).items()})
     return out

@@ -24,10 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ablations import PONS, score
+from ablations import PONS, score, train_command
 
 STAGES = {0: (900, 1800, 3600), 1: (900, 1800), 2: (900, 1800)}
-PRESET = "gumbel-az"
 FLAGS = ["--replay-steps", "16"]
 
 
@@ -42,12 +41,7 @@ def train(root: Path, flags: list[str]) -> None:
             kept = stage_folder(root, seed, seconds)
             if (kept / "checkpoint.msgpack").exists():
                 continue
-            budget = ["--time-budget", str(seconds), "--out", str(run)]
-            if (run / "run.json").exists():
-                command = [sys.executable, "-m", "czjax", "train", "--resume", *budget]
-            else:
-                command = [sys.executable, "-m", "czjax", "train", "--preset", PRESET, "--seed", str(seed), *budget]
-                command += flags
+            command = train_command(run, seed, seconds, flags)
             print(f"== seed {seed} to {seconds} s: {' '.join(command[2:])}", flush=True)
             if subprocess.call(command) != 0:
                 raise SystemExit(f"cpu_hour.py: seed {seed}'s stage to {seconds} s failed")

@@ -7,24 +7,14 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# ./run.sh at the smallest scale: one batch of 4 games, one evaluation game a side
+TINY_RUN = ["--games-per-batch", "4", "--batches-per-chunk", "1", "--eval-games", "2", "--batches", "1"]
 
 
 def test_run_sh_ends_with_the_next_commands(tmp_path):
     out = tmp_path / "quick"
     proc = subprocess.run(
-        [
-            "./run.sh",
-            "--games-per-batch",
-            "4",
-            "--batches-per-chunk",
-            "1",
-            "--eval-games",
-            "2",
-            "--batches",
-            "1",
-            "--out",
-            str(out),
-        ],
+        ["./run.sh", *TINY_RUN, "--out", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -126,17 +116,7 @@ def test_run_sh_on_a_finished_run_says_so(tmp_path):
         (tmp_path / script).chmod(0o755)
     out = tmp_path / "runs" / "default-seed0"
     first = subprocess.run(
-        [
-            "./run.sh",
-            "--games-per-batch",
-            "4",
-            "--batches-per-chunk",
-            "1",
-            "--eval-games",
-            "2",
-            "--batches",
-            "1",
-        ],
+        ["./run.sh", *TINY_RUN],
         cwd=tmp_path,
         capture_output=True,
         text=True,
