@@ -129,9 +129,36 @@ def wandb_records(path: Path):
             yield pending + chunk
 
 
-def test_a_run_logs_its_rows_to_tensorboard_and_to_wandb_offline(tmp_path, monkeypatch):
+def wandb_history(out: Path) -> dict[str, list[dict]]:
+    """The history rows (W&B's own ``_`` keys left out) of each offline W&B run under the run
+    folder ``out``, by run id, its sessions in order. W&B's service process writes the ``.wandb``
+    files after ``run.finish()`` returns: it is shut down first (as a CLI's exit does), or a busy
+    machine reads the files too early."""
+    import wandb
     from wandb.proto import wandb_internal_pb2
 
+    wandb.teardown()
+    history: dict[str, list[dict]] = {}
+
+    # one folder per session, offline-run-DATE_TIME-ID ("-1" added for a second session in the
+    # same second), each holding run-ID.wandb: sorted by time, then that number
+    def session_order(path: Path) -> tuple[str, int]:
+        _, _, when, _, *again = path.parent.name.split("-")
+        return when, int(again[0]) if again else 0
+
+    for path in sorted(out.glob("wandb/offline-run-*/run-*.wandb"), key=session_order):
+        rows = history.setdefault(path.stem.removeprefix("run-"), [])
+        for data in wandb_records(path):
+            record = wandb_internal_pb2.Record.FromString(data)
+            if record.WhichOneof("record_type") == "history":
+                items = {
+                    item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in record.history.item
+                }
+                rows.append({k: v for k, v in items.items() if not k.startswith("_")})
+    return history
+
+
+def test_a_run_logs_its_rows_to_tensorboard_and_to_wandb_offline(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
     out = tmp_path / "run"
@@ -140,13 +167,7 @@ def test_a_run_logs_its_rows_to_tensorboard_and_to_wandb_offline(tmp_path, monke
         == 0
     )
     assert_same(read_rows(out / "metrics.jsonl"), tensorboard_scalars(tmp_path / "tb"))
-    [path] = out.glob("wandb/offline-run-*/run-*.wandb")
-    history = []
-    for data in wandb_records(path):
-        record = wandb_internal_pb2.Record.FromString(data)
-        if record.WhichOneof("record_type") == "history":
-            items = {item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in record.history.item}
-            history.append({k: v for k, v in items.items() if not k.startswith("_")})
+    [history] = wandb_history(out).values()
     rows = read_rows(out / "metrics.jsonl")
     assert len(history) == len(rows)
     for logged, row in zip(history, rows):
@@ -161,11 +182,6 @@ def test_a_missing_package_is_one_line(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["czjax: error: --tensorboard needs the tensorboardX package: pip install 'czjax[tensorboard]'"]
     assert not (tmp_path / "run" / "run.json").exists()
-
-
-def offline_runs(out: Path) -> list[str]:
-    """The ids of the offline W&B runs under a run folder (offline-run-DATE_TIME-ID), oldest first."""
-    return [p.name.rsplit("-", 1)[1] for p in sorted(out.glob("wandb/offline-run-*"))]
 
 
 def test_wandb_without_a_login_or_offline_mode_is_one_line(tmp_path):
@@ -207,10 +223,13 @@ def test_a_resumed_run_logs_to_its_own_wandb_run(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_SILENT", "true")
     out = tmp_path / "run"
     assert cli.main(["train", *TINY, "--out", str(out), "--wandb", "czjax-test"]) == 0
-    [first] = offline_runs(out)
+    [first] = wandb_history(out)
     assert cli.main(["train", "--resume", "--out", str(out), "--batches", "5", "--wandb", "czjax-test"]) == 0
-    assert offline_runs(out) == [first, first]  # the same W&B run, continued
+    history = wandb_history(out)
+    assert list(history) == [first]  # the same W&B run, continued: batches 1-3, then 4-5
+    assert [row["batches"] for row in history[first]] == [1, 2, 3, 4, 5]
     assert json.loads((out / "wandb-run.json").read_text()) == {"project": "czjax-test", "id": first}
     assert cli.main(["train", *TINY, "--out", str(out), "--overwrite", "--wandb", "czjax-test"]) == 0
-    ids = offline_runs(out)
-    assert len(ids) == 3 and ids[-1] != first  # a run started again is a new W&B run
+    history = wandb_history(out)
+    [again] = set(history) - {first}  # a run started again is a new W&B run
+    assert [row["batches"] for row in history[again]] == [1, 2, 3]

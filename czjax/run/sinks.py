@@ -19,6 +19,7 @@ import contextlib
 import importlib
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any, Protocol
@@ -197,8 +198,11 @@ def opened(tensorboard: str | None, wandb: str | None, name: str, config: dict, 
         yield sinks
     finally:
         for sink in sinks:
-            with contextlib.suppress(Exception):  # a sink that fails to close must not hide the run's own outcome
+            try:
                 sink.close()
+            except Exception as err:  # a sink that fails to close must not hide the run's own outcome, nor go unsaid
+                detail = (str(err).strip().splitlines() or [type(err).__name__])[0]
+                print(f"czjax: warning: {type(sink).__name__} did not close: {detail}", file=sys.stderr)
 
 
 def log_rows(sinks, rows: list[dict]) -> None:
