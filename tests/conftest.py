@@ -1,10 +1,16 @@
 """Shared fixtures: checkpoints of untrained models, written once per test session."""
 
-import pytest
+import os
 
-from czjax.learn.settings import HParams, TrainConfig
-from czjax.learn.trainer import make_trainer
-from czjax.util import checkpoint
+# Several pytest-xdist workers share one GPU: each takes memory as it needs it, not JAX's default
+# 75% of the card up front (set before JAX starts, as this file is read before any test module)
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+import pytest  # noqa: E402
+
+from czjax.learn.settings import HParams, TrainConfig  # noqa: E402
+from czjax.learn.trainer import make_trainer  # noqa: E402
+from czjax.util import checkpoint  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -82,6 +82,7 @@ def test_compaction_modes_per_backend(monkeypatch):
         return setup.rollout_chunks, setup.eval_chunks, setup.ctx.num_chunks
 
     rule = None  # the FLOP rule decides (czjax.compaction.rollout_chunks)
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")  # as on a CPU, wherever the suite runs
     assert chunks("on") == (rule, rule, compaction.LOSS_CHUNKS)
     assert chunks("loss") == (1, 1, compaction.LOSS_CHUNKS)
     assert chunks("off") == (1, 1, 1)

@@ -4,6 +4,7 @@ the README says how to run czjax afterwards; the known-good versions are what se
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,11 +108,19 @@ def test_the_gpu_set_up_says_its_cuda_step():
 def test_run_sh_on_a_finished_run_says_so(tmp_path):
     """A second ./run.sh on the default run that has reached its target says it has finished and
     how to train it further, trains nothing, and still shows what to do with the model. (In a
-    copy of run.sh beside this .venv, its set-up step a no-op, so that the repository's runs/ and
-    .venv are left alone.)"""
-    (tmp_path / ".venv").symlink_to(ROOT / ".venv")
+    copy of run.sh whose set-up step is a no-op and whose .venv/bin/czjax runs this interpreter's
+    czjax, so that the repository's runs/ and .venv are left alone, and a machine without the
+    .venv, such as the GPU's, runs it too.)"""
+    czjax_command = (
+        f'#!/bin/sh\nPYTHONPATH="{ROOT}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" -m czjax "$@"\n'
+    )
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
     (tmp_path / "scripts").mkdir()
-    for script, text in (("run.sh", (ROOT / "run.sh").read_text()), ("scripts/setup-venv.sh", "#!/bin/sh\n")):
+    for script, text in (
+        ("run.sh", (ROOT / "run.sh").read_text()),
+        ("scripts/setup-venv.sh", "#!/bin/sh\n"),
+        (".venv/bin/czjax", czjax_command),
+    ):
         (tmp_path / script).write_text(text)
         (tmp_path / script).chmod(0o755)
     out = tmp_path / "runs" / "default-seed0"
