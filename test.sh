@@ -27,4 +27,4 @@ scripts/check.sh
 . .venv/bin/activate
 # Two workers, each test file on one of them (its module fixtures compile once): most of the
 # suite's time is XLA compiling, which is single-threaded, so two workers use both cores.
-exec python -m pytest -q -n 2 --dist loadfile tests "$@"
+exec python -m pytest -q -n 2 --dist loadfile --durations=25 tests "$@"
