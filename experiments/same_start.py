@@ -2,16 +2,26 @@
 
 For each seed the initial weights are drawn once (czjax's PyTorch-style initialisation, the
 very weights ``czjax train --seed S`` starts from) and written as a PyTorch ``.pth``. Then both
-sides train from that file with the preset's settings (example 3 by default: Mk4 with value head,
-50 games per batch, AdamW lr 1e-4, entropy 0.05, value weight 0.5, gamma 0.9, self-play against
-a frozen copy promoted every 100 batches when the learner's last 1,000 games score over 52%):
+sides train from that file with the preset's settings:
+
+- examples 1-3 (``ex1-collapse``, ``ex2-entropy``, ``ex3-rwb``, the default: Mk4 with value head,
+  50 games per batch, AdamW lr 1e-4, entropy 0.05, value weight 0.5, gamma 0.9): self-play
+  against a frozen copy promoted every 100 batches when the learner's last 1,000 games score over
+  52%;
+- examples 4 and 5 (``ex4-a2c``, ``ex5-ppo``: Mk4 with value head, 50 games per batch, lr 1e-4,
+  entropy 0.05, value weight 1.5, gamma 0.9): A2C, or PPO (clip 0.2, 4 epochs, target KL 0.01,
+  one-step TD targets), against RandomPunisher; also ``default`` (REINFORCE against it).
+
+The sides:
 
 - czjax: ``loop.run_training(..., init_from=<the .pth>)`` with the seed's own random stream;
-- PyTorch: ``czjax.bench.torch_peer.self_play`` (the project's ``self_play_loop`` and
-  ``update_policy``, PyTorch's sampling), with ``torch.manual_seed(seed)``.
+- PyTorch: ``czjax.bench.torch_peer`` with ``torch.manual_seed(seed)``: ``self_play`` (the
+  project's ``self_play_loop`` and ``update_policy``) for self-play presets, ``train_against``
+  with its ``RandomPunisher`` (the project's ``train_against_opponents``, AdamW without weight
+  decay as the project makes it there) for the others; PyTorch's sampling throughout.
 
-Both log every 20 batches: entropy, win rate against the frozen copy, value loss, game length
-(plies), promotions, and the win rate in 100 games against RandomPunisher (for PyTorch: its
+Both log every 20 batches: entropy, win rate against the training opponent, value loss, game
+length (plies), promotions, and the win rate in 100 games against RandomPunisher (for PyTorch: its
 weights imported into czjax and played with czjax's RandomPunisher, the same evaluation as
 czjax's). Outputs in ``--out``: ``seed<S>/init.pth``, ``seed<S>/czjax/`` (a czjax run folder),
 ``seed<S>/torch/metrics.jsonl`` (and ``batches.jsonl``, one row per batch), ``same_start.png``
@@ -19,6 +29,8 @@ czjax's). Outputs in ``--out``: ``seed<S>/init.pth``, ``seed<S>/czjax/`` (a czja
 
     python experiments/same_start.py --games 12000 --seeds 2                 # ~40 min on a 2-core CPU
     python experiments/same_start.py --games 100000 --seeds 4 --out runs/ss4  # a longer comparison
+    python experiments/same_start.py --preset ex4-a2c --games 10000 --seeds 2 --out runs/ss-ex4
+    python experiments/same_start.py --preset ex5-ppo --games 10000 --seeds 2 --out runs/ss-ex5
 """
 
 from __future__ import annotations
@@ -38,7 +50,7 @@ LABELS = {"czjax": "czjax (JAX)", "torch": "PyTorch project loop"}
 # (metric, panel title) in the figure and the milestone table
 METRICS = [
     ("entropy", "policy entropy (nats)"),
-    ("win_rate", "win rate vs frozen copy (training)"),
+    ("win_rate", "win rate vs training opponent"),
     ("value_loss", "value loss (per position)"),
     ("game_length", "game length (plies)"),
     ("eval_win_rate", "win rate vs RandomPunisher (100 games)"),
@@ -74,7 +86,12 @@ def parse_args(argv=None):
     parser.add_argument("--games", type=int, default=12000, help="games per side per seed (default: %(default)s)")
     parser.add_argument("--seeds", type=int, default=2, help="seeds 0..N-1 (default: %(default)s)")
     parser.add_argument("--out", default="runs/same-start", help="output folder (default: %(default)s)")
-    parser.add_argument("--preset", default="ex3-rwb", help="a self-play preset (default: %(default)s)")
+    parser.add_argument(
+        "--preset",
+        default="ex3-rwb",
+        help="a preset the PyTorch peer runs: ex1-collapse, ex2-entropy, ex3-rwb (self-play), ex4-a2c, ex5-ppo "
+        "(against RandomPunisher), default (default: %(default)s)",
+    )
     parser.add_argument("--games-per-batch", type=int, default=None, help="(default: the preset's)")
     parser.add_argument("--model", default=None, help="(default: the preset's; a small one for tests)")
     parser.add_argument(
@@ -110,13 +127,42 @@ def parse_args(argv=None):
         preset = presets.get_preset(args.preset)
     except ValueError as err:
         parser.error(str(err))
-    if preset.config.opponent != "self":
-        parser.error(
-            f"{args.preset} trains against {preset.config.opponent}; the PyTorch peer runs self-play presets (ex1-collapse, ex2-entropy, ex3-rwb)"
-        )
+    refusal = peer_refusal(preset.config)
+    if refusal is not None:
+        runnable = ", ".join(name for name, p in presets.PRESETS.items() if peer_refusal(p.config) is None)
+        parser.error(f"{args.preset}: {refusal}; the PyTorch peer runs {runnable}")
     if args.seeds < 1 or args.milestones < 1 or args.threads < 1:
         parser.error("--seeds, --milestones and --threads must be at least 1")
     return args, preset
+
+
+def peer_refusal(config) -> str | None:
+    """Why the PyTorch peer cannot run ``config``'s training, in a few words, or None when it can:
+    self-play with REINFORCE (``torch_peer.self_play``), or REINFORCE, A2C or PPO against
+    RandomPunisher (``torch_peer.train_against``), PPO with the project's KL stop, no mirroring."""
+    from czjax.bench import torch_peer
+
+    if config.opponent not in ("self", "random-punisher"):
+        return f"trains against {config.opponent}, not a frozen copy or RandomPunisher"
+    if config.algorithm not in torch_peer.ALGORITHMS:
+        return f"trains with {config.algorithm}, not {', '.join(torch_peer.ALGORITHMS)}"
+    if config.opponent == "self" and config.algorithm != "reinforce":
+        return f"trains {config.algorithm} in self-play; the peer's self-play is REINFORCE"
+    if config.algorithm == "ppo" and config.settings_of("ppo").kl_stop != "after-step":
+        return "stops PPO before the step, where the project stops after it"
+    if config.mirror:
+        return "mirrors the positions, which the project's loops do not"
+    return None
+
+
+def torch_ppo(config):
+    """The preset's PPO settings as ``torch_peer.PPO``, or None when it trains no PPO."""
+    from czjax.bench import torch_peer
+
+    if config.algorithm != "ppo":
+        return None
+    ppo = config.settings_of("ppo")
+    return torch_peer.PPO(clip=ppo.clip, epochs=ppo.epochs, target_kl=ppo.target_kl, bootstrap=ppo.bootstrap)
 
 
 def run_config(args, preset):
@@ -195,7 +241,8 @@ def punisher_evaluator(model_name: str, games: int, seed: int):
 
 
 def run_torch(config, hparams: dict, seed: int, pth: Path, folder: Path, batches: int, threads: int, log) -> dict:
-    """The PyTorch project's self-play loop from ``pth``; rows in ``folder/metrics.jsonl``."""
+    """The PyTorch project's loop from ``pth``: self-play, or training against RandomPunisher;
+    rows in ``folder/metrics.jsonl``."""
     import torch
 
     from czjax.bench import torch_peer
@@ -205,12 +252,14 @@ def run_torch(config, hparams: dict, seed: int, pth: Path, folder: Path, batches
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     state_dict = {k: torch.from_numpy(v) for k, v in torch_layout.read_pth(pth).items()}
-    model, opponent = torch_peer.build_model(config.model), torch_peer.build_model(config.model)
+    self_play = config.opponent == "self"
+    model = torch_peer.build_model(config.model)
     model.load_state_dict(state_dict)
-    opponent.load_state_dict(state_dict)
     check = start_check(config.model, pth, model)
-    # torch.optim.AdamW's default weight decay (0.01) is the project's and czjax's
-    optimizer = torch.optim.AdamW(model.parameters(), lr=hparams["learning_rate"], weight_decay=config.weight_decay)
+    # self-play: torch.optim.AdamW's default weight decay (0.01) is the project's and czjax's;
+    # against RandomPunisher the project's train_against_opponents sets none (czjax's preset keeps 0.01)
+    weight_decay = config.weight_decay if self_play else torch_peer.AGAINST_OPPONENTS_WEIGHT_DECAY
+    optimizer = torch.optim.AdamW(model.parameters(), lr=hparams["learning_rate"], weight_decay=weight_decay)
     metrics_path, batches_path = folder / "metrics.jsonl", folder / "batches.jsonl"
     for path in (metrics_path, batches_path, folder / "done.json"):
         path.unlink(missing_ok=True)
@@ -226,25 +275,42 @@ def run_torch(config, hparams: dict, seed: int, pth: Path, folder: Path, batches
             f"promotions {row['promotions']}"
         )
 
+    common = dict(
+        entropy_bonus=hparams["entropy_bonus"],
+        value_weight=hparams["value_weight"],
+        gamma=hparams["discount"],
+        log_every=config.batches_per_chunk,
+        evaluate=punisher_evaluator(config.model, config.eval_games, seed),
+        on_batch=lambda m: batch_file.write(json.dumps(m) + "\n"),
+        on_row=on_row,
+    )
     start = time.perf_counter()
     try:
-        rows = torch_peer.self_play(
-            model,
-            opponent,
-            optimizer,
-            batches,
-            config.games_per_batch,
-            entropy_bonus=hparams["entropy_bonus"],
-            value_weight=hparams["value_weight"],
-            gamma=hparams["discount"],
-            promote_every=config.promote_every,
-            window=config.window_batches,
-            threshold=config.promotion.threshold,
-            log_every=config.batches_per_chunk,
-            evaluate=punisher_evaluator(config.model, config.eval_games, seed),
-            on_batch=lambda m: batch_file.write(json.dumps(m) + "\n"),
-            on_row=on_row,
-        )
+        if self_play:
+            opponent = torch_peer.build_model(config.model)
+            opponent.load_state_dict(state_dict)
+            rows = torch_peer.self_play(
+                model,
+                opponent,
+                optimizer,
+                batches,
+                config.games_per_batch,
+                promote_every=config.promote_every,
+                window=config.window_batches,
+                threshold=config.promotion.threshold,
+                **common,
+            )
+        else:
+            rows = torch_peer.train_against(
+                model,
+                torch_peer.RandomPunisher(),
+                optimizer,
+                batches,
+                config.games_per_batch,
+                algorithm=config.algorithm,
+                ppo=torch_ppo(config),
+                **common,
+            )
     finally:
         batch_file.close()
     wall = time.perf_counter() - start
@@ -255,6 +321,7 @@ def run_torch(config, hparams: dict, seed: int, pth: Path, folder: Path, batches
         "promotions": rows[-1]["promotions"],
         "batches": batches,
         "start_max_abs_diff": check,
+        "weight_decay": weight_decay,
         "threads": threads,
         "torch": torch.__version__,
     }

@@ -47,19 +47,24 @@ PRESETS: dict[str, Preset] = {
     ),
     "ex4-a2c": Preset(
         "example 4: A2C (one-step TD with the value head), Mk4 CNN with value head against RandomPunisher, lr 1e-4, "
-        "entropy 0.05, value weight 1.5",
-        TrainConfig(model="cnn-mk4-value", games_per_batch=50, opponent="random-punisher", algorithm="a2c"),
+        "entropy 0.05, value weight 1.5, no weight decay",
+        # weight_decay 0: the project's train_against_opponents passes its set_params default, 0
+        # (self-play's AdamW keeps torch's 0.01)
+        TrainConfig(
+            model="cnn-mk4-value", games_per_batch=50, opponent="random-punisher", algorithm="a2c", weight_decay=0.0
+        ),
         dict(learning_rate=1e-4, entropy_bonus=0.05, value_weight=1.5, discount=0.9),
         batches=20000,
     ),
     "ex5-ppo": Preset(
         "example 5: PPO (clip 0.2, 4 epochs, target KL 0.01, one-step TD targets as bootstrap_value=True), Mk4 CNN "
-        "with value head against RandomPunisher, lr 1e-4, entropy 0.05, value weight 1.5",
+        "with value head against RandomPunisher, lr 1e-4, entropy 0.05, value weight 1.5, no weight decay",
         TrainConfig(
             model="cnn-mk4-value",
             games_per_batch=50,
             opponent="random-punisher",
             algorithm="ppo",
+            weight_decay=0.0,  # as example 4's
             algorithm_settings=(("ppo", PPOSettings(clip=0.2, epochs=4, target_kl=0.01, bootstrap=True)),),
         ),
         dict(learning_rate=1e-4, entropy_bonus=0.05, value_weight=1.5, discount=0.9),
