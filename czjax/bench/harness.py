@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from czjax import players, rollout
+from czjax import compaction, players, rollout
 from czjax.bench import profiling, torch_peer
 from czjax.learn.settings import HParams, TrainConfig
 from czjax.learn.trainer import make_trainer
@@ -214,7 +214,8 @@ def bench_train(
             runs,
             profile,
         )
-    row = _train_row(config, num_devices, compile_s, times, metrics)
+    forward_flops = compaction.flops_per_board(trainer.learner, state.params)
+    row = _train_row(config, num_devices, compile_s, times, metrics, forward_flops)
     if phases is not None:
         row["phases"] = {name: seconds / steps for name, seconds in phases}
     peak = peak_bytes()
@@ -223,19 +224,29 @@ def bench_train(
     return _with_pytorch_reference(row)
 
 
-def _train_row(config, num_devices: int, compile_s: float, times: list[float], metrics) -> dict:
+def _train_row(config, num_devices: int, compile_s: float, times: list[float], metrics, forward_flops: float) -> dict:
     """:func:`bench_train`'s row from its timings: the median chunk's speed per iteration, the
-    learner's real positions per second, and the settings of ``config`` that change how the
-    iteration is computed."""
+    learner's real positions per second, the network's FLOPs per iteration and per second
+    (:func:`network_flops`, from ``forward_flops``, the model's per board), and the settings of
+    ``config`` that change how the iteration is computed."""
     steps, games_per_batch = config.batches_per_chunk, config.games_per_batch
     per_iteration = statistics.median(times) / steps
     positions = float(metrics["positions"]) / steps  # the learner's real positions per batch
+    # every ply of every game is one board its mover's network evaluated; game_length is the
+    # mean over the batch's games (averaged over the chunk's equal-sized batches)
+    played = games_per_batch * float(metrics["game_length"])
+    flops = network_flops(forward_flops, played, positions)
     return {
         "model": config.model,
         "games_per_batch": games_per_batch,
         "games_per_s": games_per_batch / per_iteration,
         "positions_per_s": positions / per_iteration,
         "iteration_s": per_iteration,
+        "forward_flops_per_board": forward_flops,
+        "positions_played_per_iteration": played,
+        "learner_positions_per_iteration": positions,
+        "network_flops_per_iteration": flops,
+        "network_flops_per_s": flops / per_iteration,
         "compile_s": compile_s,
         "times_s": times,
         "steps_per_run": steps,
@@ -245,6 +256,69 @@ def _train_row(config, num_devices: int, compile_s: float, times: list[float], m
         },
         "devices": num_devices,
     }
+
+
+# --- The network's FLOP/s against the machine's roof -----------------------------------------
+
+# The backward pass of a layer is two products as large as its forward one (the gradients of its
+# weights and of its input), the usual convention. The first layer's input gradient is never
+# computed, so this overstates a learner position's forward and backward by that one product:
+# mlp 10.8 of 84.1 kFLOP, mlp3 0.9%, cnn-mk4 0.3%.
+BACKWARD_OVER_FORWARD = 2.0
+
+
+def network_flops(forward_per_board: float, positions_played: float, learner_positions: float) -> float:
+    """Matrix-product and convolution FLOPs of one self-play training iteration's network passes,
+    counted from what was played: one forward pass per position played in the rollout (each
+    mover's copy of the network on its own turns) and, in the update, a forward and a backward
+    pass (:data:`BACKWARD_OVER_FORWARD`) per learner position trained on. But for the
+    convention's first layer, a lower bound on the work the program does: it also evaluates
+    finished games' boards (every board of a batch each ply, or the rest of a chunk of running
+    ones, czjax.compaction) and, with the plain gradient, the learner's positions that did not
+    happen; the chunk's two evaluation games are left out."""
+    return forward_per_board * (positions_played + (1.0 + BACKWARD_OVER_FORWARD) * learner_positions)
+
+
+ROOF_SIZE = 2048
+ROOF_RUNS = 5
+
+
+def matmul_roof(size: int = ROOF_SIZE, runs: int = ROOF_RUNS, dtype: str = "float32") -> float:
+    """FLOP/s of one plain ``(size, size) @ (size, size)`` matrix product on the default device:
+    ``2 size^3`` FLOPs over the median of ``runs`` timed calls of the compiled product, after a
+    warm-up call. The arithmetic roof that the network's FLOP/s are a fraction of."""
+    a = jax.random.normal(jax.random.key(0), (size, size), dtype)
+    b = jax.random.normal(jax.random.key(1), (size, size), dtype)
+    compiled, _ = _compile(jnp.matmul, lambda i: (a, b))
+    times = [_timed_call(compiled, (a, b))[0] for _ in range(runs)]
+    return 2.0 * size**3 / statistics.median(times)
+
+
+def measure_roof(size: int = ROOF_SIZE, precision_name: str = "default") -> dict:
+    """The roof for a training benchmark at ``precision_name`` (its matrix products' precision
+    and its activations' dtype, czjax.util.precision), as the JSON document's fields."""
+    dtype = precision.activation_dtype(precision_name)
+    with precision.matmul(precision_name):
+        flops = matmul_roof(size, dtype=dtype)
+    return {"roof_flops_per_s": flops, "roof_size": size, "roof_dtype": dtype}
+
+
+def format_roof(roof: dict) -> str:
+    """Two lines for the table's head: the roof, and what the network's figure beside it counts."""
+    size = roof["roof_size"]
+    return (
+        f"roof: a {size}x{size} {roof['roof_dtype']} matrix product, {roof['roof_flops_per_s'] / 1e9:,.1f} GFLOP/s "
+        f"(median of {ROOF_RUNS} runs after a warm-up, this process, this device)\n"
+        "net GFLOP/s: the network's matrix-product and convolution FLOPs per second of iteration, counted from "
+        "the positions played and trained on (a lower bound; docs/benchmarks.md)"
+    )
+
+
+def with_roof(row: dict, roof_flops_per_s: float) -> dict:
+    """``row`` with the roof measured in its process and its network FLOP/s as a fraction of it."""
+    row["roof_flops_per_s"] = roof_flops_per_s
+    row["roof_fraction"] = row["network_flops_per_s"] / roof_flops_per_s
+    return row
 
 
 def _with_pytorch_reference(row: dict) -> dict:
@@ -276,7 +350,7 @@ def add_torch_peer(row: dict, runs: int, steps: int) -> bool:
 
 TRAIN_HEADER = (
     f"{'model':14s} {'devices':>7s} {'games/batch':>11s} {'games/s':>10s} {'positions/s':>12s} "
-    f"{'s/iteration':>11s} {'compile s':>9s}"
+    f"{'s/iteration':>11s} {'net GFLOP/s':>11s} {'of roof':>7s} {'compile s':>9s}"
     f"  {'PyTorch here':>12s} {'ratio':>6s}  vs PyTorch's published figure"
 )
 
@@ -286,12 +360,14 @@ def format_train_row(row: dict) -> str:
     here = (
         f"{row['torch_games_per_s']:12,.0f} {row['vs_torch']:5.1f}x" if "vs_torch" in row else f"{'-':>12s} {'-':>6s}"
     )
+    roof = f"{row['roof_fraction']:7.1%}" if "roof_fraction" in row else f"{'-':>7s}"
     flow = row.get("control_flow", "auto")
     model = row["model"] + ("" if flow == "auto" else " " + flow)
     return (
         f"{model:14s} {row['devices']:7d} {row['games_per_batch']:11d} {row['games_per_s']:10,.0f} "
         f"{row['positions_per_s']:12,.0f} "
-        f"{row['iteration_s']:11.4f} {row['compile_s']:9.1f}  {here}  {ref}"
+        f"{row['iteration_s']:11.4f} {row['network_flops_per_s'] / 1e9:11.2f} {roof} {row['compile_s']:9.1f}  "
+        f"{here}  {ref}"
     )
 
 

@@ -8,9 +8,10 @@ from pathlib import Path
 from czjax.cli import flags
 
 
-def _bench(args, what: str, header: str, settings, measure, fmt) -> int:
+def _bench(args, what: str, header: str, settings, measure, fmt, notes=(), summary=None) -> int:
     """Run ``measure`` for each setting, printing a table row as each finishes (to stderr with
-    ``--json``, whose JSON document goes to stdout)."""
+    ``--json``, whose JSON document goes to stdout). ``notes``: lines printed before the table;
+    ``summary``: fields of the whole run, added to the JSON document."""
     from czjax.bench import harness
 
     log = harness.stderr if args.json else print
@@ -18,6 +19,8 @@ def _bench(args, what: str, header: str, settings, measure, fmt) -> int:
         f"czjax bench {what} on {harness.machine_description()}; median of {args.runs} timed runs, compile time "
         "separate"
     )
+    for note in notes:
+        log(note)
     log(header)
     rows = []
     for setting in settings:
@@ -25,7 +28,7 @@ def _bench(args, what: str, header: str, settings, measure, fmt) -> int:
             rows.append(row)
             log(fmt(row))
     if args.json:
-        print(json.dumps({"machine": harness.machine_description(), "rows": rows}, indent=1))
+        print(json.dumps({"machine": harness.machine_description(), **(summary or {}), "rows": rows}, indent=1))
     return 0
 
 
@@ -77,12 +80,16 @@ def cmd_bench_train(args) -> int:
         for flow in args.control_flow
     ]
 
+    roof = harness.measure_roof(args.roof_size, args.precision)  # once, before the rows, in this process
+
     def measure(setting, log):
         model, games, n, flow = setting
         profile = Path(args.profile) / f"{model}-{games}-{n}dev-{flow}" if args.profile else None
         settings = {name: getattr(args, name) for name in ("precision", "compaction", "conv", "norm", "unroll")}
         settings["control_flow"] = flow
-        row = harness.bench_train(model, games, args.runs, args.steps, n, profile, **settings)
+        row = harness.with_roof(
+            harness.bench_train(model, games, args.runs, args.steps, n, profile, **settings), roof["roof_flops_per_s"]
+        )
         if profile is not None:
             log(f"profile of one chunk in {profile} (ui.perfetto.dev opens perfetto_trace.json.gz); per iteration:")
             log(profiling.format_phases(list(row["phases"].items())))
@@ -98,6 +105,8 @@ def cmd_bench_train(args) -> int:
         settings,
         measure,
         harness.format_train_row,
+        notes=[harness.format_roof(roof)],
+        summary=roof,
     )
 
 
@@ -189,7 +198,12 @@ def _add_train_bench(bench_commands) -> None:
             "positions/s counts the learner's real positions (the ones it trains on). When PyTorch is installed, the "
             "PyTorch project's iteration (czjax.bench.torch_peer: a Python loop over plies, one forward per model "
             "per ply) "
-            "is timed in the same process for the same setting, and the ratio printed."
+            "is timed in the same process for the same setting, and the ratio printed. net GFLOP/s is the "
+            "network's matrix-product and convolution FLOPs per second of iteration: a forward pass per position "
+            "played in the self-play games and a forward and backward pass (counted as 3 forward) per learner "
+            "position trained on, a lower bound on what the program computes (docs/benchmarks.md). 'of roof' is that "
+            "as a fraction of the roof, a large plain matrix product (--roof-size) timed once in the same process on "
+            "the same device."
         ),
     )
     flags.add_setting_flag(
@@ -220,6 +234,14 @@ def _add_train_bench(bench_commands) -> None:
         help="split each batch's games over N devices; several values are measured side by side (default: 1)",
     )
     _add_train_bench_settings(train_bench)
+    train_bench.add_argument(
+        "--roof-size",
+        type=flags.positive_int,
+        default=2048,
+        metavar="N",
+        help="the roof: an NxN by NxN matrix product at the run's precision, timed once before the rows "
+        "(default: %(default)s)",
+    )
     train_bench.add_argument(
         "--profile",
         metavar="DIR",
