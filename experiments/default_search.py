@@ -2,7 +2,8 @@
 model, scored on Pons' six sets as AlphaZero.jl's protocol scores a player (its most likely
 move; `czjax eval pons --protocol alphazero.jl`), and timed per move on one board, as `play`
 asks it (the median of ``--moves`` calls after compiling, positions from Pons' sets). The
-default is the strongest candidate whose median move takes at most ``--budget`` seconds.
+default is the strongest candidate whose median move takes at most ``--budget`` seconds; the
+candidates are all timed first, and only those within the budget scored.
 
     python experiments/default_search.py --out docs/results/default-search
     python experiments/default_search.py --time-only --out docs/results/default-search   # re-time, keep the scores
@@ -81,17 +82,22 @@ def main(argv=None) -> int:
         if out is None or not (out / "results.json").exists():
             parser.error("--time-only needs --out holding an earlier results.json")
         kept = {r["search"]: r for r in json.loads((out / "results.json").read_text())["rows"]}
+    # Every candidate timed first, while the machine is as quiet as it was at the start; then
+    # scored, only those within the budget (a slower one cannot be chosen, and scoring a large
+    # network's search is the long part)
     rows = []
     for search in args.candidates:
         spec = f"{search}:{args.model}"
-        print(f"{spec} ...", file=sys.stderr, flush=True)
-        scores = {k: kept[search][k] for k in ("pons", "pons_mean")} if search in kept else score(spec)
-        rows.append({"search": search, **scores, **time_moves(spec, args.moves)})
-        print(
-            f"  Pons mean {rows[-1]['pons_mean']:.1f}%, {rows[-1]['median_s']:.3f} s a move",
-            file=sys.stderr,
-            flush=True,
-        )
+        rows.append({"search": search, **time_moves(spec, args.moves)})
+        print(f"{spec}: {rows[-1]['median_s']:.3f} s a move", file=sys.stderr, flush=True)
+    for row in rows:
+        if row["median_s"] > args.budget:
+            row.update(pons=None, pons_mean=None)
+            continue
+        spec = f"{row['search']}:{args.model}"
+        print(f"scoring {spec} ...", file=sys.stderr, flush=True)
+        row.update({k: kept[row["search"]][k] for k in ("pons", "pons_mean")} if row["search"] in kept else score(spec))
+        print(f"  Pons mean {row['pons_mean']:.1f}%", file=sys.stderr, flush=True)
     fast = [r for r in rows if r["median_s"] <= args.budget]
     best = min(fast, key=lambda r: r["pons_mean"]) if fast else None
     result = {
@@ -103,7 +109,7 @@ def main(argv=None) -> int:
         "measured": time.strftime("%Y-%m-%d %H:%M"),
         "rows": rows,
     }
-    sets = list(rows[0]["pons"])
+    sets = list(next((r["pons"] for r in rows if r["pons"]), {}))
     lines = [
         f"Searches over `{args.model}`, scored as AlphaZero.jl's protocol scores a player; a move timed on one board "
         f"({result['machine']}, load {result['load_average'][0]:.2f}, {result['measured']}).",
@@ -112,11 +118,11 @@ def main(argv=None) -> int:
         "| --- | " + " | ".join("---:" for _ in sets) + " | ---: | ---: |",
     ]
     for r in rows:
-        lines.append(
-            f"| `{r['search']}` | "
-            + " | ".join(f"{r['pons'][s]:.1f}" for s in sets)
-            + f" | {r['pons_mean']:.1f} | {r['median_s']:.3f} |"
+        scores = (
+            [f"{r['pons'][s]:.1f}" for s in sets] + [f"{r['pons_mean']:.1f}"] if r["pons"] else ["-"] * (len(sets) + 1)
         )
+        lines.append(f"| `{r['search']}` | " + " | ".join(scores) + f" | {r['median_s']:.3f} |")
+    lines += ["", f"Not scored: a search slower than {args.budget} s a move (-), which cannot be chosen."]
     lines += ["", f"Chosen (strongest within {args.budget} s a move): `{result['chosen']}`"]
     print("\n".join(lines))
     if out:
