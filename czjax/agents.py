@@ -38,12 +38,14 @@ SHIPPED_MODELS = {
     "czjax@2": Path(__file__).parent / "data" / "models" / "czjax-2.msgpack",  # gumbel-az (MLP3), one CPU hour
     # gumbel-az with 16 replay steps (MLP3), one hour on a core of its own
     "czjax@3": Path(__file__).parent / "data" / "models" / "czjax-3.msgpack",
+    # gumbel-az-gpu (a 5 x 64 ResNet), 507 s on one H200: the campaign's strength step
+    "czjax@4": Path(__file__).parent / "data" / "models" / "czjax-4.msgpack",
 }
-SHIPPED_MODEL = SHIPPED_MODELS["czjax@3"]
+SHIPPED_MODEL = SHIPPED_MODELS["czjax@4"]
 # The default opponent of `czjax play` and `czjax serve`, chosen by measurement (docs/strength.md,
 # "The default search"): the strongest under AlphaZero.jl's protocol that answers within 0.3 s a
-# move on a 2-core CPU.
-DEFAULT_OPPONENT = f"azjl:sims=3200:{SHIPPED_NAME}"
+# move on a 2-core CPU (over czjax@4's ResNet 600 simulations take 0.27 s, 800 take 0.36 s).
+DEFAULT_OPPONENT = f"azjl:sims=600:{SHIPPED_NAME}"
 
 
 def shipped_path(spec: str) -> Path | None:

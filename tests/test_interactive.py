@@ -111,16 +111,17 @@ def test_openings_count_every_game():
 
 def test_the_shipped_model_is_the_default_opponent():
     """`czjax play` and `czjax serve` with no PLAYER play a search over the newest model shipped in
-    the package ("czjax", the one-CPU-hour gumbel-az MLP3, czjax@3), which plays better than chance on the
-    shipped solver-labelled positions (its sampled moves beat uniformly random ones by a margin);
-    the older shipped models stay loadable by their names (czjax@2, czjax@1: example 3's Mk4)."""
+    the package ("czjax", czjax@4: gumbel-az-gpu's 5 x 64 ResNet), which plays better than chance on
+    the shipped solver-labelled positions (its sampled moves beat uniformly random ones by a
+    margin); the older shipped models stay loadable by their names (czjax@3 and czjax@2: the CPU
+    hours' MLP3s, czjax@1: example 3's Mk4)."""
     from czjax.evaluate import solver
 
     parser = cli.build_parser()
     for command in ("play", "serve"):
         assert parser.parse_args([command]).player == agents.DEFAULT_OPPONENT
     default = agents.load_agent(agents.DEFAULT_OPPONENT)
-    assert default.search is not None and default.model_name == "mlp3"
+    assert default.search is not None and default.model_name == "resnet"
     assert agents.load_agent("czjax@2").model_name == agents.load_agent("czjax@3").model_name == "mlp3"
     assert agents.load_agent("czjax@1").model_name == "cnn-mk4-value"
     positions = solver.load_positions()

@@ -85,13 +85,18 @@ def test_export_onnx_command(model_checkpoints, tmp_path, capsys):
     assert "no checkpoint at" in capsys.readouterr().err
 
 
-def test_export_onnx_of_the_shipped_model(tmp_path, capsys):
-    """``czjax`` names the shipped model here too, as for every player; the command checks the file
-    against it in onnxruntime."""
+def test_export_onnx_of_a_shipped_model(tmp_path, capsys):
+    """``czjax@N`` names a shipped model here too, as for every player; the command checks the file
+    against it in onnxruntime. The newest (``czjax``, a ResNet, no PyTorch layout) is refused in
+    one line, no file written."""
     from czjax import agents
 
     out = tmp_path / "czjax.onnx"
-    assert cli.main(["export-onnx", "czjax", "-o", str(out)]) == 0
+    assert cli.main(["export-onnx", "czjax@3", "-o", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert f"exported {agents.load_params(agents.SHIPPED_MODEL)[0]} to {out}" in printed
+    assert f"exported {agents.load_params(agents.SHIPPED_MODELS['czjax@3'])[0]} to {out}" in printed
     assert "largest difference from czjax" in printed and float(printed.rsplit(" ", 1)[1]) <= 1e-5
+    refused = tmp_path / "resnet.onnx"
+    assert cli.main(["export-onnx", "czjax", "-o", str(refused)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "resnet has no PyTorch layout" in err[0] and not refused.exists()

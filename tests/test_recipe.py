@@ -44,7 +44,7 @@ def test_replay_window_grows_linearly_to_the_capacity():
 def test_prior_temperature_divides_the_logits_at_every_node():
     """Gumbel over the shipped network with temperature T equals Gumbel over a network whose
     logits are already divided by T (the same search, the same noise)."""
-    agent = agents.load_agent("czjax")
+    agent = agents.load_agent("czjax@3")
     boards = jnp.asarray(np.stack([game.from_moves(m) for m in ("", "44", "4455", "123")]))
     T = 1.7
 
@@ -62,7 +62,7 @@ def test_prior_temperature_divides_the_logits_at_every_node():
     cold = searched(Gumbel(sims=16, considered=4), agent.player)
     assert not np.allclose(np.asarray(cold.policy), np.asarray(hot.policy))
     with pytest.raises(ValueError, match="prior_temperature"):
-        agents.load_agent("gumbel:prior_temperature=0:czjax")
+        agents.load_agent("gumbel:prior_temperature=0:czjax@3")
 
 
 def test_evaluation_opponent_by_name():
@@ -84,7 +84,7 @@ def test_playout_cap_randomization_trains_on_full_searches_only():
     is one or the other."""
     from czjax.search import search_player
 
-    agent = agents.load_agent("czjax")
+    agent = agents.load_agent("czjax@3")
     boards = jnp.asarray(np.stack([game.from_moves(m) for m in ("", "44", "4455", "123")]))
     key = jax.random.key(0)
     base = dict(considered=4, move="policy", rescale=False)
@@ -106,4 +106,4 @@ def test_playout_cap_randomization_trains_on_full_searches_only():
     assert all(np.asarray(out.trained).all() == np.asarray(out.trained).any() for out in calls)  # a whole call
     assert 8 <= sum(shares) <= 32  # about half, as drawn
     with pytest.raises(ValueError, match="fast_sims must be below sims"):
-        agents.load_agent("gumbel:sims=8,fast_sims=8:czjax")
+        agents.load_agent("gumbel:sims=8,fast_sims=8:czjax@3")

@@ -97,7 +97,13 @@ def _to_flax(array: np.ndarray, kind: str) -> np.ndarray:
 
 
 def to_state_dict(model_name: str, params) -> dict[str, np.ndarray]:
-    """czjax parameters -> a PyTorch state dict of NumPy float32 arrays (same key order as PyTorch)."""
+    """czjax parameters -> a PyTorch state dict of NumPy float32 arrays (same key order as PyTorch);
+    ValueError for a model the PyTorch project has no layout of (czjax's own ResNet)."""
+    if model_name not in TABLES:
+        raise ValueError(
+            f"{model_name} has no PyTorch layout (the PyTorch project's models only: {', '.join(TABLES)}), "
+            "so it exports neither to .pth nor to ONNX"
+        )
     flat = {"/".join(k[1:]): np.asarray(v, np.float32) for k, v in flatten_dict(params).items()}
     return {
         torch_key: np.ascontiguousarray(_to_torch(flat[flax_key], kind))
