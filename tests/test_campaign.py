@@ -94,7 +94,7 @@ def test_unknown_step_is_one_line(capsys):
 
 
 def test_the_strength_step_leaves_a_playable_model(tmp_path):
-    """The ten-minute step at 1% (5.4 s of training, one chunk of the tiny recipe): its weights
+    """The strength step at 1% (4.2 s of training, one chunk of the tiny recipe): its weights
     are a player, and its metrics carry the solver errors."""
     from czjax import agents
 

@@ -35,7 +35,7 @@ runs = {n: loop.read_metrics(loop.run_training(config, hp, f"{out}/run{n}", seed
 settings = scan.grid_settings({"entropy_bonus": [0.0, 0.02, 0.05, 0.1]})
 scans = {n: scan.run_scan(config, dict(learning_rate=1e-3, value_weight=0.0, discount=0.9), settings, [0, 1], f"{out}/scan{n}", 4,
                           log=lambda m: None, num_devices=n) for n in (1, 4)}
-cli.main(["bench", "train", "--model", "mlp", "--games-per-batch", "16", "--devices", "1", "4", "--runs", "1", "--steps", "2",
+cli.main(["bench", "train", "--model", "mlp", "--games-per-batch", "16", "--devices", "1", "4", "--runs", "1", "--steps", "2", "--roof-size", "64",
           "--no-peer", "--json"])
 # the programs that ran on 4 devices did take all 4: their inputs are placed on each of them
 spans = sorted({len(jax.tree.leaves(c.input_shardings)[0].device_set) for key, c in loop._COMPILED.items() if key[-1] == 4})
