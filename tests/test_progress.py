@@ -111,10 +111,11 @@ def test_self_play_in_slices(monkeypatch):
 def test_a_search_announces_its_cost_and_reports_progress(monkeypatch, capsys):
     monkeypatch.setattr(progress, "HEARTBEAT_S", 0.0)
     monkeypatch.setattr(agents, "LARGE_JOB_EVALUATIONS", 100)
-    assert cli.main(["tournament", "random", "mcts:sims=2:czjax", "--games", "4"]) == 0
+    # czjax@3, an MLP3: this is about the progress lines, and a small network compiles fast
+    assert cli.main(["tournament", "random", "mcts:sims=2:czjax@3", "--games", "4"]) == 0
     out = capsys.readouterr()
-    assert "mcts:sims=2:czjax evaluates its network 3 times per move: about 132 evaluations" in out.err
+    assert "mcts:sims=2:czjax@3 evaluates its network 3 times per move: about 132 evaluations" in out.err
     assert "  games: 4/4 (" in out.out
-    assert cli.main(["openings", "mcts:sims=2:czjax", "--games", "4"]) == 0
+    assert cli.main(["openings", "mcts:sims=2:czjax@3", "--games", "4"]) == 0
     err = capsys.readouterr().err
     assert "evaluates its network 3 times per move" in err and "  games: 4/4 (" in err
