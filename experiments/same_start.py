@@ -257,7 +257,7 @@ def run_torch(config, hparams: dict, seed: int, pth: Path, folder: Path, batches
     model.load_state_dict(state_dict)
     check = start_check(config.model, pth, model)
     # self-play: torch.optim.AdamW's default weight decay (0.01) is the project's and czjax's;
-    # against RandomPunisher the project's train_against_opponents sets none (czjax's preset keeps 0.01)
+    # against RandomPunisher the project's train_against_opponents sets none (as czjax's ex4/ex5 presets now do)
     weight_decay = config.weight_decay if self_play else torch_peer.AGAINST_OPPONENTS_WEIGHT_DECAY
     optimizer = torch.optim.AdamW(model.parameters(), lr=hparams["learning_rate"], weight_decay=weight_decay)
     metrics_path, batches_path = folder / "metrics.jsonl", folder / "batches.jsonl"
