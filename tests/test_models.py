@@ -73,11 +73,14 @@ def test_im2col_conv_equals_flax_conv():
             np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-5, atol=1e-5, err_msg=method)
 
 
-def test_canonical_conv_gradient_is_jax_own_gradient_of_lax_conv():
+@pytest.mark.parametrize("chunk", [50, 3])
+def test_canonical_conv_gradient_is_jax_own_gradient_of_lax_conv(monkeypatch, chunk):
     """conv3x3_canonical writes the convolution's gradient by hand (two convolutions in the NHWC
     layout); JAX's automatic gradient of the plain ``lax.conv`` is the reference, taken of a
     nonlinear loss (so the cotangent is not constant) and inside ``lax.scan`` (where the hand-written
-    gradient is the point), for both the input and the kernel."""
+    gradient is the point), for both the input and the kernel. With chunks of 3 boards the kernel's
+    gradient of the 4 boards is summed over two chunks, the second padded."""
+    monkeypatch.setattr(models, "KERNEL_GRADIENT_CHUNK", chunk)
     x = jax.random.normal(jax.random.key(0), (4, 6, 7, 5))
     kernel = jax.random.normal(jax.random.key(1), (3, 3, 5, 8))
     target = jax.random.normal(jax.random.key(2), (4, 6, 7, 8))
@@ -126,6 +129,76 @@ def test_every_norm_and_conv_method_computes_the_same_mk4():
                 )
     with pytest.raises(ValueError, match="unknown norm 'batch'; choose one of auto, flax, grouped"):
         models.get_model("cnn-mk4", norm="batch")
+
+
+def test_group_norm_gradient_is_jax_own_gradient_of_flax_group_norm():
+    """group_norm_nhwc (GroupedNorm, --norm grouped) computes GroupNorm from per-channel sums with a
+    hand-written gradient; Flax's nn.GroupNorm and JAX's automatic gradient of it are the
+    reference: the output, and the gradients of a nonlinear loss for the input, the scale and the
+    bias, directly and inside lax.scan, for groups of 1, 4 and 16 channels, on activations whose
+    mean and spread are far from 0 and 1 (so every term of the gradient matters)."""
+    import flax.linen as nn
+
+    rng = np.random.default_rng(3)
+    for groups, channels in ((16, 16), (16, 64), (2, 32)):
+        x = jnp.asarray(rng.normal(1.5, 3.0, (5, 6, 7, channels)), jnp.float32)
+        target = jnp.asarray(rng.normal(size=x.shape), jnp.float32)
+        scale = jnp.asarray(rng.normal(1.0, 0.5, channels), jnp.float32)
+        bias = jnp.asarray(rng.normal(0.0, 0.5, channels), jnp.float32)
+        flax_norm = nn.GroupNorm(num_groups=groups, epsilon=models.TORCH_EPS)
+
+        def reference(x, scale, bias):
+            return flax_norm.apply({"params": {"scale": scale, "bias": bias}}, x)
+
+        def grouped(x, scale, bias):
+            return models.group_norm_nhwc(x, scale, bias, groups, models.TORCH_EPS)
+
+        def gradient(norm):
+            return jax.grad(lambda *a: jnp.sum(jnp.sin(norm(*a)) * target), argnums=(0, 1, 2))
+
+        def in_scan(norm):
+            return lambda *a: jax.lax.scan(lambda c, _: (c, gradient(norm)(*a)), 0, None, length=2)[1]
+
+        np.testing.assert_allclose(
+            np.asarray(grouped(x, scale, bias)), np.asarray(reference(x, scale, bias)), rtol=1e-5, atol=1e-5
+        )
+        for where, want, got in (
+            ("direct", gradient(reference), gradient(grouped)),
+            ("in lax.scan", in_scan(reference), in_scan(grouped)),
+        ):
+            for name, w, g in zip(
+                ("dx", "dscale", "dbias"), jax.jit(want)(x, scale, bias), jax.jit(got)(x, scale, bias)
+            ):
+                w, g = np.asarray(w), np.asarray(g)
+                np.testing.assert_allclose(
+                    g, w, rtol=1e-4, atol=1e-4 * np.abs(w).max(), err_msg=(groups, channels, where, name)
+                )
+
+
+def test_the_cpus_mk4_has_the_same_gradient():
+    """The CPU's computation of Mk4 (canonical convolutions, grouped norms, each with a hand-written
+    gradient) against im2col and Flax's GroupNorm differentiated by JAX: the parameters' gradient
+    of a loss on both heads agrees within float32 rounding, layer by layer."""
+    boards = np.random.default_rng(2).integers(-1, 2, size=(24, 6, 7)).astype(np.int8)
+    reference = models.get_model("cnn-mk4-value", conv="im2col", norm="flax")
+    params = models.init_params(reference, jax.random.key(0))
+
+    def gradient(model):
+        def loss(p):
+            logits, value = models.apply_model(model, p, boards)
+            return jnp.sum(jax.nn.log_softmax(logits)[:, 3]) + jnp.sum(value**2)
+
+        return jax.jit(jax.grad(loss))(params)
+
+    with precision.parity():
+        want = gradient(reference)
+        for conv, norm in (("canonical", "grouped"),):  # each alone: the two tests above
+            got = gradient(models.get_model("cnn-mk4-value", conv=conv, norm=norm))
+            for (path, w), g in zip(jax.tree_util.tree_leaves_with_path(want), jax.tree.leaves(got)):
+                w, g = np.asarray(w), np.asarray(g)
+                np.testing.assert_allclose(
+                    g, w, rtol=1e-3, atol=1e-4 * np.abs(w).max(), err_msg=(conv, norm, jax.tree_util.keystr(path))
+                )
 
 
 def test_mixed_precision_computes_in_bfloat16_with_float32_parameters():

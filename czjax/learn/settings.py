@@ -284,14 +284,15 @@ class TrainConfig:
     )
     conv: str = setting(
         "auto",
-        "Mk4's 3x3 convolutions: im2col (patches and one matmul), xla (lax.conv: cuDNN on a GPU) or "
-        "auto (the default: chosen per backend by measurement, im2col on a CPU)",
+        "Mk4's 3x3 convolutions: im2col (patches and one matmul), xla (lax.conv: cuDNN on a GPU), "
+        "canonical (lax.conv with a hand-written gradient in XLA's canonical layout) or auto (the default: "
+        "chosen per backend by measurement, canonical on a CPU, im2col elsewhere)",
         metavar="|".join(models.CONV_METHODS),
     )
     norm: str = setting(
         "auto",
-        "Mk4's GroupNorm layers: flax (nn.GroupNorm), grouped (normalised in the grouped shape) or auto "
-        "(the default: chosen per backend by measurement)",
+        "Mk4's GroupNorm layers: flax (nn.GroupNorm), grouped (from per-channel sums, with a hand-written "
+        "gradient) or auto (the default: chosen per backend by measurement, grouped on a CPU, flax elsewhere)",
         metavar="|".join(models.NORM_METHODS),
     )
     compaction: str = setting(

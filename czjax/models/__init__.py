@@ -20,6 +20,7 @@ defaults (LeCun-normal kernels, zero biases), about sqrt(3) times PyTorch's spre
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -45,12 +46,12 @@ COMPUTE_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 # NVIDIA GPU) or "canonical" (lax.conv whose gradient's convolutions are written in the NHWC/HWIO
 # layout, :func:`conv3x3_canonical`; with it Mk4's (6, 1) column convolution is a matrix product,
 # :class:`ColumnConv`); "auto" by backend, chosen by measurement (czjax bench train --conv
-# compares them; backends not measured yet use im2col). On XLA's CPU im2col's gradient was 1.6x
-# faster than lax.conv's; "canonical" measured no faster than im2col for Mk4's training iteration
-# on the quiet 2-core CPU (50 games: 54 against 58 games/s; 512 games: 51 against 60), so im2col
-# stays the CPU's choice.
+# compares them; backends not measured yet use im2col). On the 2-core CPU "canonical" is the
+# choice since its kernel gradient is summed over chunks of boards and Mk4's GroupNorm has its
+# own gradient (--norm grouped): Mk4's 50-game iteration on one core, 64 games/s against
+# im2col's 45 (docs/benchmarks.md).
 CONV_METHODS = ("auto", "im2col", "xla", "canonical")
-BACKEND_CONV = {"cpu": "im2col"}
+BACKEND_CONV = {"cpu": "canonical"}
 # ResNet keeps im2col on the CPU whatever BACKEND_CONV says: a ResNet run is recorded bit for bit
 # on the development CPU (tests/data/old-run), and another convolution changes its last bits.
 RESNET_BACKEND_CONV = {"cpu": "im2col"}
@@ -128,11 +129,40 @@ def _conv3x3_backward(residuals, dy):
     # dx[b, r, s, c] = sum_{i, j, o} dy[b, r + 1 - i, s + 1 - j, o] kernel[i, j, c, o]: the
     # convolution of dy with the kernel flipped in space and its features swapped
     dx = _conv_nhwc(dy, jnp.transpose(kernel[::-1, ::-1], (0, 1, 3, 2)))
+    return dx, _conv3x3_kernel_gradient(x, dy)
+
+
+# Boards per convolution of the kernel's gradient: the games are that convolution's input
+# features, and XLA's CPU kernels (YNNPACK) run it 2.5x slower with 550 of them than in chunks
+# of 50 summed (37 against 91 GFLOP/s on one core of the 2-core CPU, Mk4's update).
+KERNEL_GRADIENT_CHUNK = 50
+
+
+def _kernel_gradient_conv(x, dy):
     # dkernel[i, j, c, o] = sum_{b, r, s} x[b, r + i - 1, s + j - 1, c] dy[b, r, s, o]: a
     # convolution with the input's channels as its batch, the games as its features, and dy as
     # an (H, W) kernel; the output (in, 3, 3, out) is the kernel's layout after a transpose
     dkernel = _conv_nhwc(jnp.transpose(x, (3, 1, 2, 0)), jnp.transpose(dy, (1, 2, 0, 3)))
-    return dx, jnp.transpose(dkernel, (1, 2, 0, 3))
+    return jnp.transpose(dkernel, (1, 2, 0, 3))
+
+
+def _conv3x3_kernel_gradient(x, dy):
+    """The 3x3 kernel's gradient, summed over chunks of :data:`KERNEL_GRADIENT_CHUNK` boards
+    (the last padded with zero boards, which add nothing)."""
+    chunk = KERNEL_GRADIENT_CHUNK
+    if x.shape[0] <= chunk:
+        return _kernel_gradient_conv(x, dy)
+    count = -(-x.shape[0] // chunk)
+    pad = ((0, count * chunk - x.shape[0]),) + ((0, 0),) * (x.ndim - 1)
+
+    def chunks(a):
+        return jnp.pad(a, pad).reshape((count, chunk) + a.shape[1:])
+
+    def add(total, pair):
+        return total + _kernel_gradient_conv(*pair), None
+
+    zero = jnp.zeros((3, 3, x.shape[-1], dy.shape[-1]), jnp.result_type(x, dy))
+    return lax.scan(add, zero, (chunks(x), chunks(dy)))[0]
 
 
 conv3x3_canonical.defvjp(_conv3x3_forward, _conv3x3_backward)
@@ -168,10 +198,68 @@ class Conv3x3(nn.Module):
         return patches @ kernel.reshape(-1, self.features)
 
 
+def _group_stats(x, groups: int, epsilon: float):
+    """Per board and group of ``x (B, H, W, C)``: the mean and 1/sqrt(variance + epsilon), ``(B, G)``,
+    from per-channel sums (the variance as E[x^2] - E[x]^2, as Flax computes it)."""
+    batch, channels = x.shape[0], x.shape[-1]
+    size = x.size // (batch * groups)
+    flat = x.reshape(batch, -1, channels)
+    mean = flat.sum(1).reshape(batch, groups, -1).sum(-1) / size
+    var = jnp.maximum((flat * flat).sum(1).reshape(batch, groups, -1).sum(-1) / size - mean * mean, 0.0)
+    return mean, lax.rsqrt(var + epsilon)
+
+
+def _per_channel(values, channels: int):
+    """``(B, G)`` -> ``(B, 1, 1, C)``: each group's value on its channels."""
+    return jnp.repeat(values, channels // values.shape[1], axis=1)[:, None, None, :]
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4))
+def group_norm_nhwc(x, scale, bias, groups: int, epsilon: float):
+    """GroupNorm of ``x (B, H, W, C)`` (float32) over ``(H, W, C/G)``, then ``* scale + bias``.
+
+    Computed from per-channel sums over the board, with a hand-written gradient of the same
+    shape (one pass over ``dy`` and ``dy * x`` for per-channel sums, one elementwise pass):
+    XLA's CPU backend runs Flax's GroupNorm, and the gradient JAX derives for it, as several
+    passes of reductions and broadcasts, 4-6x slower (Mk4's 550-position update on one core of
+    the 2-core CPU: 3.1 against 0.7 ms forward, 12.0 against 2.1 ms with the gradient)."""
+    return _group_norm_forward(x, scale, bias, groups, epsilon)[0]
+
+
+def _group_norm_forward(x, scale, bias, groups, epsilon):
+    mean, rstd = _group_stats(x, groups, epsilon)
+    gain = _per_channel(rstd, x.shape[-1]) * scale
+    return x * gain + (bias - _per_channel(mean, x.shape[-1]) * gain), (x, scale, mean, rstd)
+
+
+def _group_norm_backward(groups, epsilon, residuals, dy):
+    x, scale, mean, rstd = residuals
+    batch, channels = x.shape[0], x.shape[-1]
+    size = x.size // (batch * groups)
+    sum_dy = dy.reshape(batch, -1, channels).sum(1)  # (B, C)
+    sum_dy_x = (dy * x).reshape(batch, -1, channels).sum(1)
+    mean_c, rstd_c = (jnp.repeat(v, channels // groups, axis=1) for v in (mean, rstd))
+    dscale = (rstd_c * (sum_dy_x - mean_c * sum_dy)).sum(0)
+    dbias = sum_dy.sum(0)
+    # With g = dy * scale and xhat the normalised x, dx = rstd (g - mean(g) - xhat mean(g xhat)),
+    # the means over each group; written as dy * a + x * b + c with a per channel, b and c per group.
+    group_sum = lambda v: v.reshape(batch, groups, -1).sum(-1)  # noqa: E731
+    mean_g = group_sum(scale * sum_dy) / size
+    mean_g_xhat = rstd * (group_sum(scale * sum_dy_x) - mean * group_sum(scale * sum_dy)) / size
+    coef_x = -rstd * rstd * mean_g_xhat
+    coef_1 = -rstd * mean_g - mean * coef_x
+    dx = dy * (_per_channel(rstd, channels) * scale) + x * _per_channel(coef_x, channels)
+    dx = dx + _per_channel(coef_1, channels)
+    return dx, dscale, dbias
+
+
+group_norm_nhwc.defvjp(_group_norm_forward, _group_norm_backward)
+
+
 class GroupedNorm(nn.Module):
-    """``nn.GroupNorm`` computed in the grouped shape: ``(B, H, W, G, C/G)`` normalised over
-    ``(H, W, C/G)`` and reshaped back, instead of repeating each group's statistics across its
-    channels. The same parameters (``scale``, ``bias``) and the same result up to rounding."""
+    """``nn.GroupNorm`` of NHWC activations computed by :func:`group_norm_nhwc` (per-channel sums,
+    a hand-written gradient). The same parameters (``scale``, ``bias``) and the same result up to
+    rounding; statistics in float32 whatever ``dtype``."""
 
     num_groups: int
     epsilon: float = TORCH_EPS
@@ -182,18 +270,15 @@ class GroupedNorm(nn.Module):
         channels = x.shape[-1]
         scale = self.param("scale", nn.initializers.ones, (channels,))
         bias = self.param("bias", nn.initializers.zeros, (channels,))
-        grouped = x.astype(jnp.float32).reshape(x.shape[:-1] + (self.num_groups, channels // self.num_groups))
-        axes = tuple(range(1, x.ndim - 1)) + (x.ndim,)
-        mean = grouped.mean(axes, keepdims=True)
-        var = jnp.maximum((grouped * grouped).mean(axes, keepdims=True) - mean * mean, 0.0)
-        normed = ((grouped - mean) * lax.rsqrt(var + self.epsilon)).reshape(x.shape)
-        return (normed * scale + bias).astype(self.dtype)
+        out = group_norm_nhwc(x.astype(jnp.float32), scale, bias, self.num_groups, self.epsilon)
+        return out.astype(self.dtype)
 
 
-# How Mk4's GroupNorm layers are computed: "flax" (nn.GroupNorm) or "grouped" (GroupedNorm);
-# "auto" by backend, by measurement (README, Several devices, and precision).
+# How Mk4's GroupNorm layers are computed: "flax" (nn.GroupNorm) or "grouped" (GroupedNorm, its
+# own gradient); "auto" by backend, by measurement: on the CPU grouped (Mk4's 50-game iteration on
+# one core 64 games/s against flax's 56, with canonical convolutions); GPUs not measured since.
 NORM_METHODS = ("auto", "flax", "grouped")
-BACKEND_NORM: dict[str, str] = {}  # backends not listed: flax
+BACKEND_NORM: dict[str, str] = {"cpu": "grouped"}  # backends not listed: flax
 
 
 def group_norm(method: str, dtype, name: str):
