@@ -59,6 +59,11 @@ ARMS: dict[str, tuple[str, list[str]]] = {
         ["--search", f"{BASE_SEARCH.replace('sims=16', 'sims=32')},fast_sims=8,full_fraction=0.25"],
     ),
     "resnet-small": ("a 2 x 32 ResNet in place of MLP3", ["--model", "resnet:blocks=2,channels=32"]),
+    "posavg": (
+        "position averaging: a drawn position's targets are the means over the buffer's rows of the same board "
+        "(AlphaZero.jl's use_position_averaging)",
+        ["--replay-average"],
+    ),
 }
 PONS = ("L1R1", "L2R1", "L3R1", "L1R2", "L2R2", "L1R3")
 

@@ -104,3 +104,53 @@ def test_a_window_draws_the_most_recent_rows_only():
     assert max(abs(c - 800) for c in counts.values()) < 4.5 * np.sqrt(800 * 0.8)
     drawn_boards, _ = draw(buffer, jax.random.key(4), 4000, jnp.int32(1000))
     assert {order[b.tobytes()] for b in np.asarray(drawn_boards)} == set(range(14, 30))
+
+
+def test_position_averaging_is_the_mean_over_equal_boards():
+    """averaged_targets against a plain-Python grouping of the written rows by board: each written
+    row's value and policy targets become the means over the rows with its board (boards drawn
+    from a few, so most repeat; the buffer wrapped, so some rows were overwritten); its other
+    fields, and rows not written, stay as they were. board_keys tells every pair of boards apart."""
+    rng = np.random.default_rng(7)
+    few = rng.integers(-1, 2, size=(6, 6, 7)).astype(np.int8)
+    buffer = replay.empty(40)
+    for _ in range(3):  # 3 x ~20 valid rows into 40: wraps round
+        boards, inputs = batch_of(rng, 30, 0.7)
+        boards = jnp.asarray(few[rng.integers(0, len(few), 30)])
+        buffer = replay.add(buffer, boards, inputs)
+    buffer = replay.add(replay.empty(45), buffer.boards, buffer.inputs)  # 5 rows never written
+    averaged = replay.averaged_targets(buffer)
+
+    boards = np.asarray(buffer.boards)
+    written = np.asarray(buffer.inputs.valid)
+    groups = collections.defaultdict(list)
+    for i in np.flatnonzero(written):
+        groups[boards[i].tobytes()].append(i)
+    assert len(groups) > 1 and max(len(g) for g in groups.values()) > 3
+    for rows in groups.values():
+        for i in rows:
+            np.testing.assert_allclose(
+                float(averaged.returns[i]), np.mean(np.asarray(buffer.inputs.returns)[rows]), rtol=1e-5, atol=1e-6
+            )
+            np.testing.assert_allclose(
+                np.asarray(averaged.policy_targets[i]),
+                np.asarray(buffer.inputs.policy_targets)[rows].mean(0),
+                rtol=1e-5,
+                atol=1e-6,
+            )
+    unwritten = ~written
+    assert unwritten.sum() == 5
+    np.testing.assert_array_equal(np.asarray(averaged.returns)[unwritten], np.asarray(buffer.inputs.returns)[unwritten])
+    for field in ("legal", "actions", "valid"):
+        np.testing.assert_array_equal(np.asarray(getattr(averaged, field)), np.asarray(getattr(buffer.inputs, field)))
+
+    many = rng.integers(-1, 2, size=(500, 6, 7)).astype(np.int8)
+    many[1] = many[0]
+    many[2, 5, 6] = -many[0, 5, 6] if many[0, 5, 6] else 1  # differs from board 0 in its last cell only
+    many[2, :5] = many[0, :5]
+    many[2, 5, :6] = many[0, 5, :6]
+    keys = np.asarray(replay.board_keys(jnp.asarray(many)))
+    same_board = (many[:, None] == many[None]).all((2, 3))
+    same_key = (keys[:, None] == keys[None]).all(-1)
+    np.testing.assert_array_equal(same_key, same_board)
+    assert same_key[0, 1] and not same_key[0, 2]

@@ -4,7 +4,8 @@ The buffer holds the learner's positions with their targets (``LossInputs``: leg
 move played, value target, policy target) in arrays of ``capacity`` rows. :func:`add` writes
 a batch's valid positions at the cursor, wrapping round (the oldest are overwritten first);
 :func:`sample` draws a fixed number of rows uniformly, with replacement, from those written so
-far. Everything is a pure function of fixed shapes, so it runs inside the compiled training
+far; :func:`averaged_targets` gives every row the mean targets of its board (position averaging).
+Everything is a pure function of fixed shapes, so it runs inside the compiled training
 chunk and is saved with the run's state.
 """
 
@@ -15,6 +16,7 @@ import dataclasses
 import chex
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 from czjax import compaction, game
 from czjax.learn.losses import LossInputs
@@ -60,6 +62,12 @@ class ReplaySettings:
         "games over which the drawing window grows from --replay-window-start to the capacity",
         type="count",
         metavar="GAMES",
+    )
+
+    average: bool = setting(
+        False,
+        "position averaging (AlphaZero.jl's use_position_averaging): a drawn position's value and policy "
+        "targets are the means over every row of the buffer holding the same board",
     )
 
     def __post_init__(self):
@@ -119,6 +127,52 @@ def add(buffer: ReplayBuffer, boards: jax.Array, batch: LossInputs) -> ReplayBuf
         inputs=jax.tree.map(write, buffer.inputs, batch),
         cursor=(buffer.cursor + count) % capacity,
         filled=jnp.minimum(buffer.filled + count, capacity),
+    )
+
+
+# Cells per key word of a board (base 3): 3^14 < 2^31, so a board is three int32 words.
+_CELLS_PER_WORD = 14
+
+
+def board_keys(boards: jax.Array) -> jax.Array:
+    """``(N, 3)`` int32: each board ``(N, 6, 7)`` in base 3, 14 cells a word; equal boards have equal
+    keys and different boards different ones."""
+    digits = boards.reshape(boards.shape[0], 3, _CELLS_PER_WORD).astype(jnp.int32) + 1
+    powers = 3 ** jnp.arange(_CELLS_PER_WORD, dtype=jnp.int32)
+    return (digits * powers).sum(-1)
+
+
+def averaged_targets(buffer: ReplayBuffer) -> LossInputs:
+    """The buffer's rows with their value and policy targets replaced by the means over the
+    written rows holding the same board (AlphaZero.jl's position averaging; its memory merges the
+    samples of a position into one, weighted by their number, which a uniform draw of rows
+    matches in expectation). Rows not written are left as they are.
+
+    Equal boards are found by sorting the rows by :func:`board_keys` (unwritten rows last), then
+    summing the targets over each run of equal keys."""
+    capacity = buffer.boards.shape[0]
+    written = buffer.inputs.valid
+    keys = jnp.where(written[:, None], board_keys(buffer.boards), jnp.iinfo(jnp.int32).max)
+    *key_words, order = lax.sort((*keys.T, jnp.arange(capacity, dtype=jnp.int32)), num_keys=3)
+    sorted_keys = jnp.stack(key_words, -1)
+    starts = jnp.concatenate([jnp.ones((1,), bool), jnp.any(sorted_keys[1:] != sorted_keys[:-1], axis=-1)])
+    run = jnp.cumsum(starts) - 1  # each sorted row's run of equal boards
+    sorted_written = written[order].astype(jnp.float32)
+
+    def run_mean(values):  # (capacity, ...) in buffer order -> each row's mean over its run
+        v = values[order] * sorted_written.reshape((-1,) + (1,) * (values.ndim - 1))
+        total = jax.ops.segment_sum(v, run, num_segments=capacity)
+        count = jax.ops.segment_sum(sorted_written, run, num_segments=capacity)
+        mean = total / jnp.maximum(count, 1.0).reshape((-1,) + (1,) * (values.ndim - 1))
+        return jnp.zeros_like(values).at[order].set(mean[run])
+
+    inputs = buffer.inputs
+    policy = inputs.policy_targets
+    assert policy is not None, "a replay buffer holds policy targets (replay.empty)"
+    return dataclasses.replace(
+        inputs,
+        returns=jnp.where(written, run_mean(inputs.returns), inputs.returns),
+        policy_targets=jnp.where(written[:, None], run_mean(policy), policy),
     )
 
 

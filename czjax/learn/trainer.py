@@ -289,11 +289,13 @@ def replay_update(setup: Setup, state: TrainState, traj, outcome, hp, key):
         boards, batch = algorithms.training_batch(ctx, setup.algorithm, state.params, traj, outcome, hp)
     buffer = replay.add(state.replay, boards, batch)
     window = config.replay.window(games_float(state.games))
+    # drawn from a view whose targets are averaged per position; the buffer keeps its own rows
+    source = dataclasses.replace(buffer, inputs=replay.averaged_targets(buffer)) if config.replay.average else buffer
 
     def one_step(carry, step_key):
         params, opt_state = carry
         drawn = jax.tree.map(
-            lambda x: devices.split(x, ctx.devices), replay.sample(buffer, step_key, config.replay.batch, window)
+            lambda x: devices.split(x, ctx.devices), replay.sample(source, step_key, config.replay.batch, window)
         )
         params, opt_state, metrics = setup.algorithm.step(ctx, params, opt_state, *drawn, hp)
         return (params, opt_state), metrics
