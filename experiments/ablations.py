@@ -30,10 +30,11 @@ from pathlib import Path
 import numpy as np
 
 PRESET = "gumbel-az"
-# The preset as these ablations began (4 replay steps a batch; 16 since steps16 won): every arm
-# starts from it, so that arms run later stay comparable with those in the table.
-BASE_FLAGS = ["--replay-steps", "4"]
+# The preset as these ablations began (4 replay steps a batch, the prior at temperature 1; since
+# then 16 steps, steps16, and 1.5, ptemp15): every arm starts from it, so that arms run later stay
+# comparable with those in the table (an arm's own --search comes later and wins).
 BASE_SEARCH = "gumbel:sims=16,considered=4,move=policy,rescale=0"
+BASE_FLAGS = ["--replay-steps", "4", "--search", BASE_SEARCH]
 ARMS: dict[str, tuple[str, list[str]]] = {
     "base": ("the gumbel-az preset as the ablations began (4 replay steps a batch)", []),
     "vmix50": ("value target: half the outcome, half the search's root value", ["--value-mix", "0.5"]),

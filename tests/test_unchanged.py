@@ -31,7 +31,13 @@ CASES = {  # preset: settings over it (small shapes; the program is the preset's
     # PPO over a small network with a value head (the CNN compiles for 20 s); the weight decay the
     # records were taken with (the preset's was 0.01 until it followed the project's 0)
     "ex5-ppo": {"model": "mlp3", "weight_decay": 0.01},
-    "gumbel-az": {"replay.capacity": 256, "replay.batch": 32, "replay.steps": 2},
+    # the search the records were taken with (the preset's prior temperature was 1 until ptemp15)
+    "gumbel-az": {
+        "replay.capacity": 256,
+        "replay.batch": 32,
+        "replay.steps": 2,
+        "search": "gumbel:sims=16,considered=4,move=policy,rescale=0",
+    },
 }
 BATCHES = 4
 

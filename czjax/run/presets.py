@@ -105,15 +105,16 @@ PRESETS: dict[str, Preset] = {
     "gumbel-az": Preset(
         "Gumbel AlphaZero (AlphaZero.jl issue #217's recipe at CPU scale): Gumbel search with 16 simulations and 4 "
         "considered columns over the current MLP3 plays both sides, its move drawn from the improved policy, Q not "
-        "rescaled; games start from a random position 0-2 plies deep; both sides' positions, mirrored, into a 50k "
-        "replay buffer, 16 steps of 512 per batch of 128 games; cross-entropy to the improved policy and value MSE to "
-        "the outcome, lr 1e-3",
+        "rescaled, the prior at temperature 1.5; games start from a random position 0-2 plies deep; both sides' "
+        "positions, mirrored, into a 50k replay buffer, 16 steps of 512 per batch of 128 games; cross-entropy to the "
+        "improved policy and value MSE to the outcome, lr 1e-3",
         TrainConfig(
             model="mlp3",
             games_per_batch=128,
             opponent="current",
             algorithm="alphazero",
-            search="gumbel:sims=16,considered=4,move=policy,rescale=0",
+            # prior_temperature 1.5: the ablations' clearest gain (docs/strength.md)
+            search="gumbel:sims=16,considered=4,move=policy,rescale=0,prior_temperature=1.5",
             mirror=True,
             openings=2,
             both_sides=True,
