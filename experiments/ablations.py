@@ -36,7 +36,7 @@ PRESET = "gumbel-az"
 BASE_SEARCH = "gumbel:sims=16,considered=4,move=policy,rescale=0"
 BASE_FLAGS = ["--replay-steps", "4", "--search", BASE_SEARCH]
 ARMS: dict[str, tuple[str, list[str]]] = {
-    "base": ("the gumbel-az preset as the ablations began (4 replay steps a batch)", []),
+    "base": ("the gumbel-az preset as the ablations began (4 replay steps a batch, the prior at temperature 1)", []),
     "vmix50": ("value target: half the outcome, half the search's root value", ["--value-mix", "0.5"]),
     "steps16": (
         "16 gradient steps of 512 positions per batch of games (each position trained on about 1.1 times, not 0.3)",
