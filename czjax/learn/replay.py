@@ -148,8 +148,10 @@ def averaged_targets(buffer: ReplayBuffer) -> LossInputs:
     samples of a position into one, weighted by their number, which a uniform draw of rows
     matches in expectation). Rows not written are left as they are.
 
-    Equal boards are found by sorting the rows by :func:`board_keys` (unwritten rows last), then
-    summing the targets over each run of equal keys."""
+    Equal boards are found by sorting the rows by :func:`board_keys`, then summing the targets
+    over each run of equal keys. Unwritten rows take a key no board has (int32's largest in every
+    word, where a board's words stay below 3^14), so they form a run of their own, and keep
+    their values."""
     capacity = buffer.boards.shape[0]
     written = buffer.inputs.valid
     keys = jnp.where(written[:, None], board_keys(buffer.boards), jnp.iinfo(jnp.int32).max)
@@ -157,12 +159,10 @@ def averaged_targets(buffer: ReplayBuffer) -> LossInputs:
     sorted_keys = jnp.stack(key_words, -1)
     starts = jnp.concatenate([jnp.ones((1,), bool), jnp.any(sorted_keys[1:] != sorted_keys[:-1], axis=-1)])
     run = jnp.cumsum(starts) - 1  # each sorted row's run of equal boards
-    sorted_written = written[order].astype(jnp.float32)
+    count = jax.ops.segment_sum(jnp.ones((capacity,), jnp.float32), run, num_segments=capacity)
 
     def run_mean(values):  # (capacity, ...) in buffer order -> each row's mean over its run
-        v = values[order] * sorted_written.reshape((-1,) + (1,) * (values.ndim - 1))
-        total = jax.ops.segment_sum(v, run, num_segments=capacity)
-        count = jax.ops.segment_sum(sorted_written, run, num_segments=capacity)
+        total = jax.ops.segment_sum(values[order], run, num_segments=capacity)
         mean = total / jnp.maximum(count, 1.0).reshape((-1,) + (1,) * (values.ndim - 1))
         return jnp.zeros_like(values).at[order].set(mean[run])
 

@@ -46,10 +46,11 @@ COMPUTE_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 # NVIDIA GPU) or "canonical" (lax.conv whose gradient's convolutions are written in the NHWC/HWIO
 # layout, :func:`conv3x3_canonical`; with it Mk4's (6, 1) column convolution is a matrix product,
 # :class:`ColumnConv`); "auto" by backend, chosen by measurement (czjax bench train --conv
-# compares them; backends not measured yet use im2col). On the 2-core CPU "canonical" is the
-# choice since its kernel gradient is summed over chunks of boards and Mk4's GroupNorm has its
-# own gradient (--norm grouped): Mk4's 50-game iteration on one core, 64 games/s against
-# im2col's 45 (docs/benchmarks.md).
+# compares them; backends not measured yet use im2col). On the CPU "canonical" is the choice
+# since its kernel gradient is summed over chunks of boards and Mk4's GroupNorm has its own
+# gradient (--norm grouped): Mk4's 50-game iteration on one core 64 games/s against 43 with
+# im2col and Flax's GroupNorm; on both cores of the quiet 2-core CPU the same as im2col (61
+# against 63), because YNNPACK runs a convolution on one thread (docs/benchmarks.md).
 CONV_METHODS = ("auto", "im2col", "xla", "canonical")
 BACKEND_CONV = {"cpu": "canonical"}
 # ResNet keeps im2col on the CPU whatever BACKEND_CONV says: a ResNet run is recorded bit for bit
@@ -198,20 +199,33 @@ class Conv3x3(nn.Module):
         return patches @ kernel.reshape(-1, self.features)
 
 
+def _channel_sums(x):
+    """``(B, H, W, C)`` -> ``(B, C)``: each channel summed over the board."""
+    return x.reshape(x.shape[0], -1, x.shape[-1]).sum(1)
+
+
+def _group_sums(per_channel, groups: int):
+    """``(B, C)`` -> ``(B, G)``: summed over each group's channels."""
+    return per_channel.reshape(per_channel.shape[0], groups, -1).sum(-1)
+
+
 def _group_stats(x, groups: int, epsilon: float):
     """Per board and group of ``x (B, H, W, C)``: the mean and 1/sqrt(variance + epsilon), ``(B, G)``,
     from per-channel sums (the variance as E[x^2] - E[x]^2, as Flax computes it)."""
-    batch, channels = x.shape[0], x.shape[-1]
-    size = x.size // (batch * groups)
-    flat = x.reshape(batch, -1, channels)
-    mean = flat.sum(1).reshape(batch, groups, -1).sum(-1) / size
-    var = jnp.maximum((flat * flat).sum(1).reshape(batch, groups, -1).sum(-1) / size - mean * mean, 0.0)
+    size = x.size // (x.shape[0] * groups)
+    mean = _group_sums(_channel_sums(x), groups) / size
+    var = jnp.maximum(_group_sums(_channel_sums(x * x), groups) / size - mean * mean, 0.0)
     return mean, lax.rsqrt(var + epsilon)
 
 
 def _per_channel(values, channels: int):
-    """``(B, G)`` -> ``(B, 1, 1, C)``: each group's value on its channels."""
-    return jnp.repeat(values, channels // values.shape[1], axis=1)[:, None, None, :]
+    """``(B, G)`` -> ``(B, C)``: each group's value on its channels."""
+    return jnp.repeat(values, channels // values.shape[1], axis=1)
+
+
+def _on_board(per_channel):
+    """``(B, C)`` -> ``(B, 1, 1, C)``, to broadcast over the board."""
+    return per_channel[:, None, None, :]
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4))
@@ -229,28 +243,26 @@ def group_norm_nhwc(x, scale, bias, groups: int, epsilon: float):
 def _group_norm_forward(x, scale, bias, groups, epsilon):
     mean, rstd = _group_stats(x, groups, epsilon)
     gain = _per_channel(rstd, x.shape[-1]) * scale
-    return x * gain + (bias - _per_channel(mean, x.shape[-1]) * gain), (x, scale, mean, rstd)
+    shift = bias - _per_channel(mean, x.shape[-1]) * gain
+    return x * _on_board(gain) + _on_board(shift), (x, scale, mean, rstd)
 
 
 def _group_norm_backward(groups, epsilon, residuals, dy):
     x, scale, mean, rstd = residuals
-    batch, channels = x.shape[0], x.shape[-1]
-    size = x.size // (batch * groups)
-    sum_dy = dy.reshape(batch, -1, channels).sum(1)  # (B, C)
-    sum_dy_x = (dy * x).reshape(batch, -1, channels).sum(1)
-    mean_c, rstd_c = (jnp.repeat(v, channels // groups, axis=1) for v in (mean, rstd))
+    channels = x.shape[-1]
+    size = x.size // (x.shape[0] * groups)
+    sum_dy, sum_dy_x = _channel_sums(dy), _channel_sums(dy * x)  # (B, C)
+    mean_c, rstd_c = _per_channel(mean, channels), _per_channel(rstd, channels)
     dscale = (rstd_c * (sum_dy_x - mean_c * sum_dy)).sum(0)
     dbias = sum_dy.sum(0)
     # With g = dy * scale and xhat the normalised x, dx = rstd (g - mean(g) - xhat mean(g xhat)),
     # the means over each group; written as dy * a + x * b + c with a per channel, b and c per group.
-    group_sum = lambda v: v.reshape(batch, groups, -1).sum(-1)  # noqa: E731
-    mean_g = group_sum(scale * sum_dy) / size
-    mean_g_xhat = rstd * (group_sum(scale * sum_dy_x) - mean * group_sum(scale * sum_dy)) / size
+    sum_g = _group_sums(scale * sum_dy, groups)
+    mean_g_xhat = rstd * (_group_sums(scale * sum_dy_x, groups) - mean * sum_g) / size
     coef_x = -rstd * rstd * mean_g_xhat
-    coef_1 = -rstd * mean_g - mean * coef_x
-    dx = dy * (_per_channel(rstd, channels) * scale) + x * _per_channel(coef_x, channels)
-    dx = dx + _per_channel(coef_1, channels)
-    return dx, dscale, dbias
+    coef_1 = -rstd * sum_g / size - mean * coef_x
+    dx = dy * _on_board(rstd_c * scale) + x * _on_board(_per_channel(coef_x, channels))
+    return dx + _on_board(_per_channel(coef_1, channels)), dscale, dbias
 
 
 group_norm_nhwc.defvjp(_group_norm_forward, _group_norm_backward)
