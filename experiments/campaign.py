@@ -11,7 +11,7 @@ Every step
   also copies those files to ``DIR/<step>/`` (for a machine whose outputs are read from one folder).
 
     python experiments/campaign.py status                    # what is done, what is next
-    python experiments/campaign.py run next --max-seconds 540
+    python experiments/campaign.py run next --max-seconds 540  # on a GPU, the next step that gains from one
     python experiments/campaign.py run ex1-8seeds --max-seconds 540 --copy-to /tmp/results
 
 ``--scale F`` runs F of each step's work (a test or a CPU smoke run); a step's results record
@@ -50,6 +50,8 @@ class Context(NamedTuple):
 class Step(NamedTuple):
     description: str
     run: Callable[[Context], dict]  # returns the summary: at least {"done": bool, "progress": float}
+    # False where a CPU does the step as fast as a GPU, measured: `run next` on a GPU skips it
+    gains_from_gpu: bool = True
 
 
 # --- The blog's examples, 8 seeds each, as one vmapped scan ----------------------------------
@@ -111,7 +113,11 @@ def blog_example(number: int, seeds: int = 8) -> Step:
             "preset": preset_name,
         }
 
-    return Step(f"example {number} ({preset_name}) x {seeds} seeds vmapped, the preset's full length", run)
+    # 8 seeds x 50 games a batch leave a GPU idle: on one H200 (2026-11-26) example 4 ran at
+    # ~12,000 games/s and example 5 at ~5,000, where this 2-core CPU ran example 1 at ~7,900
+    return Step(
+        f"example {number} ({preset_name}) x {seeds} seeds vmapped, the preset's full length", run, gains_from_gpu=False
+    )
 
 
 # --- The strength recipe for seven minutes ------------------------------------------------------
@@ -254,7 +260,8 @@ STEPS: dict[str, Step] = {
         "the test suite on the GPU",
         lambda ctx: [
             ("versions", python("-m", "pip", "freeze", "--exclude-editable")),
-            ("pytest", python("-m", "pytest", "-q", "-n", "8", "tests")),
+            # -v: a run stopped at the call's limit still names the tests that failed so far
+            ("pytest", python("-m", "pytest", "-v", "-n", "8", "tests")),
         ],
     ),
     "bench": command_step(
@@ -358,8 +365,17 @@ def state_of(summary: dict | None) -> str:
     return "done" if summary.get("done") else f"partial ({100 * summary.get('progress', 0):.0f}%)"
 
 
-def next_step(results_root: Path) -> str | None:
-    return next((name for name in STEPS if state_of(read_summary(results_root, name)) != "done"), None)
+def next_step(results_root: Path, on_gpu: bool | None = None) -> str | None:
+    """The first step not done; with ``on_gpu`` True only those that gain from a GPU, with False
+    only those that do not (None: any)."""
+    return next(
+        (
+            name
+            for name, step in STEPS.items()
+            if state_of(read_summary(results_root, name)) != "done" and on_gpu in (None, step.gains_from_gpu)
+        ),
+        None,
+    )
 
 
 def status(results_root: Path) -> str:
@@ -370,8 +386,10 @@ def status(results_root: Path) -> str:
         lines.append(f"{name:16s} {state_of(summary):34s} {step.description}{when}")
     upcoming = next_step(results_root)
     lines.append(f"next: {upcoming}" if upcoming else "every step is done")
-    if upcoming:
-        lines.append(f"  python experiments/campaign.py run {upcoming} --max-seconds 540")
+    for where, on_gpu in (("a GPU", True), ("the CPU", False)):
+        name = next_step(results_root, on_gpu)
+        if name:
+            lines.append(f"  next on {where}: python experiments/campaign.py run {name} --max-seconds 540")
     return "\n".join(lines)
 
 
@@ -383,6 +401,12 @@ def machine() -> str:
         return f"{devices[0].platform}: {devices[0].device_kind} x {len(devices)}"
     except Exception:  # noqa: BLE001 - a description only
         return platform.machine()
+
+
+def on_gpu() -> bool:
+    import jax
+
+    return jax.default_backend() == "gpu"
 
 
 def copy_out(results: Path, name: str, copy_to: str | None) -> None:
@@ -466,7 +490,7 @@ def main(argv=None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 141
         return 0
-    name = next_step(results_root) if args.step == "next" else args.step
+    name = next_step(results_root, on_gpu()) if args.step == "next" else args.step
     if name is None:
         print("campaign: every step is done")
         return 0

@@ -37,6 +37,10 @@ def test_steps_in_the_issues_order_and_status_from_the_results(tmp_path):
         and "next: ex3-8seeds" in text
     )
     assert campaign.next_step(tmp_path) == "ex3-8seeds"  # a partial step comes before the ones after it
+    # the examples' scans run as fast on a CPU: a GPU's next step is the first that gains from it
+    assert campaign.next_step(tmp_path, on_gpu=False) == "ex3-8seeds"
+    assert campaign.next_step(tmp_path, on_gpu=True) == "suite-gpu"
+    assert "next on a GPU: python experiments/campaign.py run suite-gpu" in text
 
 
 def rows_of(path):
