@@ -1,5 +1,7 @@
 """Models: PyTorch parameter counts, the players they make, the im2col convolution, Flax's initialisation."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -8,7 +10,7 @@ from flax.traverse_util import flatten_dict
 
 from czjax import models, players, rollout
 from czjax.run import loop
-from czjax.util import precision
+from czjax.util import compiling, precision
 
 
 @pytest.mark.parametrize(
@@ -177,28 +179,63 @@ def test_group_norm_gradient_is_jax_own_gradient_of_flax_group_norm():
 
 def test_the_cpus_mk4_has_the_same_gradient():
     """The CPU's computation of Mk4 (canonical convolutions, grouped norms, each with a hand-written
-    gradient) against im2col and Flax's GroupNorm differentiated by JAX: the parameters' gradient
-    of a loss on both heads agrees within float32 rounding, layer by layer."""
+    gradient, compiled with the options of a program that convolves) against im2col and Flax's
+    GroupNorm differentiated by JAX and compiled by default: the parameters' gradient of a loss on
+    both heads agrees within float32 rounding, layer by layer."""
     boards = np.random.default_rng(2).integers(-1, 2, size=(24, 6, 7)).astype(np.int8)
     reference = models.get_model("cnn-mk4-value", conv="im2col", norm="flax")
     params = models.init_params(reference, jax.random.key(0))
 
-    def gradient(model):
+    def gradient(model, jit):
         def loss(p):
             logits, value = models.apply_model(model, p, boards)
             return jnp.sum(jax.nn.log_softmax(logits)[:, 3]) + jnp.sum(value**2)
 
-        return jax.jit(jax.grad(loss))(params)
+        return jit(jax.grad(loss))(params)
 
     with precision.parity():
-        want = gradient(reference)
+        want = gradient(reference, jax.jit)
         for conv, norm in (("canonical", "grouped"),):  # each alone: the two tests above
-            got = gradient(models.get_model("cnn-mk4-value", conv=conv, norm=norm))
+            model = models.get_model("cnn-mk4-value", conv=conv, norm=norm)
+            got = gradient(model, functools.partial(compiling.jit, convolutions=models.convolves(model)))
             for (path, w), g in zip(jax.tree_util.tree_leaves_with_path(want), jax.tree.leaves(got)):
                 w, g = np.asarray(w), np.asarray(g)
                 np.testing.assert_allclose(
                     g, w, rtol=1e-3, atol=1e-4 * np.abs(w).max(), err_msg=(conv, norm, jax.tree_util.keystr(path))
                 )
+
+
+@pytest.mark.parametrize(
+    "name, conv",
+    [("mlp3", "auto"), ("cnn-mk4", "auto"), ("cnn-mk4", "im2col"), ("resnet:blocks=1,channels=8", "auto")]
+    + [("resnet:blocks=1,channels=8", "canonical")],
+)
+def test_convolves_says_whether_the_program_holds_convolutions(name, conv):
+    """models.convolves (how the trainer picks its compiler options) against the lowered program
+    itself (how the benchmarks' compile_lowered picks them)."""
+    model = models.get_model(name, conv=conv)
+    params = jax.eval_shape(lambda: models.init_params(model, jax.random.key(0)))
+    text = jax.jit(lambda p, b: models.apply_model(model, p, b)).lower(params, np.zeros((2, 6, 7), np.int8)).as_text()
+    assert models.convolves(model) == ("stablehlo.convolution" in text)
+
+
+def test_compiler_options_only_for_convolutions_and_never_against_the_users_flags(monkeypatch):
+    """Options for programs with convolutions on a backend that has them (the CPU); none for other
+    programs; none where XLA_FLAGS already chooses (the user's choice wins) or where this jaxlib
+    refuses the option (its defaults, not an error)."""
+    choose = compiling.compiler_options.__wrapped__  # uncached: each case reads the settings anew
+    assert choose(False) is None
+    if jax.default_backend() in compiling.CONVOLUTION_OPTIONS:
+        assert choose(True) == compiling.CONVOLUTION_OPTIONS[jax.default_backend()]
+    else:
+        assert choose(True) is None
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_experimental_ynn_fusion_type=")
+    assert choose(True) is None
+    monkeypatch.delenv("XLA_FLAGS")
+    monkeypatch.setitem(
+        compiling.CONVOLUTION_OPTIONS, jax.default_backend(), {compiling.YNN_FUSIONS: "LIBRARY_FUSION_TYPE_NONE_SUCH"}
+    )
+    assert choose(True) is None
 
 
 def test_mixed_precision_computes_in_bfloat16_with_float32_parameters():

@@ -24,7 +24,7 @@ from czjax.bench import profiling, torch_peer
 from czjax.learn.settings import HParams, TrainConfig
 from czjax.learn.trainer import make_trainer
 from czjax.run import scan
-from czjax.util import devices, precision
+from czjax.util import compiling, devices, precision
 
 # The PyTorch project's RandomPunisher-vs-RandomPunisher games on the 2-core development CPU
 # (issue 2): the figure czjax's RandomPunisher games are compared with.
@@ -42,7 +42,7 @@ def _compile(fn: Callable, make_args: Callable[[int], tuple]):
     """``(compiled, compile_s)``: ``fn`` compiled for ``make_args(0)`` and run once on it (the
     warm-up run's allocations are not timed)."""
     start = time.perf_counter()
-    compiled = jax.jit(fn).lower(*make_args(0)).compile()
+    compiled = compiling.compile_lowered(jax.jit(fn).lower(*make_args(0)))
     compile_s = time.perf_counter() - start
     jax.block_until_ready(compiled(*make_args(0)))
     return compiled, compile_s

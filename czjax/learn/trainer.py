@@ -33,7 +33,7 @@ from czjax import compaction, models, players, rollout, search
 from czjax.learn import algorithms, replay, solver_metrics
 from czjax.learn.pool import init_pool, load_member, play_against_pool, update_pool
 from czjax.learn.settings import HParams, TrainConfig, eval_opponent
-from czjax.util import counts, devices
+from czjax.util import compiling, counts, devices
 from czjax.util.counts import WideCount
 from czjax.util.pytree import pytree_dataclass
 
@@ -372,13 +372,15 @@ def make_trainer(config: TrainConfig, axis_name: str | None = None, num_devices:
     def update(params, opt_state, traj, outcome, hp):
         return algorithms.update(setup.ctx, setup.algorithm, params, opt_state, traj, outcome, hp)
 
+    convolutions = models.convolves(setup.model)
+
     return Trainer(
         config=config,
         model=setup.model,
         init=functools.partial(init_state, setup),
-        train_step=jax.jit(functools.partial(train_step, setup)),
-        update=jax.jit(update),
-        run_chunk=jax.jit(functools.partial(run_chunk, setup), static_argnums=2),
+        train_step=compiling.jit(functools.partial(train_step, setup), convolutions=convolutions),
+        update=compiling.jit(update, convolutions=convolutions),
+        run_chunk=compiling.jit(functools.partial(run_chunk, setup), convolutions=convolutions, static_argnums=2),
         learner=setup.learner,
         solver_bench=setup.solver_bench,
     )

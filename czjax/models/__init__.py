@@ -561,6 +561,17 @@ def init_params(model: nn.Module, key: jax.Array, init: str = "torch"):
     return INITS[check_init(init)](model, key)
 
 
+def convolves(model: nn.Module) -> bool:
+    """Whether ``model``'s program on this backend holds convolution ops (im2col computes its
+    convolutions as matrix products): :mod:`czjax.util.compiling` compiles such programs with
+    their own options."""
+    if isinstance(model, CNNMk4):
+        return True  # its (6, 1) column convolution whatever the 3x3 method
+    if isinstance(model, ResNet):
+        return _method(model.conv, RESNET_BACKEND_CONV, "im2col") != "im2col"
+    return False
+
+
 def count_params(params) -> int:
     return sum(x.size for x in jax.tree.leaves(params))
 

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import matplotlib
 import numpy as np
 
+from czjax import models
 from czjax.learn.settings import HParams, TrainConfig, hparam_names
 from czjax.learn.trainer import make_trainer
 from czjax.run import folders, stops
@@ -32,7 +33,7 @@ from czjax.run.loop import TIMING_KEYS, ChunkProgram, metric_row, run_chunk_once
 from czjax.run.plots import PANELS, Figure, save_figure
 from czjax.run.sinks import log_rows
 from czjax.run.spec import ScanSpec
-from czjax.util import checkpoint, devices
+from czjax.util import checkpoint, compiling, devices
 from czjax.util.progress import eta_text, time_left_after_compile
 
 AXIS = "configuration"  # the vmapped axis: skips (lax.cond) hold for all configurations at once
@@ -83,12 +84,13 @@ def make_scan_fns(config: TrainConfig):
     metrics))``; ``bench`` is the trainer's solver benchmark (``make_trainer(config,
     AXIS).solver_bench``), shared by the configurations."""
     trainer = make_trainer(config, axis_name=AXIS)
-    init = jax.jit(jax.vmap(trainer.init))
+    convolutions = models.convolves(trainer.model)
+    init = compiling.jit(jax.vmap(trainer.init), convolutions=convolutions)
 
     def chunk(states, hparams, num_batches, bench=None):
         return jax.vmap(lambda s, h: trainer.run_chunk(s, h, num_batches, bench), axis_name=AXIS)(states, hparams)
 
-    return init, jax.jit(chunk, static_argnums=2)
+    return init, compiling.jit(chunk, convolutions=convolutions, static_argnums=2)
 
 
 def open_scan(out_dir: Path, description: dict, resume: bool) -> list[dict]:

@@ -1,0 +1,56 @@
+"""How czjax's training programs are compiled, per backend: :func:`jit` and :func:`compile_lowered` are
+``jax.jit`` and ``Lowered.compile`` with the compiler options :func:`compiler_options` chooses.
+
+On the CPU, jaxlib (0.10 on) hands matrix products to YNNPACK, and reductions with the work
+feeding them: a convolution followed by a sum (GroupNorm's statistics) becomes one YNNPACK
+fusion, which runs on one thread where XLA's own convolution uses every core. On the 2-core
+CPU the blog's CNN (Mk4) trains at 61 games/s with the default and 100 with YNNPACK kept for
+matrix products only (docs/benchmarks.md, "Mk4 on the CPU"). Programs without convolutions
+(the MLPs; the ResNet, whose CPU convolutions are im2col products) keep the default: their
+speed is the same either way, and their results stay bit for bit those recorded
+(tests/test_unchanged.py), which reductions outside YNNPACK would change in the last bits.
+
+The options are passed per program, not through ``XLA_FLAGS``: an ``XLA_FLAGS`` entry a jaxlib
+does not know aborts the process, while an unknown per-program option is an error czjax can
+catch (a jaxlib without it compiles with its defaults). A user's own ``XLA_FLAGS`` choice of
+YNNPACK fusions wins over czjax's.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+YNN_FUSIONS = "xla_cpu_experimental_ynn_fusion_type"
+# per backend: the options for programs with convolutions (backends not listed: none)
+CONVOLUTION_OPTIONS: dict[str, dict[str, str]] = {"cpu": {YNN_FUSIONS: "LIBRARY_FUSION_TYPE_DOT"}}
+
+
+@functools.cache
+def compiler_options(convolutions: bool) -> dict[str, str] | None:
+    """The compiler options for a program on JAX's default backend (``convolutions``: whether it
+    holds convolution ops), or None where there are none, the jaxlib does not know them, or
+    ``XLA_FLAGS`` sets them."""
+    options = CONVOLUTION_OPTIONS.get(jax.default_backend()) if convolutions else None
+    if not options or any(name in os.environ.get("XLA_FLAGS", "") for name in options):
+        return None
+    try:
+        jax.jit(lambda x: x + 1).lower(0.0).compile(compiler_options=options)
+    except Exception:  # noqa: BLE001 - any refusal means: this jaxlib's defaults
+        return None
+    return dict(options)
+
+
+def jit(fn: Callable, *, convolutions: bool, **kwargs: Any) -> Callable:
+    """``jax.jit(fn, **kwargs)`` with :func:`compiler_options`. Options apply to the outermost
+    compiled program: a jitted function called inside another is compiled as part of that one."""
+    return jax.jit(fn, compiler_options=compiler_options(convolutions), **kwargs)
+
+
+def compile_lowered(lowered: jax.stages.Lowered) -> jax.stages.Compiled:
+    """``lowered.compile`` with :func:`compiler_options` for what the program holds."""
+    return lowered.compile(compiler_options=compiler_options("stablehlo.convolution" in lowered.as_text()))
