@@ -172,10 +172,7 @@ def load_agent(spec: str) -> Agent:
             raise ValueError(
                 f"{spec!r}: a search cannot search a search; give a checkpoint or a built-in player after the options"
             )
-        base = load_agent(base_spec)
-        return base._replace(
-            name=spec, player=search.search_player(settings, base.player), search=settings, network=base.player
-        )
+        return with_search(load_agent(base_spec), settings, spec)
     if spec in BUILTIN_PLAYERS:
         return Agent(spec, BUILTIN_PLAYERS[spec], None, None)
     kind, sep, options = spec.partition(":")
@@ -187,7 +184,19 @@ def load_agent(spec: str) -> Agent:
     if not path.exists():
         raise ValueError(unknown_player(spec))
     model_name, params, _ = load_params(path)
-    return Agent(spec, models.model_player(models.get_model(model_name)), params, model_name)
+    return network_agent(spec, model_name, params)
+
+
+def network_agent(name: str, model_name: str, params) -> Agent:
+    """A network's parameters in memory (a scan's configuration, say) as an agent."""
+    return Agent(name, models.model_player(models.get_model(model_name)), params, model_name)
+
+
+def with_search(base: Agent, settings, name: str) -> Agent:
+    """``base`` searched by ``settings`` (a :class:`czjax.search.Search`), named ``name``."""
+    return base._replace(
+        name=name, player=search.search_player(settings, base.player), search=settings, network=base.player
+    )
 
 
 MINIMAX = "minimax"

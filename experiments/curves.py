@@ -123,6 +123,20 @@ def difference_interval(a, b, level: float = 0.95) -> dict | None:
     return {"diff": diff, "low": diff - half, "high": diff + half, "df": float(df)}
 
 
+def paired_interval(differences, level: float = 0.95) -> dict | None:
+    """The mean of per-item differences (two players on the same positions) with its two-sided
+    ``level`` interval, normal approximation over the items: ``{diff, low, high, n}``; None
+    with fewer than two items."""
+    from scipy import stats
+
+    d = np.asarray(differences, np.float64)
+    if d.size < 2:
+        return None
+    half = float(stats.norm.ppf(0.5 + level / 2) * d.std(ddof=1) / math.sqrt(d.size))
+    mean = float(d.mean())
+    return {"diff": mean, "low": mean - half, "high": mean + half, "n": int(d.size)}
+
+
 def equivalence_verdict(a, b, margin: float, alpha: float = 0.05) -> dict | None:
     """Two one-sided tests (TOST) at ``alpha`` with the equivalence margin ``+-margin``: the
     sides are *equivalent* when the ``1 - 2 alpha`` interval of the difference lies inside the

@@ -8,8 +8,13 @@ sampled at temperature 1, as `czjax tournament` plays: the network from its poli
 proportion to its visits, Gumbel and the rollout improver their own choice). The same table
 answers seed 004's question: entropy-guided PUCT against plain PUCT at equal simulations.
 
+``--pons`` also scores each player on Pons' six sets as AlphaZero.jl's benchmark scores its
+player (the most visited column, the lowest on ties; move error in %), and gives every player's
+difference from the first with a 95% interval paired over the same 6,000 positions.
+
     python experiments/search_strength.py runs/ex3-rwb --games 100
     python experiments/search_strength.py runs/ex3-rwb --players mcts:sims=64 entropy-mcts:sims=64 --games 400
+    python experiments/search_strength.py czjax --players mcts:sims=600,c=2.0 entropy-mcts:sims=600,c=2.0 --pons
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from curves import paired_interval
 from czjax import agents
 from czjax.evaluate import puzzles, solver, tournament
 
@@ -45,6 +51,37 @@ def sample_puzzles(data: dict, n: int, seed: int) -> dict:
         "answers": data["answers"][keep],
         "records": [data["records"][i] for i in keep],
     }
+
+
+def pons_comparison(players: list) -> dict:
+    """Each player's Pons move error (%) per set and mean, and its difference from the first
+    player's with a 95% interval paired over the positions; printed as a table."""
+    sets = solver.load_pons()
+    errors = {}
+    for agent in players:
+        start = time.perf_counter()
+        errors[agent.name] = solver.pons_greedy_errors(agent, sets)
+        print(f"{agent.name}: Pons in {time.perf_counter() - start:.0f} s", flush=True)
+    first = players[0].name
+    report: dict = {"sets": list(sets), "players": {}}
+    print("\n| player | " + " | ".join(sets) + " | mean | difference from the first [95%, paired] |")
+    print("| --- | " + " | ".join("---:" for _ in sets) + " | ---: | --- |")
+    for name, by_set in errors.items():
+        every = np.concatenate(list(by_set.values()))
+        diff = paired_interval(100 * (every - np.concatenate(list(errors[first].values()))))
+        report["players"][name] = {
+            "per_set": {s: 100 * float(e.mean()) for s, e in by_set.items()},
+            "mean": 100 * float(np.mean([e.mean() for e in by_set.values()])),
+            "difference_from_first": diff if name != first else None,
+        }
+        row = report["players"][name]
+        shown = "-" if name == first else f"{diff['diff']:+.2f} [{diff['low']:+.2f}, {diff['high']:+.2f}]"
+        print(
+            f"| {name} | "
+            + " | ".join(f"{v:.1f}" for v in row["per_set"].values())
+            + f" | {row['mean']:.2f} | {shown} |"
+        )
+    return report
 
 
 def main(argv=None) -> int:
@@ -78,6 +115,11 @@ def main(argv=None) -> int:
         help="a seeded sample of N of the 10,000 shipped puzzles, N/2 of each kind (default: %(default)s; 0: all)",
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--pons",
+        action="store_true",
+        help="also Pons' move error per set as AlphaZero.jl's benchmark scores it, paired against the first player",
+    )
     parser.add_argument(
         "--out",
         default=None,
@@ -124,10 +166,11 @@ def main(argv=None) -> int:
             + " | ".join(f"{row[f'puzzle_{k}']:.3f}" for k in kinds)
             + f" | {row['elo']:+.0f} +- {row['elo_ci95']:.0f} |"
         )
+    pons = pons_comparison(players) if args.pons else None
     folder = Path(args.model) if Path(args.model).is_dir() else Path(".")
     out = Path(args.out) if args.out else folder / "search_strength.json"
     if out.parent.is_dir():
-        out.write_text(json.dumps({"rows": rows, "tournament": report}, indent=1))
+        out.write_text(json.dumps({"rows": rows, "tournament": report, "pons": pons}, indent=1))
         print(f"\nwritten {out}")
     return 0
 

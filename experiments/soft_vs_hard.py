@@ -21,6 +21,15 @@ halving's chosen action (one-hot). Both sides play the chosen action (``move=act
 games are played alike and only the target differs.
 
     python experiments/soft_vs_hard.py --recipe gumbel --batches 300 --seeds 4 --sims 16   # CPU scale
+
+``--question search`` asks seed 004's question the same way: entropy-guided PUCT against plain
+PUCT as the training search (the puct recipe, soft targets, the same simulations).
+
+Each final network is also scored by AlphaZero.jl's Pons protocol (its MCTS with 600
+simulations over the network, the most visited column) and alone (its greedy move on Pons'
+sets). The report gives each arm's mean with its 95% interval over the seeds and the difference
+between the arms with Welch's 95% interval; a difference is called only where that interval
+excludes 0. ``--results DIR`` also writes ``report.json`` and ``results.md`` there.
 """
 
 from __future__ import annotations
@@ -34,14 +43,26 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from czjax import models
+from curves import difference_interval, mean_interval
+from czjax import agents, models, search
 from czjax.evaluate import solver
 from czjax.players import masked_log_probs
 from czjax.run import presets, scan
 from czjax.util import checkpoint
 
-TARGETS = {"soft": "alphazero", "hard": "alpha"}
+# each question: its two arms, each the settings it changes over the recipe
+QUESTIONS = {
+    # seed 002: the search's improved policy (visit counts) against the move it chose (one-hot)
+    "targets": {"soft": {"algorithm": "alphazero"}, "hard": {"algorithm": "alpha"}},
+    # seed 004: entropy-guided PUCT against PUCT as the training search ({sims}: --sims)
+    "search": {
+        "mcts": {"search": "mcts:sims={sims},noise=0.25"},
+        "entropy-mcts": {"search": "entropy-mcts:sims={sims},noise=0.25"},
+    },
+}
 METRICS = ("policy_loss", "value_loss", "optimal", "keeps_outcome", "value_sign", "entropy")
+# Pons' move error (%), under AlphaZero.jl's protocol and of the network alone: lower is better
+PONS_METRICS = ("protocol_mean", "network_pons_mean")
 
 
 def final_params(folder: Path, model_name: str) -> list:
@@ -79,9 +100,87 @@ def solver_scores(model_name: str, params, positions: dict) -> dict:
     }
 
 
+def pons_scores(model_name: str, params, sets: dict, name: str) -> dict:
+    """Pons' move error (%) under AlphaZero.jl's protocol (per set and mean) and of the network alone."""
+    network = agents.network_agent(name, model_name, params)
+    settings, _ = search.parse_spec(solver.protocol_spec("alphazero.jl", name))
+    protocol = solver.pons(agents.with_search(network, settings, f"protocol:{name}"), sets, protocol="alphazero.jl")
+    alone = solver.pons(network, sets)
+    return {
+        **{f"protocol_{r['set']}": r["move_error"] for r in protocol["sets"]},
+        "protocol_mean": protocol["mean_move_error"],
+        "network_pons_mean": alone["mean_move_error"],
+    }
+
+
+def arm_config(preset, question: str, arm: str, args) -> tuple:
+    """The arm's training settings over the recipe, and the search both arms play with."""
+    common = (
+        f"mcts:sims={args.sims},noise=0.25"
+        if args.recipe == "puct"
+        else preset.config.search.replace("move=policy", "move=action").replace("sims=16", f"sims={args.sims}")
+    )
+    changes = {k: v.format(sims=args.sims) for k, v in QUESTIONS[question][arm].items()}
+    config = preset.config.override(
+        {
+            "model": args.model,
+            "games_per_batch": args.games_per_batch,
+            "search": common,
+            "batches_per_chunk": min(10, args.batches),
+            **changes,
+        }
+    )
+    return config, config.search
+
+
+# which way is better, per score (entropy: neither)
+LOWER_IS_BETTER = {"protocol_mean", "network_pons_mean", "policy_loss", "value_loss"}
+HIGHER_IS_BETTER = {"optimal", "keeps_outcome", "value_sign"}
+
+
+def verdict(key: str, diff: dict | None, first: str, second: str) -> str:
+    """Which arm the difference ``first - second`` favours, only where its interval excludes 0."""
+    if diff is None or key not in LOWER_IS_BETTER | HIGHER_IS_BETTER:
+        return ""
+    if diff["low"] <= 0 <= diff["high"]:
+        return "no difference resolved"
+    return f"{first if (diff['diff'] < 0) == (key in LOWER_IS_BETTER) else second} better"
+
+
+def summarise(report: dict, arms: list[str]) -> str:
+    """The report as a markdown table: each arm's mean and interval, the difference, the verdict."""
+    first, second = arms
+
+    def band(b: dict | None) -> str:
+        if b is None:
+            return "-"
+        interval = f" [{b['low']:.3f}, {b['high']:.3f}]" if b.get("low") is not None else ""
+        return f"{b['mean']:.3f}{interval}"
+
+    lines = [
+        f"| score | {first}: mean [95% interval] | {second} | {first} - {second} [Welch 95%] | verdict |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for key in [k for k in (*PONS_METRICS, *METRICS) if k in report["difference"]]:
+        diff = report["difference"][key]
+        shown = f"{diff['diff']:+.3f} [{diff['low']:+.3f}, {diff['high']:+.3f}]" if diff else "-"
+        lines.append(
+            f"| {key} | {band(report[first][key])} | {band(report[second][key])} | {shown} | "
+            f"{verdict(key, diff, first, second)} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__
+    )
+    parser.add_argument(
+        "--question",
+        choices=tuple(QUESTIONS),
+        default="targets",
+        help="targets: seed 002, soft against hard policy targets; search: seed 004, entropy-mcts against mcts "
+        "as the training search (default: %(default)s)",
     )
     parser.add_argument("--model", default="mlp3", help="a model with a value head (default: %(default)s)")
     parser.add_argument("--batches", type=int, default=150)
@@ -95,33 +194,30 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--out", default="runs/soft-vs-hard")
+    parser.add_argument("--results", default=None, help="also write report.json and results.md here")
+    parser.add_argument(
+        "--no-protocol", action="store_true", help="skip the Pons scores (AlphaZero.jl's protocol is slow)"
+    )
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--overwrite", action="store_true")
     args = parser.parse_args(argv)
+    if args.question == "search" and args.recipe != "puct":
+        parser.error("--question search compares PUCT searches: use --recipe puct")
+    if args.batches < 1 or args.seeds < 1 or args.sims < 1 or args.games_per_batch < 1:
+        parser.error("--batches, --seeds, --sims and --games-per-batch must be positive")
     out = Path(args.out)
     preset = presets.get_preset("alphazero" if args.recipe == "puct" else "gumbel-az")
-    searched = (
-        f"mcts:sims={args.sims},noise=0.25"
-        if args.recipe == "puct"
-        else f"gumbel:sims={args.sims},considered=4,rescale=0,move=action"
-    )
     positions = solver.load_positions()
-    report: dict = {"settings": vars(args), "seeds": list(range(args.seeds))}
-    for name, algorithm in TARGETS.items():
-        config = preset.config.override(
-            {
-                "algorithm": algorithm,
-                "model": args.model,
-                "games_per_batch": args.games_per_batch,
-                "search": searched,
-                "batches_per_chunk": min(10, args.batches),
-            }
-        )
+    sets = None if args.no_protocol else solver.load_pons()
+    arms = list(QUESTIONS[args.question])
+    report: dict = {"settings": vars(args), "seeds": list(range(args.seeds)), "arms": arms}
+    for name in arms:
+        config, searched = arm_config(preset, args.question, name, args)
         folder = out / name
         resume = args.resume and (folder / "scan.json").exists()
         print(
-            f"== {name} targets ({algorithm}): {args.seeds} seeds of {args.model}, {args.batches:,} batches of "
-            f"{args.games_per_batch} games, {searched}",
+            f"== {name} ({config.algorithm}, {searched}): {args.seeds} seeds of {args.model}, {args.batches:,} "
+            f"batches of {args.games_per_batch} games",
             flush=True,
         )
         scan.run_scan(
@@ -135,23 +231,27 @@ def main(argv=None) -> int:
             overwrite=args.overwrite,
             log=lambda m: print(m, flush=True),
         )
-        per_seed = [solver_scores(args.model, p, positions) for p in final_params(folder, args.model)]
-        report[name] = {
-            "per_seed": per_seed,
-            **{
-                k: {
-                    "mean": float(np.mean([s[k] for s in per_seed])),
-                    "std": float(np.std([s[k] for s in per_seed], ddof=1)) if len(per_seed) > 1 else None,
-                }
-                for k in METRICS
-            },
-        }
+        per_seed = []
+        for seed, params in enumerate(final_params(folder, args.model)):
+            scores = solver_scores(args.model, params, positions)
+            if sets is not None:
+                print(f"   {name} seed {seed}: Pons under AlphaZero.jl's protocol ...", flush=True)
+                scores.update(pons_scores(args.model, params, sets, f"{name}-seed{seed}"))
+            per_seed.append(scores)
+        report[name] = {"per_seed": per_seed, **{k: mean_interval([s[k] for s in per_seed]) for k in per_seed[0]}}
+    report["difference"] = {
+        k: difference_interval([s[k] for s in report[arms[0]]["per_seed"]], [s[k] for s in report[arms[1]]["per_seed"]])
+        for k in report[arms[0]]["per_seed"][0]
+    }
+    table = summarise(report, arms)
     (out / "report.json").write_text(json.dumps(report, indent=1))
-    print(f"\non {len(positions['boards'])} solver-labelled positions, mean +- std over {args.seeds} seeds:")
-    print(f"{'':14s} {'soft':>16s} {'hard':>16s}")
-    for k in METRICS:
-        cells = [f"{report[n][k]['mean']:.3f} +- {report[n][k]['std'] or 0:.3f}" for n in TARGETS]
-        print(f"{k:14s} {cells[0]:>16s} {cells[1]:>16s}")
+    print(f"\nmean and 95% interval over {args.seeds} seeds; Pons errors in %, lower is better:\n{table}")
+    if args.results:
+        results = Path(args.results)
+        results.mkdir(parents=True, exist_ok=True)
+        (results / "report.json").write_text(json.dumps(report, indent=1))
+        command = "python experiments/soft_vs_hard.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        (results / "results.md").write_text(f"# {args.question}: {' against '.join(arms)}\n\n`{command}`\n\n{table}\n")
     print(f"written {out / 'report.json'}")
     return 0
 

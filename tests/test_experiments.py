@@ -170,11 +170,18 @@ def test_reproduce_blog_tiny(tmp_path):
         blog.main(["--examples", "4", "--model", "mlp", "--batches", "1", "--out", str(tmp_path / "bad")])
 
 
-def test_search_strength_scores_every_player_and_rates_them(model_checkpoints, tmp_path, capsys):
+def test_search_strength_scores_every_player_and_rates_them(model_checkpoints, tmp_path, capsys, monkeypatch):
     """search_strength.py at a tiny scale: the untrained mlp alone and PUCT over it, on the
-    shipped positions and puzzles, and a 4-game match; its JSON has a row per player with an
-    Elo, and the figures are fractions."""
+    shipped positions and puzzles, a 4-game match and 10 positions of each Pons set; its JSON has
+    a row per player with an Elo, the figures are fractions, and the Pons rates are those
+    `czjax eval pons` gives the same players, the difference paired position by position."""
+    from czjax import agents
+    from czjax.evaluate import solver
+
     script = load_script("search_strength")
+    full = solver.load_pons
+    sets = {name: {k: v[:10] for k, v in data.items()} for name, data in full().items()}
+    monkeypatch.setattr(solver, "load_pons", lambda *a, **k: sets)
     out = tmp_path / "strength.json"
     assert (
         script.main(
@@ -189,11 +196,19 @@ def test_search_strength_scores_every_player_and_rates_them(model_checkpoints, t
                 "40",
                 "--out",
                 str(out),
+                "--pons",
             ]
         )
         == 0
     )
-    rows = json.loads(out.read_text())["rows"]
+    report = json.loads(out.read_text())
+    rows, pons = report["rows"], report["pons"]["players"]
+    for name, scored in pons.items():
+        rates = {r["set"]: r["greedy_error"] for r in solver.pons(agents.load_agent(name), sets)["sets"]}
+        assert scored["per_set"] == pytest.approx(rates)
+    network, searched = (pons[r["player"]] for r in rows)
+    assert network["difference_from_first"] is None
+    assert searched["difference_from_first"]["diff"] == pytest.approx(searched["mean"] - network["mean"])
     assert [r["player"] for r in rows] == [str(model_checkpoints["mlp"]), f"mcts:sims=4:{model_checkpoints['mlp']}"]
     for r in rows:
         assert 0 <= r["optimal"] <= r["keeps"] <= 1 and 0 <= r["puzzle_win"] <= 1 and math.isfinite(r["elo"])
@@ -204,7 +219,7 @@ def test_intervals_and_equivalence_against_hand_computed_values():
     """Student's and Welch's intervals against values computed by hand from their formulas
     (t quantiles from tables: t(0.975, 3) = 3.182446, t(0.95, 3) = 2.353363), and the TOST
     verdicts on constructed samples."""
-    from curves import difference_interval, equivalence_verdict, mean_interval
+    from curves import difference_interval, equivalence_verdict, mean_interval, paired_interval
 
     band = mean_interval([1.0, 2.0, 3.0, 4.0])  # mean 2.5, sd 1.290994, se 0.645497
     assert band["mean"] == pytest.approx(2.5) and band["high"] - 2.5 == pytest.approx(3.182446 * 0.645497, rel=1e-5)
@@ -216,3 +231,37 @@ def test_intervals_and_equivalence_against_hand_computed_values():
     assert equivalence_verdict(near, [x + 0.3 for x in near], margin=0.1)["verdict"] == "different"
     assert equivalence_verdict([0.0, 1.0, 0.0, 1.0], [0.5, 0.4, 0.6, 0.5], margin=0.1)["verdict"] == "inconclusive"
     assert equivalence_verdict([1.0], [1.0, 2.0], margin=0.1) is None
+    # paired: differences -1, 0, 0, 1 (mean 0, sd sqrt(2/3)), normal quantile 1.959964
+    paired = paired_interval([-1.0, 0.0, 0.0, 1.0])
+    assert paired["diff"] == 0 and paired["high"] == pytest.approx(1.959964 * math.sqrt(2 / 3) / 2, rel=1e-5)
+    assert paired_interval([1.0]) is None
+
+
+def test_seed_questions_arms_differ_only_in_their_setting_and_verdicts_need_an_interval_off_zero():
+    """soft_vs_hard.py: each question's two arms train the same recipe but for the setting asked
+    about (seed 002: the policy target; seed 004: the training search), and a verdict names an arm
+    only where the difference's interval excludes 0, in the direction that is better for the score."""
+    from types import SimpleNamespace
+
+    from czjax.run import presets
+
+    script = load_script("soft_vs_hard")
+    args = SimpleNamespace(model="mlp3", games_per_batch=8, sims=24, batches=5, recipe="gumbel")
+    gumbel = presets.get_preset("gumbel-az")
+    soft, played = script.arm_config(gumbel, "targets", "soft", args)
+    hard, played_too = script.arm_config(gumbel, "targets", "hard", args)
+    assert (soft.algorithm, hard.algorithm) == ("alphazero", "alpha")
+    assert played == played_too and "sims=24" in played and "move=action" in played
+    assert soft.override({"algorithm": "alpha"}) == hard
+    args.recipe = "puct"
+    alphazero = presets.get_preset("alphazero")
+    mcts, searched = script.arm_config(alphazero, "search", "mcts", args)
+    entropy, searched_entropy = script.arm_config(alphazero, "search", "entropy-mcts", args)
+    assert (searched, searched_entropy) == ("mcts:sims=24,noise=0.25", "entropy-mcts:sims=24,noise=0.25")
+    assert mcts.override({"search": searched_entropy}) == entropy
+    # the difference is first - second: a lower error for the first arm favours it
+    resolved, unresolved = {"diff": -2.0, "low": -3.0, "high": -1.0}, {"diff": -2.0, "low": -3.0, "high": 0.5}
+    assert script.verdict("protocol_mean", resolved, "soft", "hard") == "soft better"
+    assert script.verdict("optimal", resolved, "soft", "hard") == "hard better"
+    assert script.verdict("protocol_mean", unresolved, "soft", "hard") == "no difference resolved"
+    assert script.verdict("entropy", resolved, "soft", "hard") == "" and script.verdict("optimal", None, "a", "b") == ""

@@ -353,6 +353,18 @@ def move_errors(scores: np.ndarray, probs: np.ndarray, greedy: np.ndarray) -> tu
     ).sum(1)
 
 
+def pons_greedy_errors(agent: Agent, sets: dict, log=None) -> dict[str, np.ndarray]:
+    """Per set, 1 for each position whose greedy move (the most likely column, the lowest on ties:
+    AlphaZero.jl's ``argmax(pi)``) does not keep the game-theoretic outcome, else 0: the
+    per-position errors behind :func:`pons`'s rates, for paired comparisons of two players."""
+    progress = Progress(log, "positions", sum(len(data["boards"]) for data in sets.values()))
+    out = {}
+    for name, data in sets.items():
+        probs, _, greedy = policy(agent, data["boards"], progress=progress)
+        out[name] = move_errors(data["scores"], probs, greedy)[0]
+    return out
+
+
 def pons(agent: Agent, sets: dict, log=None, protocol: str | None = None) -> dict:
     """Move error on Pons' sets as AlphaZero.jl measures it.
 
