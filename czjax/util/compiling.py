@@ -27,11 +27,11 @@ import jax
 
 YNN_FUSIONS = "xla_cpu_experimental_ynn_fusion_type"
 # per backend: the options for programs with convolutions (backends not listed: none)
-CONVOLUTION_OPTIONS: dict[str, dict[str, str]] = {"cpu": {YNN_FUSIONS: "LIBRARY_FUSION_TYPE_DOT"}}
+CONVOLUTION_OPTIONS: dict[str, dict[str, str | bool]] = {"cpu": {YNN_FUSIONS: "LIBRARY_FUSION_TYPE_DOT"}}
 
 
 @functools.cache
-def compiler_options(convolutions: bool) -> dict[str, str] | None:
+def compiler_options(convolutions: bool) -> dict[str, str | bool] | None:
     """The compiler options for a program on JAX's default backend (``convolutions``: whether it
     holds convolution ops), or None where there are none, the jaxlib does not know them, or
     ``XLA_FLAGS`` sets them."""
