@@ -53,6 +53,11 @@ def sample_puzzles(data: dict, n: int, seed: int) -> dict:
     }
 
 
+def progress(line: str) -> None:
+    """A slow search's progress lines (MCTS-600 over a ResNet takes minutes a thousand positions on a CPU)."""
+    print(f"  {line}", flush=True)
+
+
 def pons_comparison(players: list) -> dict:
     """Each player's Pons move error (%) per set and mean, and its difference from the first
     player's with a 95% interval paired over the positions; printed as a table."""
@@ -60,7 +65,7 @@ def pons_comparison(players: list) -> dict:
     errors = {}
     for agent in players:
         start = time.perf_counter()
-        errors[agent.name] = solver.pons_greedy_errors(agent, sets)
+        errors[agent.name] = solver.pons_greedy_errors(agent, sets, log=progress)
         print(f"{agent.name}: Pons in {time.perf_counter() - start:.0f} s", flush=True)
     first = players[0].name
     report: dict = {"sets": list(sets), "players": {}}
@@ -132,8 +137,8 @@ def main(argv=None) -> int:
     rows = []
     for agent in players:
         start = time.perf_counter()
-        acc = solver.accuracy(agent, positions)
-        puz = puzzles.score(agent, puzzle_set)
+        acc = solver.accuracy(agent, positions, log=progress)
+        puz = puzzles.score(agent, puzzle_set, log=progress)
         rows.append(
             {
                 "player": agent.name,
