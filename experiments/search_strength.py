@@ -163,13 +163,15 @@ def main(argv=None) -> int:
             f"\ntournament: {args.games} games per pair in {time.perf_counter() - start:.0f} s; Elo relative to {report['anchor']}\n"
         )
     kinds = [k for k in puzzles.KINDS if f"puzzle_{k}" in rows[0]]
-    print("| player | optimal | keeps outcome | " + " | ".join(f"{k} puzzles" for k in kinds) + " | Elo |")
-    print("| --- | ---: | ---: | " + " | ".join("---:" for _ in kinds) + " | ---: |")
+    elo_head, elo_rule = (" Elo |", " ---: |") if report else ("", "")  # no tournament, no Elo
+    print("| player | optimal | keeps outcome | " + " | ".join(f"{k} puzzles" for k in kinds) + " |" + elo_head)
+    print("| --- | ---: | ---: | " + " | ".join("---:" for _ in kinds) + " |" + elo_rule)
     for row in rows:
         print(
             f"| {row['player']} | {row['optimal']:.3f} | {row['keeps']:.3f} | "
             + " | ".join(f"{row[f'puzzle_{k}']:.3f}" for k in kinds)
-            + f" | {row['elo']:+.0f} +- {row['elo_ci95']:.0f} |"
+            + " |"
+            + (f" {row['elo']:+.0f} +- {row['elo_ci95']:.0f} |" if report else "")
         )
     pons = pons_comparison(players) if args.pons else None
     folder = Path(args.model) if Path(args.model).is_dir() else Path(".")
