@@ -238,6 +238,21 @@ def test_compiler_options_only_for_convolutions_and_never_against_the_users_flag
     assert choose(True) is None
 
 
+def test_a_function_compiled_with_options_runs_inside_other_programs_too():
+    """compiling.jit's function at the top level, inside another jit and under vmap (as a scan and
+    the benchmarks call the trainer's chunk): JAX refuses compiler options on a nested jit, so
+    the nested calls must trace it without them; the values agree."""
+    kernel = jax.random.normal(jax.random.key(0), (3, 3, 4, 4))
+    boards = jax.random.normal(jax.random.key(1), (2, 6, 7, 4))
+    conv = compiling.jit(models.conv3x3_canonical, convolutions=True)
+    top = conv(boards, kernel)
+    nested = jax.jit(lambda b, k: conv(b, k) * 1.0)(boards, kernel)
+    mapped = jax.vmap(conv, in_axes=(0, None))(boards[:, None], kernel)[:, 0]
+    np.testing.assert_allclose(np.asarray(nested), np.asarray(top), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(mapped), np.asarray(top), rtol=1e-5, atol=1e-5)
+    assert "convolution" in conv.lower(boards, kernel).as_text()
+
+
 def test_mixed_precision_computes_in_bfloat16_with_float32_parameters():
     """--precision mixed: the same parameters (float32) and float32 outputs, computed with
     bfloat16 activations: within bfloat16's rounding (8 bits of mantissa, ~0.4% a value,

@@ -46,9 +46,27 @@ def compiler_options(convolutions: bool) -> dict[str, str | bool] | None:
 
 
 def jit(fn: Callable, *, convolutions: bool, **kwargs: Any) -> Callable:
-    """``jax.jit(fn, **kwargs)`` with :func:`compiler_options`. Options apply to the outermost
-    compiled program: a jitted function called inside another is compiled as part of that one."""
-    return jax.jit(fn, compiler_options=compiler_options(convolutions), **kwargs)
+    """``jax.jit(fn, **kwargs)`` with :func:`compiler_options`. JAX takes compiler options on a
+    top-level program only: called inside another trace (a scan's ``jit``, a ``vmap``), the
+    function is traced without them, as part of the caller's program and under its options."""
+    options = compiler_options(convolutions)
+    if options is None:
+        return jax.jit(fn, **kwargs)
+    return _TopLevelOptions(jax.jit(fn, compiler_options=options, **kwargs), jax.jit(fn, **kwargs))
+
+
+class _TopLevelOptions:
+    """A jitted function with compiler options at the top level, without them when traced."""
+
+    def __init__(self, top: Any, nested: Any):
+        self._top, self._nested = top, nested
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        traced = any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves((args, kwargs)))
+        return (self._nested if traced else self._top)(*args, **kwargs)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Any:
+        return self._top.lower(*args, **kwargs)
 
 
 def compile_lowered(lowered: jax.stages.Lowered) -> jax.stages.Compiled:
