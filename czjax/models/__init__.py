@@ -49,8 +49,9 @@ COMPUTE_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 # compares them; backends not measured yet use im2col). On the CPU "canonical" is the choice
 # since its kernel gradient is summed over chunks of boards and Mk4's GroupNorm has its own
 # gradient (--norm grouped): Mk4's 50-game iteration on one core 64 games/s against 43 with
-# im2col and Flax's GroupNorm; on both cores of the quiet 2-core CPU the same as im2col (61
-# against 63), because YNNPACK runs a convolution on one thread (docs/benchmarks.md).
+# im2col and Flax's GroupNorm; on both cores of the quiet 2-core CPU 90 games/s, compiled with
+# YNNPACK kept for matrix products (czjax.util.compiling: with jaxlib's default fusions YNNPACK
+# runs a convolution on one thread, and canonical was no faster than im2col, 61 against 63).
 CONV_METHODS = ("auto", "im2col", "xla", "canonical")
 BACKEND_CONV = {"cpu": "canonical"}
 # ResNet keeps im2col on the CPU whatever BACKEND_CONV says: a ResNet run is recorded bit for bit
