@@ -403,7 +403,7 @@ def machine() -> str:
         return platform.machine()
 
 
-def on_gpu() -> bool:
+def running_on_gpu() -> bool:
     import jax
 
     return jax.default_backend() == "gpu"
@@ -490,7 +490,7 @@ def main(argv=None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 141
         return 0
-    name = next_step(results_root, on_gpu()) if args.step == "next" else args.step
+    name = next_step(results_root, running_on_gpu()) if args.step == "next" else args.step
     if name is None:
         print("campaign: every step is done")
         return 0

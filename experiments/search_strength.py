@@ -68,12 +68,13 @@ def pons_comparison(players: list) -> dict:
         errors[agent.name] = solver.pons_greedy_errors(agent, sets, log=progress)
         print(f"{agent.name}: Pons in {time.perf_counter() - start:.0f} s", flush=True)
     first = players[0].name
+    first_errors = np.concatenate(list(errors[first].values()))
     report: dict = {"sets": list(sets), "players": {}}
     print("\n| player | " + " | ".join(sets) + " | mean | difference from the first [95%, paired] |")
     print("| --- | " + " | ".join("---:" for _ in sets) + " | ---: | --- |")
     for name, by_set in errors.items():
         every = np.concatenate(list(by_set.values()))
-        diff = paired_interval(100 * (every - np.concatenate(list(errors[first].values()))))
+        diff = paired_interval(100 * (every - first_errors))
         report["players"][name] = {
             "per_set": {s: 100 * float(e.mean()) for s, e in by_set.items()},
             "mean": 100 * float(np.mean([e.mean() for e in by_set.values()])),

@@ -113,15 +113,15 @@ def pons_scores(model_name: str, params, sets: dict, name: str) -> dict:
     }
 
 
-def arm_config(preset, question: str, arm: str, args) -> tuple:
-    """The arm's training settings over the recipe, and the search both arms play with."""
+def arm_config(preset, question: str, arm: str, args):
+    """The arm's training settings over the recipe (its ``search`` is what the arm plays with)."""
     common = (
         f"mcts:sims={args.sims},noise=0.25"
         if args.recipe == "puct"
         else preset.config.search.replace("move=policy", "move=action").replace("sims=16", f"sims={args.sims}")
     )
     changes = {k: v.format(sims=args.sims) for k, v in QUESTIONS[question][arm].items()}
-    config = preset.config.override(
+    return preset.config.override(
         {
             "model": args.model,
             "games_per_batch": args.games_per_batch,
@@ -130,7 +130,6 @@ def arm_config(preset, question: str, arm: str, args) -> tuple:
             **changes,
         }
     )
-    return config, config.search
 
 
 # which way is better, per score (entropy: neither)
@@ -212,11 +211,11 @@ def main(argv=None) -> int:
     arms = list(QUESTIONS[args.question])
     report: dict = {"settings": vars(args), "seeds": list(range(args.seeds)), "arms": arms}
     for name in arms:
-        config, searched = arm_config(preset, args.question, name, args)
+        config = arm_config(preset, args.question, name, args)
         folder = out / name
         resume = args.resume and (folder / "scan.json").exists()
         print(
-            f"== {name} ({config.algorithm}, {searched}): {args.seeds} seeds of {args.model}, {args.batches:,} "
+            f"== {name} ({config.algorithm}, {config.search}): {args.seeds} seeds of {args.model}, {args.batches:,} "
             f"batches of {args.games_per_batch} games",
             flush=True,
         )

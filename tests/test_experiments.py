@@ -248,15 +248,17 @@ def test_seed_questions_arms_differ_only_in_their_setting_and_verdicts_need_an_i
     script = load_script("soft_vs_hard")
     args = SimpleNamespace(model="mlp3", games_per_batch=8, sims=24, batches=5, recipe="gumbel")
     gumbel = presets.get_preset("gumbel-az")
-    soft, played = script.arm_config(gumbel, "targets", "soft", args)
-    hard, played_too = script.arm_config(gumbel, "targets", "hard", args)
+    soft = script.arm_config(gumbel, "targets", "soft", args)
+    hard = script.arm_config(gumbel, "targets", "hard", args)
+    played, played_too = soft.search, hard.search
     assert (soft.algorithm, hard.algorithm) == ("alphazero", "alpha")
     assert played == played_too and "sims=24" in played and "move=action" in played
     assert soft.override({"algorithm": "alpha"}) == hard
     args.recipe = "puct"
     alphazero = presets.get_preset("alphazero")
-    mcts, searched = script.arm_config(alphazero, "search", "mcts", args)
-    entropy, searched_entropy = script.arm_config(alphazero, "search", "entropy-mcts", args)
+    mcts = script.arm_config(alphazero, "search", "mcts", args)
+    entropy = script.arm_config(alphazero, "search", "entropy-mcts", args)
+    searched, searched_entropy = mcts.search, entropy.search
     assert (searched, searched_entropy) == ("mcts:sims=24,noise=0.25", "entropy-mcts:sims=24,noise=0.25")
     assert mcts.override({"search": searched_entropy}) == entropy
     # the difference is first - second: a lower error for the first arm favours it
