@@ -12,11 +12,32 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY_RUN = ["--games-per-batch", "4", "--batches-per-chunk", "1", "--eval-games", "2", "--batches", "1"]
 
 
+def quick_start_copy(folder: Path) -> Path:
+    """A copy of run.sh in ``folder`` whose set-up step is a no-op and whose .venv/bin/czjax runs this
+    interpreter's czjax: the repository's runs/ and .venv are left alone, and a machine with no
+    .venv and no network to make one (such as the GPU's) runs it too. The set-up itself is
+    tested by CI, whose ./test.sh makes .venv with it, and by the dry runs below."""
+    czjax_command = (
+        f'#!/bin/sh\nPYTHONPATH="{ROOT}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" -m czjax "$@"\n'
+    )
+    (folder / ".venv" / "bin").mkdir(parents=True)
+    (folder / "scripts").mkdir()
+    for script, text in (
+        ("run.sh", (ROOT / "run.sh").read_text()),
+        ("scripts/setup-venv.sh", "#!/bin/sh\n"),
+        (".venv/bin/czjax", czjax_command),
+    ):
+        (folder / script).write_text(text)
+        (folder / script).chmod(0o755)
+    return folder
+
+
 def test_run_sh_ends_with_the_next_commands(tmp_path):
+    root = quick_start_copy(tmp_path / "repo")
     out = tmp_path / "quick"
     proc = subprocess.run(
         ["./run.sh", *TINY_RUN, "--out", str(out)],
-        cwd=ROOT,
+        cwd=root,
         capture_output=True,
         text=True,
         timeout=600,
@@ -28,7 +49,7 @@ def test_run_sh_ends_with_the_next_commands(tmp_path):
         assert command in tail
     assert (out / "checkpoint.msgpack").exists()
     refused = subprocess.run(
-        ["./run.sh", "--batches", "1", "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600
+        ["./run.sh", "--batches", "1", "--out", str(out)], cwd=root, capture_output=True, text=True, timeout=600
     )
     assert refused.returncode == 2 and "next, with the model" not in refused.stdout  # a refused command: no advice
 
@@ -107,22 +128,9 @@ def test_the_gpu_set_up_says_its_cuda_step():
 
 def test_run_sh_on_a_finished_run_says_so(tmp_path):
     """A second ./run.sh on the default run that has reached its target says it has finished and
-    how to train it further, trains nothing, and still shows what to do with the model. (In a
-    copy of run.sh whose set-up step is a no-op and whose .venv/bin/czjax runs this interpreter's
-    czjax, so that the repository's runs/ and .venv are left alone, and a machine without the
-    .venv, such as the GPU's, runs it too.)"""
-    czjax_command = (
-        f'#!/bin/sh\nPYTHONPATH="{ROOT}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" -m czjax "$@"\n'
-    )
-    (tmp_path / ".venv" / "bin").mkdir(parents=True)
-    (tmp_path / "scripts").mkdir()
-    for script, text in (
-        ("run.sh", (ROOT / "run.sh").read_text()),
-        ("scripts/setup-venv.sh", "#!/bin/sh\n"),
-        (".venv/bin/czjax", czjax_command),
-    ):
-        (tmp_path / script).write_text(text)
-        (tmp_path / script).chmod(0o755)
+    how to train it further, trains nothing, and still shows what to do with the model (in
+    ``quick_start_copy``)."""
+    quick_start_copy(tmp_path)
     out = tmp_path / "runs" / "default-seed0"
     first = subprocess.run(
         ["./run.sh", *TINY_RUN],

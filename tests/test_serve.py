@@ -264,6 +264,8 @@ def test_a_stalled_client_does_not_hold_up_others(random_server):
 
 def test_bodies_that_are_not_move_requests_are_400(random_server):
     assert "nests too deeply" in error_of(post_raw(random_server, b"[" * 4000), 400)
+    # valid JSON, too deep for a move request whatever the Python build's recursion limit
+    assert "nests too deeply" in error_of(post_raw(random_server, b"[" * 40 + b"]" * 40), 400)
     assert "nests too deeply" in error_of(post_raw(random_server, b'{"moves": ' + b'{"":' * 1000), 400)
     assert "not UTF-8" in error_of(post_raw(random_server, b'{"moves": "4\xff"}'), 400)
     assert "not UTF-8" in error_of(
@@ -539,3 +541,23 @@ def test_a_model_move_searches_each_position_once(spec, model_checkpoints):
 def test_a_player_that_does_not_search_has_no_shares(random_server):
     status, state = post(random_server, "/api/model-move", {"moves": ""})
     assert status == 200 and state["move_shares"] is None and state["shares"] is None
+
+
+def test_nesting_depth_counts_brackets_outside_strings():
+    def depth_of(value):  # the reference: the parsed value's depth
+        if not isinstance(value, (list, dict)):
+            return 0
+        return 1 + max(map(depth_of, value.values() if isinstance(value, dict) else value), default=0)
+
+    for text in (
+        '{"moves": "4453"}',
+        '{"a": [[1], {"b": []}]}',
+        '{"moves": "[[[{{{"}',  # brackets inside a string
+        '{"m": "\\"[[["}',  # an escaped quote does not end the string
+        '{"m": "\\\\", "n": [[]]}',  # an escaped backslash does
+        "[" * 20 + "]" * 20,
+        '"[["',
+    ):
+        assert serve.nesting_depth(text, 32) == depth_of(json.loads(text)), text
+    assert serve.nesting_depth("", 32) == 0
+    assert serve.nesting_depth("[" * 1000, 5) == 6  # stops counting past the limit

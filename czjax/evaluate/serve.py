@@ -135,15 +135,48 @@ class RequestError(Exception):
         self.status, self.message, self.headers = status, message, headers or {}
 
 
+# A move request is one object of strings; anything nested deeper than this is not one.
+MAX_NESTING = 32
+
+
+def nesting_depth(text: str, stop_above: int) -> int:
+    """How deep JSON arrays and objects nest in ``text`` (brackets inside strings do not count),
+    counting no further than ``stop_above + 1``."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > stop_above:
+                break
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
 def parse_json_object(body: bytes) -> dict:
     """The request body as a JSON object (an empty body is ``{}``), or a RequestError 400."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise RequestError(400, "the request body is not UTF-8") from None
+    # Checked before parsing: whether json.loads reaches its recursion limit on "[[[[..." or first
+    # finds the text unterminated depends on the Python build, and the answer should not.
+    if nesting_depth(text, MAX_NESTING) > MAX_NESTING:
+        raise RequestError(400, "the request body nests too deeply to be a move request")
     try:
         value = json.loads(text or "{}")
-    except RecursionError:  # "[[[[..." deeper than Python's recursion limit
+    except RecursionError:  # kept as a guard: nothing this shallow should reach it
         raise RequestError(400, "the request body nests too deeply to be a move request") from None
     except ValueError:
         raise RequestError(400, "the request body is not JSON") from None
