@@ -201,6 +201,18 @@ def _elapsed(out: Path) -> float:
 # --- Commands run as they are: the suite, the benchmarks, the comparisons -------------------
 
 
+# The suite is compile-bound: one xdist worker a core, two cores left to the driver and pytest.
+SUITE_WORKERS = max(2, min(14, (os.cpu_count() or 4) - 2))
+
+
+def is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
 def command_step(description: str, commands: Callable[[Context], list[tuple[str, list[str]]]]) -> Step:
     """A step that runs commands one after another, each output saved as ``<name>.log`` (and
     ``<name>.json`` when the command prints JSON); done when every command succeeded."""
@@ -214,15 +226,18 @@ def command_step(description: str, commands: Callable[[Context], list[tuple[str,
                 continue
             ctx.log(f"$ {' '.join(argv)}")
             start = time.perf_counter()
+            stdout = ""
             try:
                 proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=left)
-                code, text = proc.returncode, proc.stdout + proc.stderr
+                code, stdout, text = proc.returncode, proc.stdout, proc.stdout + proc.stderr
             except subprocess.TimeoutExpired as err:
-                code, text = None, f"{err.stdout or ''}{err.stderr or ''}\n(stopped at the call's time limit)"
-                text = text if isinstance(text, str) else text.decode(errors="replace")
+                text = "".join(
+                    o if isinstance(o, str) else o.decode(errors="replace") for o in (err.stdout, err.stderr) if o
+                )
+                code, text = None, f"{text}\n(stopped at the call's time limit)"
             (ctx.results / f"{name}.log").write_text(text[-2_000_000:])
-            if code == 0 and text.lstrip().startswith(("{", "[")):
-                (ctx.results / f"{name}.json").write_text(text)
+            if code == 0 and is_json(stdout):  # --json prints JSON on stdout, its table on stderr
+                (ctx.results / f"{name}.json").write_text(stdout)
             results[name] = {"returncode": code, "wall_s": time.perf_counter() - start, "command": " ".join(argv)}
         ok = sum(r["returncode"] == 0 for r in results.values())
         lines = []
@@ -261,7 +276,7 @@ STEPS: dict[str, Step] = {
         lambda ctx: [
             ("versions", python("-m", "pip", "freeze", "--exclude-editable")),
             # -v: a run stopped at the call's limit still names the tests that failed so far
-            ("pytest", python("-m", "pytest", "-v", "-n", "8", "tests")),
+            ("pytest", python("-m", "pytest", "-v", "-n", str(SUITE_WORKERS), "tests")),
         ],
     ),
     "bench": command_step(

@@ -3,6 +3,8 @@ at its time limit and resumed equal to one run straight through, results copied 
 
 import gzip
 import json
+import sys
+import time
 
 import pytest
 
@@ -112,3 +114,21 @@ def test_the_strength_step_leaves_a_playable_model(tmp_path):
     agent = agents.load_agent(str(results / "czjax.msgpack"))
     assert agent.model_name == "resnet:blocks=1,channels=8" and agent.has_value
     assert "pons_mean_error" in summary["last_row"]
+
+
+def test_a_command_step_keeps_json_from_stdout_alone(tmp_path):
+    """A command run with --json prints its JSON on stdout and its table on stderr: the step's
+    .json holds stdout (parseable), its .log both; a command that prints no JSON gets no .json."""
+    emit = "import json, sys; print(json.dumps({'rows': [1, 2]})); print('a table', file=sys.stderr)"
+    step = campaign.command_step(
+        "two commands",
+        lambda ctx: [("both", [sys.executable, "-c", emit]), ("plain", [sys.executable, "-c", "print('rows: 1 2')"])],
+    )
+    results = tmp_path / "results"
+    results.mkdir()
+    ctx = campaign.Context(work=tmp_path, results=results, stop_at=time.monotonic() + 60, scale=1.0, log=print)
+    summary = step.run(ctx)
+    assert summary["done"]
+    assert json.loads((results / "both.json").read_text()) == {"rows": [1, 2]}
+    assert "a table" in (results / "both.log").read_text()
+    assert not (results / "plain.json").exists() and "rows: 1 2" in (results / "plain.log").read_text()
