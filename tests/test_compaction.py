@@ -135,3 +135,18 @@ def test_static_control_flow_runs_the_same_iteration_without_branches(name):
         np.testing.assert_allclose(metrics_cond[key], metrics_static[key], rtol=1e-5, atol=1e-6, err_msg=key)
     assert "stablehlo.case" in programs["cond"] or "stablehlo.if" in programs["cond"]
     assert "stablehlo.case" not in programs["static"] and "stablehlo.if" not in programs["static"]
+
+
+def test_auto_control_flow_follows_the_measured_table(monkeypatch):
+    """auto is cond on the CPU; on a GPU static for the SimpleMLP alone (the network measured
+    faster so), cond for Mk4 and for the networks not measured; an explicit choice is kept."""
+    from czjax.learn.settings import TrainConfig
+
+    def static(model, flow="auto"):
+        return TrainConfig(model=model, control_flow=flow).static
+
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+    assert not static("mlp") and not static("cnn-mk4") and static("cnn-mk4", "static")
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert static("mlp") and not static("cnn-mk4") and not static("cnn-mk4-value") and not static("mlp3")
+    assert not static("mlp", "cond") and static("cnn-mk4", "static")

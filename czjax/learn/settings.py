@@ -41,10 +41,12 @@ SOLVER_EVALS = ("off", "network", "search")
 # skips it with data-dependent branches (finished pairs of plies, idle chunks of the compaction,
 # PPO's epochs after the KL stop); "static" does it under masks instead, a program without
 # lax.cond, whose predicates a GPU sends to the host at every step (the small-batch latency).
-# "auto" is measured per backend: on the CPU cond; a GPU is unmeasured (cond until measured:
-# czjax bench train --control-flow cond static).
+# "auto" is measured per backend and network (czjax bench train --control-flow cond static): on
+# the CPU cond; on one H100 static for the SimpleMLP (1.26x at 50 games, 1.49x at 4,096) and cond
+# for Mk4 (static 1.07x at 50 games but 0.68x at 4,096, where it evaluates every finished board).
+# Networks not measured on a GPU keep cond.
 CONTROL_FLOWS = ("auto", "cond", "static")
-BACKEND_CONTROL_FLOW = {"cpu": "cond"}
+STATIC_BY_BACKEND = {"gpu": ("mlp",)}  # backend -> the networks whose "auto" is static there
 
 
 @pytree_dataclass(frozen=True)
@@ -272,7 +274,7 @@ class TrainConfig:
         "auto",
         "cond: skip finished pairs of plies, idle chunks and PPO's stopped epochs with lax.cond; static: compute "
         "them under masks, a program with no data-dependent branch (a GPU's host round trip per step at small "
-        "batches); the same results; auto: by backend (default)",
+        "batches); the same results; auto: by backend and network, as measured (default)",
         choices=CONTROL_FLOWS,
     )
     solver_eval: str = setting(
@@ -387,12 +389,9 @@ class TrainConfig:
     @property
     def static(self) -> bool:
         """Whether the compiled iteration has no data-dependent branch (``control_flow``)."""
-        flow = (
-            BACKEND_CONTROL_FLOW.get(jax.default_backend(), "cond")
-            if self.control_flow == "auto"
-            else self.control_flow
-        )
-        return flow == "static"
+        if self.control_flow == "auto":
+            return self.model in STATIC_BY_BACKEND.get(jax.default_backend(), ())
+        return self.control_flow == "static"
 
     def searcher(self):
         """The search (czjax.search) named by ``search`` (``NAME`` or ``NAME:OPTIONS``), or None."""
