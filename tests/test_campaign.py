@@ -14,8 +14,9 @@ DETERMINISTIC = ("batches", "games", "seed", "entropy", "win_rate", "eval_win_ra
 
 
 def test_steps_in_the_issues_order_and_status_from_the_results(tmp_path):
-    assert list(campaign.STEPS)[:6] == [
+    assert list(campaign.STEPS)[:7] == [
         "strength-10min",
+        "strength-ptemp",
         "ex3-8seeds",
         "ex1-8seeds",
         "ex2-8seeds",
@@ -26,6 +27,7 @@ def test_steps_in_the_issues_order_and_status_from_the_results(tmp_path):
     assert campaign.next_step(tmp_path) == "strength-10min"
     for name, summary in [
         ("strength-10min", {"done": True, "progress": 1.0, "scale": 1.0}),
+        ("strength-ptemp", {"done": True, "progress": 1.0, "scale": 1.0}),
         ("ex3-8seeds", {"done": False, "progress": 0.4, "scale": 1.0}),
         ("ex1-8seeds", {"done": True, "progress": 1.0, "scale": 0.01}),
     ]:
@@ -99,21 +101,23 @@ def test_unknown_step_is_one_line(capsys):
     assert "unknown step 'ex9-8seeds'" in capsys.readouterr().err
 
 
-def test_the_strength_step_leaves_a_playable_model(tmp_path):
-    """The strength step at 1% (4.2 s of training, one chunk of the tiny recipe): its weights
-    are a player, and its metrics carry the solver errors."""
+@pytest.mark.parametrize("step, search", [("strength-10min", ""), ("strength-ptemp", ",prior_temperature=1.5")])
+def test_the_strength_step_leaves_a_playable_model(tmp_path, step, search):
+    """A strength step at 1% (4.2 s of training, one chunk of the tiny recipe): its weights are a
+    player, its metrics carry the solver errors, and its search is the step's."""
     from czjax import agents
+    from czjax.util import checkpoint
 
-    summary = campaign.run_step(
-        "strength-10min", 600, 0.01, tmp_path / "results", tmp_path / "work", log=lambda m: None
-    )
-    results = tmp_path / "results" / "strength-10min"
+    summary = campaign.run_step(step, 600, 0.01, tmp_path / "results", tmp_path / "work", log=lambda m: None)
+    results = tmp_path / "results" / step
     assert summary["done"] and {"czjax.msgpack", "dashboard.png", "results.md", "metrics.jsonl.gz", "summary.json"} <= {
         p.name for p in results.iterdir()
     }
     agent = agents.load_agent(str(results / "czjax.msgpack"))
     assert agent.model_name == "resnet:blocks=1,channels=8" and agent.has_value
     assert "pons_mean_error" in summary["last_row"]
+    meta, _ = checkpoint.read_meta(results / "czjax.msgpack")
+    assert meta["extra"]["search"] == "gumbel:sims=4,considered=4,move=policy,rescale=0" + search
 
 
 def test_a_command_step_keeps_json_from_stdout_alone(tmp_path):
