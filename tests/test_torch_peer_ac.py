@@ -328,3 +328,30 @@ def test_same_start_refuses_what_the_peer_cannot_run(argv, message, tmp_path, ca
     # parser.error prints the usage and then its line; run_config's error is the exit's message
     said = capsys.readouterr().err if stopped.value.code == 2 else str(stopped.value.code)
     assert message in said.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("preset", ["ex4-a2c", "ex5-ppo"])
+def test_same_start_diagnose_checks_run_and_agree_after_one_step(preset, tmp_path):
+    """experiments/same_start_diagnose.py on MLP3 with 4 games a batch: ``games`` keeps czjax's
+    weights frozen and reads both sides' metrics; ``updates`` gives the peer czjax's own games
+    (its batch built from czjax's trajectory), so after one step both sides have moved the same
+    way: apart by float error only, the policies' KL ~0."""
+    import same_start_diagnose as diagnose
+    from czjax.util import checkpoint
+
+    path = tmp_path / "start.msgpack"
+    checkpoint.save_weights(path, "mlp3", czjax_params("mlp3", torch_model("mlp3", 7)))
+    sides = diagnose.sides_from(str(path), preset, 4)
+    readings = diagnose.check_games(sides, 20)
+    assert set(readings) == set(diagnose.METRICS)
+    for (ours, _), (theirs, _) in readings.values():
+        assert np.isfinite(ours) and np.isfinite(theirs)
+    assert 0 <= readings["win_rate"][0][0] <= 1 and 0 <= readings["win_rate"][1][0] <= 1
+    with precision.parity():
+        rows = diagnose.check_updates(sides, 1, log=lambda line: None)
+    (row,) = rows
+    assert row["czjax_moved"] > 1e-4 and row["peer_moved"] == pytest.approx(row["czjax_moved"], rel=1e-3)
+    assert row["apart"] < 1e-3 * row["czjax_moved"] and abs(row["kl"]) < 1e-6
+    assert row["czjax_entropy"] == pytest.approx(row["peer_entropy"], abs=1e-4)
+    with pytest.raises(ValueError, match="self-play"):
+        diagnose.sides_from(str(path), "ex3-rwb", 4)

@@ -1,0 +1,234 @@
+"""Where a same-start comparison's sides part: the games or the update.
+
+``same_start.py`` trains czjax and the PyTorch project's loop (czjax.bench.torch_peer) from the
+same weights; when their curves part, two checks from one network tell where:
+
+- ``games``: the same weights on both sides, learning rate 0, each side's own games against its
+  own RandomPunisher (czjax's trainer; the peer's ``train_iteration``): the training metrics each
+  side logs (win rate, game length, entropy, losses), mean and 2 standard errors over chunks of
+  10 batches. Equal here: the games and the metrics are not where the sides part.
+- ``updates``: the same games on both sides, every step: a batch played with czjax's current
+  weights, then czjax's update and the peer's applied to it, each with its own AdamW state.
+  Printed every 10 steps: how far each side has moved from the start, how far apart they are,
+  the policies' KL on the batch's positions, and each side's entropy there. A systematic
+  difference in the update shows as one side moving further or sharpening faster; float
+  differences alone make the sides drift apart slowly and in no direction.
+
+    python experiments/same_start_diagnose.py games runs/same-start-ex4/seed0/czjax --batches 200
+    python experiments/same_start_diagnose.py updates runs/same-start-ex4/seed0/czjax --steps 200
+
+(examples 4 and 5, against RandomPunisher: ``--preset ex4-a2c`` or ``ex5-ppo``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+
+import jax
+import numpy as np
+
+from czjax import rollout
+from czjax.agents import load_params
+from czjax.bench import torch_peer
+from czjax.learn.settings import HParams, eval_opponent
+from czjax.learn.trainer import make_trainer
+from czjax.models import torch_layout
+from czjax.run import presets
+from czjax.util.checkpoint import resolve
+
+METRICS = ("win_rate", "game_length", "entropy", "value_loss", "policy_loss", "advantage_std")
+CHUNK = 10  # batches per reading
+
+
+@dataclasses.dataclass
+class Sides:
+    """Both sides from one network: czjax's trainer and the peer's model, preset and settings."""
+
+    trainer: object
+    config: object
+    hparams: dict
+    model_name: str
+    params: object
+
+    def torch_model(self, params=None):
+        import torch
+
+        model = torch_peer.build_model(self.model_name)
+        state = torch_layout.to_state_dict(
+            self.model_name, jax.device_get(params if params is not None else self.params)
+        )
+        model.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in state.items()})
+        return model
+
+    def torch_optimizer(self, model, learning_rate: float):
+        import torch
+
+        return torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=self.config.weight_decay)
+
+    @property
+    def ppo(self):
+        return torch_peer.PPO() if self.config.algorithm == "ppo" else None
+
+
+def sides_from(checkpoint: str, preset_name: str, games_per_batch: int | None) -> Sides:
+    import torch
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model_name, params, _ = load_params(resolve(checkpoint))
+    preset = presets.get_preset(preset_name)
+    if preset.config.opponent != "random-punisher":
+        raise ValueError(f"preset {preset_name!r} trains by self-play: these checks take ex4-a2c, ex5-ppo or default")
+    changes = {"model": model_name, "eval_games": 2}
+    if games_per_batch:
+        changes["games_per_batch"] = games_per_batch
+    config = preset.config.override(changes)
+    return Sides(make_trainer(config), config, dict(preset.hparams), model_name, params)
+
+
+def mean_2se(values) -> tuple[float, float]:
+    values = np.asarray(values, np.float64)
+    return float(values.mean()), float(2 * values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
+
+
+def check_games(sides: Sides, batches: int) -> dict:
+    """Each side's training metrics with the same frozen weights: ``{metric: ((czjax mean, 2 se),
+    (peer mean, 2 se))}`` over chunks of ``CHUNK`` batches."""
+    chunks = max(1, batches // CHUNK)
+    hp = HParams.create(**{**sides.hparams, "learning_rate": 0.0})
+    state = dataclasses.replace(sides.trainer.init(0), params=sides.params)
+    ours = {k: [] for k in METRICS}
+    for _ in range(chunks):
+        state, metrics = sides.trainer.run_chunk(state, hp, CHUNK)
+        for k in METRICS:
+            ours[k].append(float(jax.device_get(metrics[k])))
+    frozen = all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(state.params), jax.tree.leaves(sides.params)))
+    assert frozen, "learning rate 0 moved czjax's weights"
+    model = sides.torch_model()
+    optimizer = sides.torch_optimizer(model, 0.0)
+    theirs = {k: [] for k in METRICS}
+    h = sides.hparams
+    for _ in range(chunks):
+        rows = [
+            torch_peer.train_iteration(
+                model,
+                torch_peer.RandomPunisher(),
+                optimizer,
+                sides.config.games_per_batch,
+                h["entropy_bonus"],
+                h["value_weight"],
+                h["discount"],
+                sides.config.algorithm,
+                sides.ppo,
+            )
+            for _ in range(CHUNK)
+        ]
+        for k in METRICS:
+            theirs[k].append(float(np.mean([row[k] for row in rows])))
+    return {k: (mean_2se(ours[k]), mean_2se(theirs[k])) for k in METRICS}
+
+
+def peer_batch(traj, outcome) -> dict:
+    """czjax's games as :func:`torch_peer.play_batch` returns them: per game the learner's
+    (player A's) ``(board, column)`` moves in order, the outcome for it, the length in plies."""
+    valid, mover = np.asarray(traj.valid), np.asarray(traj.player)
+    actions, boards, outcome = np.asarray(traj.actions), np.asarray(traj.boards()), np.asarray(outcome)
+    history = [
+        [
+            (boards[t, g].astype(np.int8), int(actions[t, g]))
+            for t in range(valid.shape[0])
+            if valid[t, g] and mover[t, g] == 0
+        ]
+        for g in range(len(outcome))
+    ]
+    return {"history": history, "outcome": outcome.astype(np.float32), "length": valid.sum(0)}
+
+
+def check_updates(sides: Sides, steps: int, every: int = CHUNK, seed: int = 11, log=print) -> list[dict]:
+    """Both updates on the same games, step after step; a row every ``every`` steps (and after
+    the first): ``step``, ``czjax_moved``, ``peer_moved``, ``apart`` (parameter-vector norms),
+    ``kl`` (czjax's policy against the peer's, mean over the batch's positions) and each side's
+    ``czjax_entropy``, ``peer_entropy`` there."""
+    import torch
+
+    config, h = sides.config, sides.hparams
+    hp = HParams.create(**h)
+    params, opt_state = sides.params, sides.trainer.init(0).opt_state
+    model = sides.torch_model()
+    optimizer = sides.torch_optimizer(model, h["learning_rate"])
+    punisher = eval_opponent("random-punisher")
+    learner = sides.trainer.learner
+    play = jax.jit(lambda key, p: rollout.play_games(key, learner, p, punisher, None, config.games_per_batch))
+    update = jax.jit(sides.trainer.update)
+
+    def flat(state_dict) -> np.ndarray:
+        return np.concatenate([np.asarray(v, np.float64).ravel() for v in state_dict.values()])
+
+    start = flat(torch_layout.to_state_dict(sides.model_name, jax.device_get(sides.params)))
+    key, rows = jax.random.key(seed), []
+    for step in range(1, steps + 1):
+        key, game_key = jax.random.split(key)
+        traj, results = play(game_key, params)
+        batch = peer_batch(traj, results.outcome)
+        torch_peer.update(
+            model, optimizer, batch, h["entropy_bonus"], h["value_weight"], h["discount"], config.algorithm, sides.ppo
+        )
+        params, opt_state, _ = update(params, opt_state, traj, results.outcome, hp)
+        if step % every and step != 1:
+            continue
+        ours = sides.torch_model(params)
+        boards = torch.from_numpy(np.stack([board for game in batch["history"] for board, _ in game]))
+        legal = boards[:, 0, :] == 0
+        with torch.no_grad():
+            log_ours, log_theirs = (
+                torch.log_softmax(net(boards)[0].masked_fill(~legal, -1e9), -1) for net in (ours, model)
+            )
+        ours_flat, theirs_flat = flat(ours.state_dict()), flat(model.state_dict())
+        row = {
+            "step": step,
+            "czjax_moved": float(np.linalg.norm(ours_flat - start)),
+            "peer_moved": float(np.linalg.norm(theirs_flat - start)),
+            "apart": float(np.linalg.norm(ours_flat - theirs_flat)),
+            "kl": float((log_ours.exp() * (log_ours - log_theirs)).sum(-1).mean()),
+            "czjax_entropy": float(-(log_ours.exp() * log_ours).sum(-1).mean()),
+            "peer_entropy": float(-(log_theirs.exp() * log_theirs).sum(-1).mean()),
+        }
+        rows.append(row)
+        log(
+            f"{step:5d} | {row['czjax_moved']:.5f} | {row['peer_moved']:.5f} | {row['apart']:.5f} | "
+            f"{row['kl']:.2e} | {row['czjax_entropy']:.4f} | {row['peer_entropy']:.4f}"
+        )
+    return rows
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], epilog=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("check", choices=("games", "updates"))
+    parser.add_argument("checkpoint", help="a czjax checkpoint or run folder (a same-start run's seed<S>/czjax)")
+    parser.add_argument("--preset", default="ex4-a2c", help="ex4-a2c, ex5-ppo or default (default: %(default)s)")
+    parser.add_argument("--batches", type=int, default=200, help="games: batches a side (default: %(default)s)")
+    parser.add_argument("--steps", type=int, default=200, help="updates: steps (default: %(default)s)")
+    parser.add_argument("--games-per-batch", type=int, default=None, help="(default: the preset's)")
+    args = parser.parse_args(argv)
+    try:
+        sides = sides_from(args.checkpoint, args.preset, args.games_per_batch)
+    except (ValueError, OSError) as err:
+        parser.error(str(err))
+    games = sides.config.games_per_batch
+    if args.check == "games":
+        print(f"{args.checkpoint}: {args.batches} batches of {games} games a side, weights frozen; mean +- 2 se")
+        for name, (ours, theirs) in check_games(sides, args.batches).items():
+            print(f"{name:14s} czjax {ours[0]:8.4f} +- {ours[1]:.4f}   peer {theirs[0]:8.4f} +- {theirs[1]:.4f}")
+    else:
+        print(f"{args.checkpoint}: {args.steps} steps, each on one batch of {games} games, both updates")
+        print("step | czjax moved | peer moved | apart | KL(czjax || peer) | czjax entropy | peer entropy")
+        check_updates(sides, args.steps)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
