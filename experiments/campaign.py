@@ -142,6 +142,16 @@ SMALL_STRENGTH = {
 }
 
 
+def strength_config(scale: float, search_options: str = ""):
+    """The strength recipe's config: preset gumbel-az-gpu (its tiny version below full scale),
+    ``search_options`` appended to its search's."""
+    from czjax.run import presets
+
+    config = presets.get_preset("gumbel-az-gpu").config
+    config = config if scale == 1 else config.override(SMALL_STRENGTH)
+    return config.override({"search": f"{config.search},{search_options}"}) if search_options else config
+
+
 def strength_run(ctx: Context, search_options: str = "") -> dict:
     """The strength recipe (preset gumbel-az-gpu, seed 0) for STRENGTH_BUDGET_S of training,
     ``search_options`` appended to its search's (``prior_temperature=1.5``: the improved recipe)."""
@@ -151,9 +161,7 @@ def strength_run(ctx: Context, search_options: str = "") -> dict:
     from czjax.util import checkpoint
 
     preset = presets.get_preset("gumbel-az-gpu")
-    config = preset.config if ctx.scale == 1 else preset.config.override(SMALL_STRENGTH)
-    if search_options:
-        config = config.override({"search": f"{config.search},{search_options}"})
+    config = strength_config(ctx.scale, search_options)
     recipe = f"gumbel-az-gpu{f' with {search_options}' if search_options else ''}"
     budget = STRENGTH_BUDGET_S * ctx.scale
     out = ctx.work / "run"
