@@ -16,6 +16,7 @@ same weights; when their curves part, two checks from one network tell where:
 
     python experiments/same_start_diagnose.py games runs/same-start-ex4/seed0/czjax --batches 200
     python experiments/same_start_diagnose.py updates runs/same-start-ex4/seed0/czjax --steps 200
+    python experiments/same_start_diagnose.py updates runs/same-start-ex4/seed0/init.pth --steps 1000
 
 (examples 4 and 5, against RandomPunisher: ``--preset ex4-a2c`` or ``ex5-ppo``).
 """
@@ -77,8 +78,12 @@ def sides_from(checkpoint: str, preset_name: str, games_per_batch: int | None) -
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    model_name, params, _ = load_params(resolve(checkpoint))
     preset = presets.get_preset(preset_name)
+    if str(checkpoint).endswith(".pth"):  # a same-start seed's init.pth: the preset's network
+        model_name = preset.config.model
+        params = torch_layout.from_state_dict(model_name, torch_layout.read_pth(checkpoint))
+    else:
+        model_name, params, _ = load_params(resolve(checkpoint))
     if preset.config.opponent != "random-punisher":
         raise ValueError(f"preset {preset_name!r} trains by self-play: these checks take ex4-a2c, ex5-ppo or default")
     changes = {"model": model_name, "eval_games": 2}
@@ -208,7 +213,11 @@ def main(argv=None) -> int:
         description=__doc__.split("\n\n")[0], epilog=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("check", choices=("games", "updates"))
-    parser.add_argument("checkpoint", help="a czjax checkpoint or run folder (a same-start run's seed<S>/czjax)")
+    parser.add_argument(
+        "checkpoint",
+        help="a czjax checkpoint or run folder (a same-start run's seed<S>/czjax), or a PyTorch .pth of the "
+        "preset's network (its seed<S>/init.pth: the run's start)",
+    )
     parser.add_argument("--preset", default="ex4-a2c", help="ex4-a2c, ex5-ppo or default (default: %(default)s)")
     parser.add_argument("--batches", type=int, default=200, help="games: batches a side (default: %(default)s)")
     parser.add_argument("--steps", type=int, default=200, help="updates: steps (default: %(default)s)")

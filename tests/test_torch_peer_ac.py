@@ -354,3 +354,11 @@ def test_same_start_diagnose_checks_run_and_agree_after_one_step(tmp_path):
     assert row["czjax_entropy"] == pytest.approx(row["peer_entropy"], abs=1e-4)
     with pytest.raises(ValueError, match="self-play"):
         diagnose.sides_from(str(path), "ex3-rwb", 4)
+    # a same-start seed's init.pth: the preset's network (default: the SimpleMLP) from PyTorch's layout
+    torch_start = torch_model("mlp", 3)
+    pth = tmp_path / "init.pth"
+    torch_layout.write_pth(pth, {k: v.detach().numpy() for k, v in torch_start.state_dict().items()})
+    from_pth = diagnose.sides_from(str(pth), "default", 4)
+    assert from_pth.model_name == "mlp"
+    for a, b in zip(jax.tree.leaves(from_pth.params), jax.tree.leaves(czjax_params("mlp", torch_start))):
+        np.testing.assert_array_equal(a, b)
