@@ -73,7 +73,9 @@ class Sides:
         return torch_peer.PPO() if self.config.algorithm == "ppo" else None
 
 
-def sides_from(checkpoint: str, preset_name: str, games_per_batch: int | None) -> Sides:
+def sides_from(checkpoint: str, preset_name: str, games_per_batch: int | None, settings: dict | None = None) -> Sides:
+    """Both sides from ``checkpoint`` with ``preset_name``'s settings, ``settings`` overriding
+    czjax's (``{"norm": "flax"}``: which of czjax's ways of computing a step matters)."""
     import torch
 
     torch.set_num_threads(1)
@@ -86,7 +88,7 @@ def sides_from(checkpoint: str, preset_name: str, games_per_batch: int | None) -
         model_name, params, _ = load_params(resolve(checkpoint))
     if preset.config.opponent != "random-punisher":
         raise ValueError(f"preset {preset_name!r} trains by self-play: these checks take ex4-a2c, ex5-ppo or default")
-    changes = {"model": model_name, "eval_games": 2}
+    changes = {"model": model_name, "eval_games": 2, **(settings or {})}
     if games_per_batch:
         changes["games_per_batch"] = games_per_batch
     config = preset.config.override(changes)
@@ -222,9 +224,19 @@ def main(argv=None) -> int:
     parser.add_argument("--batches", type=int, default=200, help="games: batches a side (default: %(default)s)")
     parser.add_argument("--steps", type=int, default=200, help="updates: steps (default: %(default)s)")
     parser.add_argument("--games-per-batch", type=int, default=None, help="(default: the preset's)")
+    parser.add_argument(
+        "--set",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="czjax's settings over the preset's, as TrainConfig.override takes them (norm=flax conv=im2col)",
+    )
     args = parser.parse_args(argv)
     try:
-        sides = sides_from(args.checkpoint, args.preset, args.games_per_batch)
+        settings = dict(item.split("=", 1) for item in args.set if "=" in item)
+        if len(settings) != len(args.set):
+            raise ValueError(f"--set takes KEY=VALUE items, got {' '.join(args.set)}")
+        sides = sides_from(args.checkpoint, args.preset, args.games_per_batch, settings)
     except (ValueError, OSError) as err:
         parser.error(str(err))
     games = sides.config.games_per_batch

@@ -341,7 +341,7 @@ def test_same_start_diagnose_checks_run_and_agree_after_one_step(tmp_path):
     path = tmp_path / "start.msgpack"
     checkpoint.save_weights(path, "mlp3", czjax_params("mlp3", torch_model("mlp3", 7)))
     sides = diagnose.sides_from(str(path), "ex4-a2c", 4)  # PPO's update is checked above
-    readings = diagnose.check_games(sides, 20)
+    readings = diagnose.check_games(sides, 10)  # one chunk a side
     assert set(readings) == set(diagnose.METRICS)
     for (ours, _), (theirs, _) in readings.values():
         assert np.isfinite(ours) and np.isfinite(theirs)
@@ -354,6 +354,7 @@ def test_same_start_diagnose_checks_run_and_agree_after_one_step(tmp_path):
     assert row["czjax_entropy"] == pytest.approx(row["peer_entropy"], abs=1e-4)
     with pytest.raises(ValueError, match="self-play"):
         diagnose.sides_from(str(path), "ex3-rwb", 4)
+    assert diagnose.sides_from(str(path), "ex4-a2c", 4, {"norm": "flax"}).config.norm == "flax"
     # a same-start seed's init.pth: the preset's network (default: the SimpleMLP) from PyTorch's layout
     torch_start = torch_model("mlp", 3)
     pth = tmp_path / "init.pth"
