@@ -140,17 +140,14 @@ def check_games(sides: Sides, batches: int) -> dict:
 def peer_batch(traj, outcome) -> dict:
     """czjax's games as :func:`torch_peer.play_batch` returns them: per game the learner's
     (player A's) ``(board, column)`` moves in order, the outcome for it, the length in plies."""
-    valid, mover = np.asarray(traj.valid), np.asarray(traj.player)
-    actions, boards, outcome = np.asarray(traj.actions), np.asarray(traj.boards()), np.asarray(outcome)
+    outcome = np.asarray(outcome)
+    mine = rollout.player_plies(traj, len(outcome), player=0)  # A's own plies in move order, (21, B)
+    valid, actions, boards = np.asarray(mine.valid), np.asarray(mine.actions), np.asarray(mine.boards())
     history = [
-        [
-            (boards[t, g].astype(np.int8), int(actions[t, g]))
-            for t in range(valid.shape[0])
-            if valid[t, g] and mover[t, g] == 0
-        ]
+        [(boards[k, g].astype(np.int8), int(actions[k, g])) for k in range(valid.shape[0]) if valid[k, g]]
         for g in range(len(outcome))
     ]
-    return {"history": history, "outcome": outcome.astype(np.float32), "length": valid.sum(0)}
+    return {"history": history, "outcome": outcome.astype(np.float32), "length": np.asarray(traj.valid).sum(0)}
 
 
 def check_updates(sides: Sides, steps: int, every: int = CHUNK, seed: int = 11, log=print) -> list[dict]:
