@@ -349,6 +349,12 @@ def run_czjax(config, hparams: dict, seed: int, pth: Path, folder: Path, batches
         title=f"same start, czjax, seed {seed}",
     )
     wall = time.perf_counter() - start
+    if summary["interrupted"] or summary["batches"] < batches:
+        # a stopped run is saved, not finished: done.json would make --resume keep it as it is
+        raise SystemExit(
+            f"same_start.py: czjax seed {seed} stopped at batch {summary['batches']:,} of {batches:,} "
+            f"({summary['interrupted'] or 'early'}); run the same command with --resume to finish it"
+        )
     # speed over the compiled chunks only (training and evaluation games, no compile time)
     chunk_s = sum(r["chunk_s"] for r in loop.read_metrics(folder / loop.METRICS))
     done = {

@@ -134,6 +134,20 @@ def test_same_start_tiny(tmp_path, capsys):
     assert "| games | metric |" in (results / "results.md").read_text()
 
 
+def test_same_start_keeps_a_stopped_czjax_side_unfinished(tmp_path, monkeypatch):
+    """A czjax side stopped early (SIGTERM, Ctrl-C, a deadline) is saved, not finished: no
+    done.json, so --resume goes on with it instead of keeping it as it is."""
+    from czjax.run import loop
+
+    same_start = load_script("same_start")
+    stopped = {"interrupted": "SIGTERM", "batches": 3, "games": 12, "promotions": 0}
+    monkeypatch.setattr(loop, "run_training", lambda *args, **kwargs: stopped)
+    folder = tmp_path / "czjax"
+    with pytest.raises(SystemExit, match="stopped at batch 3 of 10.*--resume"):
+        same_start.run_czjax(None, {}, 0, tmp_path / "init.pth", folder, 10, False, print)
+    assert not (folder / "done.json").exists()
+
+
 def test_reproduce_blog_tiny(tmp_path):
     blog = load_script("reproduce_blog")
     summary = blog.main(
