@@ -8,7 +8,9 @@ same weights; when their curves part, two checks from one network tell where:
   side logs (win rate, game length, entropy, losses), mean and 2 standard errors over chunks of
   10 batches. Equal here: the games and the metrics are not where the sides part.
 - ``updates``: the same games on both sides, every step: a batch played with czjax's current
-  weights, then czjax's update and the peer's applied to it, each with its own AdamW state.
+  weights (``--games-from peer``: the peer's), then czjax's update and the peer's applied to it,
+  each with its own AdamW state. The side whose weights play is on-policy, the other learns
+  from another policy's games; run both ways to tell an implementation's bias from that one.
   Printed every 10 steps: how far each side has moved from the start, how far apart they are,
   the policies' KL on the batch's positions, and each side's entropy there. A systematic
   difference in the update shows as one side moving further or sharpening faster; float
@@ -17,6 +19,7 @@ same weights; when their curves part, two checks from one network tell where:
     python experiments/same_start_diagnose.py games runs/same-start-ex4/seed0/czjax --batches 200
     python experiments/same_start_diagnose.py updates runs/same-start-ex4/seed0/czjax --steps 200
     python experiments/same_start_diagnose.py updates runs/same-start-ex4/seed0/init.pth --steps 1000
+    python experiments/same_start_diagnose.py updates runs/same-start-ex4/seed0/init.pth --steps 1000 --games-from peer
 
 (examples 4 and 5, against RandomPunisher: ``--preset ex4-a2c`` or ``ex5-ppo``).
 """
@@ -150,8 +153,11 @@ def peer_batch(traj, outcome) -> dict:
     return {"history": history, "outcome": outcome.astype(np.float32), "length": np.asarray(traj.valid).sum(0)}
 
 
-def check_updates(sides: Sides, steps: int, every: int = CHUNK, seed: int = 11, log=print) -> list[dict]:
-    """Both updates on the same games, step after step; a row every ``every`` steps (and after
+def check_updates(
+    sides: Sides, steps: int, every: int = CHUNK, seed: int = 11, log=print, games_from: str = "czjax"
+) -> list[dict]:
+    """Both updates on the same games, step after step, the games played with ``games_from``'s
+    current weights (``"czjax"`` or ``"peer"``); a row every ``every`` steps (and after
     the first): ``step``, ``czjax_moved``, ``peer_moved``, ``apart`` (parameter-vector norms),
     ``kl`` (czjax's policy against the peer's, mean over the batch's positions) and each side's
     ``czjax_entropy``, ``peer_entropy`` there."""
@@ -174,7 +180,8 @@ def check_updates(sides: Sides, steps: int, every: int = CHUNK, seed: int = 11, 
     key, rows = jax.random.key(seed), []
     for step in range(1, steps + 1):
         key, game_key = jax.random.split(key)
-        traj, results = play(game_key, params)
+        players = params if games_from == "czjax" else peer_params(sides.model_name, model)
+        traj, results = play(game_key, players)
         batch = peer_batch(traj, results.outcome)
         torch_peer.update(
             model, optimizer, batch, h["entropy_bonus"], h["value_weight"], h["discount"], config.algorithm, sides.ppo
@@ -207,6 +214,11 @@ def check_updates(sides: Sides, steps: int, every: int = CHUNK, seed: int = 11, 
     return rows
 
 
+def peer_params(model_name: str, model):
+    """The peer's current weights as czjax parameters (to play its games with czjax's rollout)."""
+    return torch_layout.from_state_dict(model_name, {k: v.detach().numpy() for k, v in model.state_dict().items()})
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], epilog=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -228,6 +240,12 @@ def main(argv=None) -> int:
         metavar="KEY=VALUE",
         help="czjax's settings over the preset's, as TrainConfig.override takes them (norm=flax conv=im2col)",
     )
+    parser.add_argument(
+        "--games-from",
+        choices=("czjax", "peer"),
+        default="czjax",
+        help="updates: whose current weights play each batch (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
     try:
         settings = dict(item.split("=", 1) for item in args.set if "=" in item)
@@ -242,9 +260,12 @@ def main(argv=None) -> int:
         for name, (ours, theirs) in check_games(sides, args.batches).items():
             print(f"{name:14s} czjax {ours[0]:8.4f} +- {ours[1]:.4f}   peer {theirs[0]:8.4f} +- {theirs[1]:.4f}")
     else:
-        print(f"{args.checkpoint}: {args.steps} steps, each on one batch of {games} games, both updates")
+        print(
+            f"{args.checkpoint}: {args.steps} steps, each on one batch of {games} games played by {args.games_from}'s "
+            "weights, both updates"
+        )
         print("step | czjax moved | peer moved | apart | KL(czjax || peer) | czjax entropy | peer entropy")
-        check_updates(sides, args.steps)
+        check_updates(sides, args.steps, games_from=args.games_from)
     return 0
 
 

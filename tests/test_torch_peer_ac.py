@@ -352,6 +352,14 @@ def test_same_start_diagnose_checks_run_and_agree_after_one_step(tmp_path):
     assert row["czjax_moved"] > 1e-4 and row["peer_moved"] == pytest.approx(row["czjax_moved"], rel=1e-3)
     assert row["apart"] < 1e-3 * row["czjax_moved"] and abs(row["kl"]) < 1e-6
     assert row["czjax_entropy"] == pytest.approx(row["peer_entropy"], abs=1e-4)
+    # the same with the peer's weights playing: they are czjax's at the start, so the same again
+    with precision.parity():
+        (row,) = diagnose.check_updates(sides, 1, log=lambda line: None, games_from="peer")
+    assert row["apart"] < 1e-3 * row["czjax_moved"] and abs(row["kl"]) < 1e-6
+    # and the peer's weights, read back as czjax's, are the ones the peer holds
+    peer = sides.torch_model()
+    for a, b in zip(jax.tree.leaves(diagnose.peer_params("mlp3", peer)), jax.tree.leaves(sides.params)):
+        np.testing.assert_array_equal(a, b)
     with pytest.raises(ValueError, match="self-play"):
         diagnose.sides_from(str(path), "ex3-rwb", 4)
     assert diagnose.sides_from(str(path), "ex4-a2c", 4, {"norm": "flax"}).config.norm == "flax"
