@@ -11,6 +11,10 @@ same weights; when their curves part, two checks from one network tell where:
   weights (``--games-from peer``: the peer's), then czjax's update and the peer's applied to it,
   each with its own AdamW state. The side whose weights play is on-policy, the other learns
   from another policy's games; run both ways to tell an implementation's bias from that one.
+  ``--sync``: before each step the peer takes czjax's weights and AdamW state, so every row is
+  one step of each from the same state along czjax's course (``apart``: that step's
+  disagreement, beside each side's step length): the update compared where the course has
+  taken it, not only at the start.
   Printed every 10 steps: how far each side has moved from the start, how far apart they are,
   the policies' KL on the batch's positions, and each side's entropy there. A systematic
   difference in the update shows as one side moving further or sharpening faster; float
@@ -20,6 +24,7 @@ same weights; when their curves part, two checks from one network tell where:
     python experiments/same_start_diagnose.py updates runs/same-start-ex4/seed0/czjax --steps 200
     python experiments/same_start_diagnose.py updates runs/same-start-ex4/seed0/init.pth --steps 1000
     python experiments/same_start_diagnose.py updates runs/same-start-ex4/seed0/init.pth --steps 1000 --games-from peer
+    python experiments/same_start_diagnose.py updates runs/same-start-ex4/seed0/init.pth --steps 1000 --sync
 
 (examples 4 and 5, against RandomPunisher: ``--preset ex4-a2c`` or ``ex5-ppo``).
 """
@@ -153,12 +158,39 @@ def peer_batch(traj, outcome) -> dict:
     return {"history": history, "outcome": outcome.astype(np.float32), "length": np.asarray(traj.valid).sum(0)}
 
 
+def sync_peer(sides: Sides, model, optimizer, params, opt_state) -> None:
+    """The peer takes czjax's weights and AdamW state (moments and step count, PyTorch's layout)."""
+    import torch
+
+    adam = opt_state[0]  # make_optimizer's chain: scale_by_adam, then the weight decay
+    to_torch = lambda tree: torch_layout.to_state_dict(sides.model_name, jax.device_get(tree))  # noqa: E731
+    weights, mu, nu = to_torch(params), to_torch(adam.mu), to_torch(adam.nu)
+    model.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in weights.items()})
+    step = int(adam.count)
+    for name, parameter in model.named_parameters():
+        if step == 0:
+            optimizer.state.pop(parameter, None)  # a fresh AdamW, as czjax's
+            continue
+        optimizer.state[parameter] = {
+            "step": torch.tensor(float(step)),
+            "exp_avg": torch.from_numpy(np.array(mu[name])),
+            "exp_avg_sq": torch.from_numpy(np.array(nu[name])),
+        }
+
+
 def check_updates(
-    sides: Sides, steps: int, every: int = CHUNK, seed: int = 11, log=print, games_from: str = "czjax"
+    sides: Sides,
+    steps: int,
+    every: int = CHUNK,
+    seed: int = 11,
+    log=print,
+    games_from: str = "czjax",
+    sync: bool = False,
 ) -> list[dict]:
     """Both updates on the same games, step after step, the games played with ``games_from``'s
-    current weights (``"czjax"`` or ``"peer"``); a row every ``every`` steps (and after
-    the first): ``step``, ``czjax_moved``, ``peer_moved``, ``apart`` (parameter-vector norms),
+    current weights (``"czjax"`` or ``"peer"``); ``sync``: each step from czjax's weights and
+    AdamW state on both sides (:func:`sync_peer`; rows add ``czjax_step``, ``peer_step``, the
+    lengths of that step). A row every ``every`` steps (and after the first): ``step``, ``czjax_moved``, ``peer_moved``, ``apart`` (parameter-vector norms),
     ``kl`` (czjax's policy against the peer's, mean over the batch's positions) and each side's
     ``czjax_entropy``, ``peer_entropy`` there."""
     import torch
@@ -183,6 +215,9 @@ def check_updates(
         players = params if games_from == "czjax" else peer_params(sides.model_name, model)
         traj, results = play(game_key, players)
         batch = peer_batch(traj, results.outcome)
+        if sync:
+            sync_peer(sides, model, optimizer, params, opt_state)
+            before = flat(torch_layout.to_state_dict(sides.model_name, jax.device_get(params)))
         torch_peer.update(
             model, optimizer, batch, h["entropy_bonus"], h["value_weight"], h["discount"], config.algorithm, sides.ppo
         )
@@ -206,10 +241,14 @@ def check_updates(
             "czjax_entropy": float(-(log_ours.exp() * log_ours).sum(-1).mean()),
             "peer_entropy": float(-(log_theirs.exp() * log_theirs).sum(-1).mean()),
         }
+        if sync:
+            row["czjax_step"] = float(np.linalg.norm(ours_flat - before))
+            row["peer_step"] = float(np.linalg.norm(theirs_flat - before))
         rows.append(row)
         log(
             f"{step:5d} | {row['czjax_moved']:.5f} | {row['peer_moved']:.5f} | {row['apart']:.5f} | "
             f"{row['kl']:.2e} | {row['czjax_entropy']:.4f} | {row['peer_entropy']:.4f}"
+            + (f" | {row['czjax_step']:.3e} | {row['peer_step']:.3e}" if sync else "")
         )
     return rows
 
@@ -246,6 +285,11 @@ def main(argv=None) -> int:
         default="czjax",
         help="updates: whose current weights play each batch (default: %(default)s)",
     )
+    parser.add_argument(
+        "--sync",
+        action="store_true",
+        help="updates: each step from czjax's weights and AdamW state on both sides (one step's disagreement)",
+    )
     args = parser.parse_args(argv)
     try:
         settings = dict(item.split("=", 1) for item in args.set if "=" in item)
@@ -264,8 +308,11 @@ def main(argv=None) -> int:
             f"{args.checkpoint}: {args.steps} steps, each on one batch of {games} games played by {args.games_from}'s "
             "weights, both updates"
         )
-        print("step | czjax moved | peer moved | apart | KL(czjax || peer) | czjax entropy | peer entropy")
-        check_updates(sides, args.steps, games_from=args.games_from)
+        print(
+            "step | czjax moved | peer moved | apart | KL(czjax || peer) | czjax entropy | peer entropy"
+            + (" | czjax step | peer step" if args.sync else "")
+        )
+        check_updates(sides, args.steps, games_from=args.games_from, sync=args.sync)
     return 0
 
 

@@ -356,6 +356,15 @@ def test_same_start_diagnose_checks_run_and_agree_after_one_step(tmp_path):
     with precision.parity():
         (row,) = diagnose.check_updates(sides, 1, log=lambda line: None, games_from="peer")
     assert row["apart"] < 1e-3 * row["czjax_moved"] and abs(row["kl"]) < 1e-6
+    # --sync: every step from czjax's weights and AdamW state on both sides, so each later step
+    # agrees too (a peer keeping its own AdamW state, or starting it afresh, would not: its
+    # moments and step count differ from the second step on)
+    with precision.parity():
+        rows = diagnose.check_updates(sides, 3, every=1, log=lambda line: None, sync=True)
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    for row in rows:
+        assert row["czjax_step"] > 1e-4 and row["peer_step"] == pytest.approx(row["czjax_step"], rel=1e-3)
+        assert row["apart"] < 1e-3 * row["czjax_step"] and abs(row["kl"]) < 1e-6
     # and the peer's weights, read back as czjax's, are the ones the peer holds
     peer = sides.torch_model()
     for a, b in zip(jax.tree.leaves(diagnose.peer_params("mlp3", peer)), jax.tree.leaves(sides.params)):
