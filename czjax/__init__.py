@@ -33,6 +33,7 @@ PUBLIC = {
     "PlayerOutput": ("czjax.players", "PlayerOutput"),
     "random_player": ("czjax.players", "random_player"),
     "random_punisher": ("czjax.players", "random_punisher"),
+    "random_punisher_leftmost": ("czjax.players", "random_punisher_leftmost"),
     "play_games": ("czjax.rollout", "play_games"),
     "Agent": ("czjax.agents", "Agent"),
     "load_agent": ("czjax.agents", "load_agent"),

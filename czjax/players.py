@@ -151,9 +151,10 @@ def winning_columns(boards: jax.Array) -> tuple[jax.Array, jax.Array]:
 
 
 def random_punisher(params, boards: jax.Array, key: jax.Array) -> PlayerOutput:
-    """The PyTorch project's RandomPunisher: win now if it can, else block the opponent's
-    immediate win, else uniform over the legal columns; ties (several wins, several threats) are
-    uniform among them.
+    """RandomPunisher with ties spread: win now if it can, else block the opponent's immediate
+    win, else uniform over the legal columns; ties (several wins, several threats) are uniform
+    among them, as the evaluation data's reference player (``czjax/data``) plays. The PyTorch
+    project's own breaks ties to the leftmost column: :func:`random_punisher_leftmost`.
 
     Args:
         params: ignored (None).
@@ -171,7 +172,25 @@ def random_punisher(params, boards: jax.Array, key: jax.Array) -> PlayerOutput:
     return PlayerOutput(logits=jnp.where(choice, 0.0, LOSS_MASK_VALUE).astype(jnp.float32))
 
 
+def random_punisher_leftmost(params, boards: jax.Array, key: jax.Array) -> PlayerOutput:
+    """The PyTorch project's RandomPunisher (its ``find_best_move``): the leftmost column that
+    wins now, else the leftmost that blocks the opponent's immediate win, else uniform over the
+    legal columns. Its ties matter to a learner: a network trained against it learns to leave
+    the threat it will not block (PyTorch's example-4 network wins 56% against it, 50% against
+    :func:`random_punisher`, docs/results/same-start-ex4/diagnosis.md).
+
+    Args and returns as :func:`random_punisher`'s.
+    """
+    del params, key
+    wins, threats = winning_columns(boards)
+    forced = jnp.where(wins.any(-1, keepdims=True), wins, threats)
+    leftmost = forced & (jnp.cumsum(forced, axis=-1) == 1)
+    choice = jnp.where(forced.any(-1, keepdims=True), leftmost, True)
+    return PlayerOutput(logits=jnp.where(choice, 0.0, LOSS_MASK_VALUE).astype(jnp.float32))
+
+
 BUILTIN_PLAYERS: dict[str, Player] = {
     "random": random_player,
     "random-punisher": random_punisher,
+    "random-punisher-leftmost": random_punisher_leftmost,
 }

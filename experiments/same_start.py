@@ -141,9 +141,13 @@ def peer_refusal(config) -> str | None:
     self-play with REINFORCE (``torch_peer.self_play``), or REINFORCE, A2C or PPO against
     RandomPunisher (``torch_peer.train_against``), PPO with the project's KL stop, no mirroring."""
     from czjax.bench import torch_peer
+    from czjax.run.presets import PROJECT_PUNISHER
 
-    if config.opponent not in ("self", "random-punisher"):
-        return f"trains against {config.opponent}, not a frozen copy or RandomPunisher"
+    if config.opponent not in ("self", PROJECT_PUNISHER):
+        return (
+            f"trains against {config.opponent}, not a frozen copy or the project's RandomPunisher ({PROJECT_PUNISHER}, "
+            "ties to the leftmost column)"
+        )
     if config.algorithm not in torch_peer.ALGORITHMS:
         return f"trains with {config.algorithm}, not {', '.join(torch_peer.ALGORITHMS)}"
     if config.opponent == "self" and config.algorithm != "reinforce":
@@ -212,21 +216,24 @@ def start_check(model_name: str, pth: Path, torch_model) -> float:
     return diff
 
 
-def punisher_evaluator(model_name: str, games: int, seed: int):
+def punisher_evaluator(model_name: str, games: int, seed: int, opponent: str):
     """``evaluate(torch_model) -> {eval_win_rate, eval_draw_rate}``: the PyTorch model's weights
-    imported into czjax and played against czjax's RandomPunisher at temperature 1, as czjax
-    evaluates its own learner (a stream of keys of its own)."""
+    imported into czjax and played against ``opponent`` (the config's ``eval_opponent``) at
+    temperature 1, as czjax evaluates its own learner (a stream of keys of its own)."""
     import jax
 
-    from czjax import models, players, rollout
+    from czjax import models, rollout
+    from czjax.learn.settings import eval_opponent
     from czjax.models import torch_layout
+
+    punisher = eval_opponent(opponent)
 
     learner = models.model_player(models.get_model(model_name))
     key = [jax.random.key(1_000_003 + seed)]
 
     @jax.jit
     def play(params, key):
-        _, results = rollout.play_games(key, learner, params, players.random_punisher, None, games, 1.0, 1.0)
+        _, results = rollout.play_games(key, learner, params, punisher, None, games, 1.0, 1.0)
         return (results.outcome == 1).mean(), (results.outcome == 0).mean()
 
     def evaluate(torch_model) -> dict:
@@ -280,7 +287,7 @@ def run_torch(config, hparams: dict, seed: int, pth: Path, folder: Path, batches
         value_weight=hparams["value_weight"],
         gamma=hparams["discount"],
         log_every=config.batches_per_chunk,
-        evaluate=punisher_evaluator(config.model, config.eval_games, seed),
+        evaluate=punisher_evaluator(config.model, config.eval_games, seed, config.eval_opponent),
         on_batch=lambda m: batch_file.write(json.dumps(m) + "\n"),
         on_row=on_row,
     )

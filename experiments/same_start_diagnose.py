@@ -94,8 +94,8 @@ def sides_from(checkpoint: str, preset_name: str, games_per_batch: int | None, s
         params = torch_layout.from_state_dict(model_name, torch_layout.read_pth(checkpoint))
     else:
         model_name, params, _ = load_params(resolve(checkpoint))
-    if preset.config.opponent != "random-punisher":
-        raise ValueError(f"preset {preset_name!r} trains by self-play: these checks take ex4-a2c, ex5-ppo or default")
+    if preset.config.opponent == "self":
+        raise ValueError(f"preset {preset_name!r} trains by self-play: these checks take ex4-a2c or ex5-ppo")
     changes = {"model": model_name, "eval_games": 2, **(settings or {})}
     if games_per_batch:
         changes["games_per_batch"] = games_per_batch
@@ -200,7 +200,7 @@ def check_updates(
     params, opt_state = sides.params, sides.trainer.init(0).opt_state
     model = sides.torch_model()
     optimizer = sides.torch_optimizer(model, h["learning_rate"])
-    punisher = eval_opponent("random-punisher")
+    punisher = eval_opponent(config.opponent)  # czjax's opponent (the peer always plays the project's)
     learner = sides.trainer.learner
     play = jax.jit(lambda key, p: rollout.play_games(key, learner, p, punisher, None, config.games_per_batch))
     update = jax.jit(sides.trainer.update)

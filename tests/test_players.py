@@ -148,6 +148,31 @@ def test_punisher_wins_blocks_or_plays_anything(built_positions):
     assert min(kinds.values()) > 50, kinds  # the built positions cover every case
 
 
+def test_leftmost_punisher_takes_the_first_win_or_block(built_positions):
+    """The PyTorch project's RandomPunisher (``find_best_move`` scans the columns from 0): the
+    leftmost win, else the leftmost block, else any legal column; as the reference says, and as
+    the PyTorch peer's NumPy version (torch_peer.random_punisher_logits) forces."""
+    from czjax.bench import torch_peer
+
+    boards = np.array([b for b, *_ in built_positions], np.int8)
+    logits = np.asarray(jax.jit(lambda b: players.random_punisher_leftmost(None, b, None).logits)(boards))
+    peer_forced = torch_peer.random_punisher_logits(boards) == 0.0
+    kinds = {"win": 0, "block": 0, "free": 0, "tied": 0}
+    for (board, wins, threats, legal), row, peer in zip(built_positions, logits, peer_forced):
+        chosen = ((row == 0.0) & np.array(legal)).tolist()
+        forced = wins if any(wins) else threats
+        if any(forced):
+            expected = [c == forced.index(True) for c in range(COLS)]
+            kinds["win" if any(wins) else "block"] += 1
+            kinds["tied"] += sum(forced) > 1
+        else:
+            expected = legal
+            kinds["free"] += 1
+        assert chosen == expected
+        assert chosen == (peer & np.array(legal)).tolist()
+    assert min(kinds.values()) > 20, kinds  # ties (two wins or two threats) among them
+
+
 def test_punisher_on_solver_labelled_positions():
     path = Path(game.__file__).parent / "data" / "c4_eval_public.jsonl"
     records = [json.loads(line) for line in path.read_text().splitlines()]

@@ -34,7 +34,7 @@ from czjax.util.pytree import pytree_dataclass
 
 # self: a frozen copy of the learner, promoted when it is beaten; current: the learner itself
 # (AlphaZero's self-play: both sides play with the current parameters)
-OPPONENTS = ("self", "current", "random-punisher", "random", "pool")
+OPPONENTS = ("self", "current", "random-punisher", "random-punisher-leftmost", "random", "pool")
 # What TrainConfig.solver_eval scores: nothing, the network's move, the search's
 SOLVER_EVALS = ("off", "network", "search")
 # How the training iteration handles work that may be skipped (TrainConfig.control_flow): "cond"
@@ -208,7 +208,8 @@ class TrainConfig:
     opponent: str = setting(
         "self",
         f"{', '.join(OPPONENTS)}: self is a frozen copy of the learner, promoted at 52%; current is the "
-        "learner itself (AlphaZero's self-play); pool needs --pool",
+        "learner itself (AlphaZero's self-play); random-punisher-leftmost is the PyTorch project's RandomPunisher "
+        "(ties to the leftmost column; random-punisher spreads them); pool needs --pool",
     )
     algorithm: str = setting(
         "reinforce",
@@ -230,7 +231,8 @@ class TrainConfig:
     eval_opponent: str = setting(
         "random-punisher",
         "the opponent of the evaluation games after every chunk (metric eval_win_rate): random-punisher "
-        "(default), random, or minimax:depth=N[,ties=random], AlphaZero.jl's baseline (7 ** N heuristic "
+        "(default; the blog's presets: random-punisher-leftmost, the PyTorch project's), random, or "
+        "minimax:depth=N[,ties=random], AlphaZero.jl's baseline (7 ** N heuristic "
         "evaluations a move: depth 3 is cheap, depth 5 costs about as much as a 16k-simulation search)",
         metavar="PLAYER",
     )

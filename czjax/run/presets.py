@@ -8,6 +8,11 @@ from czjax.learn.algorithms import PPOSettings
 from czjax.learn.replay import ReplaySettings
 from czjax.learn.settings import PromotionSettings, TrainConfig
 
+# The blog's examples play and measure against the PyTorch project's RandomPunisher, whose ties
+# go to the leftmost column; czjax's random-punisher spreads them, and a learner trained against
+# the project's exploits its ties (docs/results/same-start-ex4/diagnosis.md).
+PROJECT_PUNISHER = "random-punisher-leftmost"
+
 
 @dataclasses.dataclass(frozen=True)
 class Preset:
@@ -26,13 +31,25 @@ PRESETS: dict[str, Preset] = {
     ),
     "ex1-collapse": Preset(
         "example 1: REINFORCE, no entropy bonus, SimpleMLP, lr 1e-3, self-play against a checkpoint copy (collapses)",
-        TrainConfig(model="mlp", games_per_batch=50, opponent="self", promotion=PromotionSettings(every_games=5000)),
+        TrainConfig(
+            model="mlp",
+            games_per_batch=50,
+            opponent="self",
+            promotion=PromotionSettings(every_games=5000),
+            eval_opponent=PROJECT_PUNISHER,
+        ),
         dict(learning_rate=1e-3, entropy_bonus=0.0, value_weight=0.0, discount=0.9),
         batches=4000,
     ),
     "ex2-entropy": Preset(
         "example 2: example 1 plus entropy bonus 0.05, checkpoint check every 400 batches (no collapse)",
-        TrainConfig(model="mlp", games_per_batch=50, opponent="self", promotion=PromotionSettings(every_games=20000)),
+        TrainConfig(
+            model="mlp",
+            games_per_batch=50,
+            opponent="self",
+            promotion=PromotionSettings(every_games=20000),
+            eval_opponent=PROJECT_PUNISHER,
+        ),
         dict(learning_rate=1e-3, entropy_bonus=0.05, value_weight=0.0, discount=0.9),
         batches=4000,
     ),
@@ -40,7 +57,11 @@ PRESETS: dict[str, Preset] = {
         "example 3: REINFORCE with baseline, Mk4 CNN with value head, lr 1e-4, entropy 0.05, value weight 0.5, "
         "self-play",
         TrainConfig(
-            model="cnn-mk4-value", games_per_batch=50, opponent="self", promotion=PromotionSettings(every_games=5000)
+            model="cnn-mk4-value",
+            games_per_batch=50,
+            opponent="self",
+            promotion=PromotionSettings(every_games=5000),
+            eval_opponent=PROJECT_PUNISHER,
         ),
         dict(learning_rate=1e-4, entropy_bonus=0.05, value_weight=0.5, discount=0.9),
         batches=32000,  # the blog's 1.6M games
@@ -51,7 +72,12 @@ PRESETS: dict[str, Preset] = {
         # weight_decay 0: the project's train_against_opponents passes its set_params default, 0
         # (self-play's AdamW keeps torch's 0.01)
         TrainConfig(
-            model="cnn-mk4-value", games_per_batch=50, opponent="random-punisher", algorithm="a2c", weight_decay=0.0
+            model="cnn-mk4-value",
+            games_per_batch=50,
+            opponent=PROJECT_PUNISHER,
+            algorithm="a2c",
+            weight_decay=0.0,
+            eval_opponent=PROJECT_PUNISHER,
         ),
         dict(learning_rate=1e-4, entropy_bonus=0.05, value_weight=1.5, discount=0.9),
         batches=20000,
@@ -62,9 +88,10 @@ PRESETS: dict[str, Preset] = {
         TrainConfig(
             model="cnn-mk4-value",
             games_per_batch=50,
-            opponent="random-punisher",
+            opponent=PROJECT_PUNISHER,
             algorithm="ppo",
             weight_decay=0.0,  # as example 4's
+            eval_opponent=PROJECT_PUNISHER,
             algorithm_settings=(("ppo", PPOSettings(clip=0.2, epochs=4, target_kl=0.01, bootstrap=True)),),
         ),
         dict(learning_rate=1e-4, entropy_bonus=0.05, value_weight=1.5, discount=0.9),
