@@ -102,6 +102,13 @@ def parse_args(argv=None):
         help="batches per logged row and evaluation (default: the preset's chunk, 20)",
     )
     parser.add_argument(
+        "--eval-opponent",
+        default=None,
+        metavar="PLAYER",
+        help="both sides' evaluation opponent (default: the preset's, the project's RandomPunisher; "
+        "random-punisher: as the comparisons before 2026-11-26 measured)",
+    )
+    parser.add_argument(
         "--milestones", type=int, default=4, help="table rows: the run in this many equal parts (default: %(default)s)"
     )
     parser.add_argument(
@@ -177,6 +184,7 @@ def run_config(args, preset):
             ("games_per_batch", args.games_per_batch),
             ("model", args.model),
             ("batches_per_chunk", args.log_every),
+            ("eval_opponent", args.eval_opponent),
         )
         if v is not None
     }

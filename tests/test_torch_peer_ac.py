@@ -301,8 +301,14 @@ def test_same_start_runs_the_peer_against_random_punisher(preset, tmp_path):
     and writes the rows the tables read (PPO's own metrics too)."""
     same_start = load_same_start()
     argv = ["--preset", preset, "--games", "8", "--games-per-batch", "4", "--seeds", "1", "--model", "mlp3"]
-    summary = same_start.main([*argv, "--log-every", "1", "--sides", "torch", "--out", str(tmp_path)])
+    # the preset's yardstick is the project's RandomPunisher; --eval-opponent sets both sides' own
+    yardstick = {"ex4-a2c": "random-punisher", "ex5-ppo": "random-punisher-leftmost"}[preset]
+    summary = same_start.main(
+        [*argv, "--log-every", "1", "--sides", "torch", "--out", str(tmp_path), "--eval-opponent", yardstick]
+    )
     assert summary["games"] == 8 and summary["start_check"]["0"] < 1e-5
+    assert summary["config"]["opponent"] == "random-punisher-leftmost"
+    assert summary["config"]["eval_opponent"] == yardstick
     folder = tmp_path / "seed0" / "torch"
     rows = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
     assert [r["games"] for r in rows] == [4, 8] and all(r["promotions"] == 0 for r in rows)
@@ -319,6 +325,8 @@ def test_same_start_runs_the_peer_against_random_punisher(preset, tmp_path):
     [
         (["--preset", "alpha-mini"], "trains against current"),
         (["--preset", "ex4-a2c", "--model", "mlp"], "value head"),
+        (["--preset", "default"], "not a frozen copy or the project's RandomPunisher"),
+        (["--preset", "ex4-a2c", "--eval-opponent", "nobody"], "unknown evaluation opponent 'nobody'"),
     ],
 )
 def test_same_start_refuses_what_the_peer_cannot_run(argv, message, tmp_path, capsys):
