@@ -66,21 +66,20 @@ def test_the_training_lines_time_left():
     # a time budget ends sooner
     assert loop.run_time_left(rows((10, 30.0, 2.0)), 0, 100, 40.0) == pytest.approx(10.0)
     assert loop.run_time_left(rows((10, 30.0, 2.0)), 0, None, 20.0) == 0.0
-    line = loop.format_progress(
-        {
-            "batches": 10,
-            "games": 500,
-            "games_per_s": 9.0,
-            "win_rate": 0.5,
-            "eval_win_rate": 0.1,
-            "entropy": 1.0,
-            "game_length": 20.0,
-            "promotions": 0,
-        },
-        100,
-        200.0,
-    )
-    assert line.endswith("| about 3 min 20 s left")
+    row = {
+        "batches": 10,
+        "games": 500,
+        "games_per_s": 9.0,
+        "win_rate": 0.5,
+        "eval_win_rate": 0.1,
+        "entropy": 1.0,
+        "game_length": 20.0,
+        "promotions": 0,
+    }
+    line = loop.format_progress(row, 100, 200.0)
+    assert line.endswith("| about 3 min 20 s left") and "| vs punisher 0.10 |" in line
+    # the blog presets' yardstick, the project's RandomPunisher, is told apart in the line
+    assert "| vs leftmost punisher 0.10 |" in loop.format_progress(row, 100, 200.0, "random-punisher-leftmost")
 
 
 def test_the_scan_lines_time_left():

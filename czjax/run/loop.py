@@ -108,7 +108,9 @@ def metric_row(metrics: dict, index=None) -> dict:
 
 def eval_label(eval_opponent: str) -> str:
     """The evaluation opponent's short name in progress lines."""
-    return "punisher" if eval_opponent == "random-punisher" else eval_opponent
+    return {"random-punisher": "punisher", "random-punisher-leftmost": "leftmost punisher"}.get(
+        eval_opponent, eval_opponent
+    )
 
 
 def format_progress(
