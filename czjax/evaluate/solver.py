@@ -353,16 +353,22 @@ def move_errors(scores: np.ndarray, probs: np.ndarray, greedy: np.ndarray) -> tu
     ).sum(1)
 
 
+def _set_policies(agent: Agent, sets: dict, log=None):
+    """Per Pons set, ``(name, data, probs, value, greedy)`` of ``agent`` on its positions, with
+    one progress line over all the sets."""
+    progress = Progress(log, "positions", sum(len(data["boards"]) for data in sets.values()))
+    for name, data in sets.items():
+        yield (name, data, *policy(agent, data["boards"], progress=progress))
+
+
 def pons_greedy_errors(agent: Agent, sets: dict, log=None) -> dict[str, np.ndarray]:
     """Per set, 1 for each position whose greedy move (the most likely column, the lowest on ties:
     AlphaZero.jl's ``argmax(pi)``) does not keep the game-theoretic outcome, else 0: the
     per-position errors behind :func:`pons`'s rates, for paired comparisons of two players."""
-    progress = Progress(log, "positions", sum(len(data["boards"]) for data in sets.values()))
-    out = {}
-    for name, data in sets.items():
-        probs, _, greedy = policy(agent, data["boards"], progress=progress)
-        out[name] = move_errors(data["scores"], probs, greedy)[0]
-    return out
+    return {
+        name: move_errors(data["scores"], probs, greedy)[0]
+        for name, data, probs, _, greedy in _set_policies(agent, sets, log)
+    }
 
 
 def pons(agent: Agent, sets: dict, log=None, protocol: str | None = None) -> dict:
@@ -385,7 +391,6 @@ def pons(agent: Agent, sets: dict, log=None, protocol: str | None = None) -> dic
         player has a value (a value head, or a search's root value), how often it reads the
         outcome right; ``mean_move_error`` over the sets.
     """
-    progress = Progress(log, "positions", sum(len(data["boards"]) for data in sets.values()))
     with_value = agent.has_value or agent.search is not None
     samples = agent.temperature() > 0 and protocol is None
     report: dict = {
@@ -397,8 +402,7 @@ def pons(agent: Agent, sets: dict, log=None, protocol: str | None = None) -> dic
         "reference_labels": PONS_REFERENCE_LABELS,
         "sets": [],
     }
-    for name, data in sets.items():
-        probs, value, greedy = policy(agent, data["boards"], progress=progress)
+    for name, data, probs, value, greedy in _set_policies(agent, sets, log):
         row: dict = {"set": name, "name": PONS_NAMES.get(name, name), "n": int(len(data["boards"]))}
         if "scores" in data:
             greedy_error, expected_error = move_errors(data["scores"], probs, greedy)
