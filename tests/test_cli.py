@@ -146,12 +146,16 @@ def test_train_flags_for_algorithms_pools_and_leagues():
     assert float(hparams.value_weight) == 1.5
     args = parser.parse_args(["train", "--preset", "ex4-a2c"])
     config = cli.train_spec(args).config
-    assert (config.algorithm, config.mirror, config.opponent, config.pool.league) == (
+    assert (config.algorithm, config.mirror, config.opponent, config.pool.league, config.eval_opponent) == (
         "a2c",
         False,
-        "random-punisher",
+        "random-punisher-leftmost",  # the PyTorch project's RandomPunisher, as the blog trains
         False,
+        "random-punisher-leftmost",
     )
+    # the flags still choose either tie rule
+    args = parser.parse_args(["train", "--preset", "ex4-a2c", "--opponent", "random-punisher"])
+    assert cli.train_spec(args).config.opponent == "random-punisher"
     with pytest.raises(ValueError, match="value head"):
         cli.train_spec(parser.parse_args(["train", "--algorithm", "a2c", "--model", "mlp"]))
 
