@@ -150,6 +150,13 @@ def winning_columns(boards: jax.Array) -> tuple[jax.Array, jax.Array]:
     return completes(pos.mine_lo, pos.mine_hi), completes(pos.theirs_lo, pos.theirs_hi)
 
 
+def forced_columns(boards: jax.Array) -> jax.Array:
+    """RandomPunisher's forced columns, ``bool (..., 7)``: those that win now, else those that
+    block the opponent's immediate win; none where neither exists."""
+    wins, threats = winning_columns(boards)
+    return jnp.where(wins.any(-1, keepdims=True), wins, threats)
+
+
 def random_punisher(params, boards: jax.Array, key: jax.Array) -> PlayerOutput:
     """RandomPunisher with ties spread: win now if it can, else block the opponent's immediate
     win, else uniform over the legal columns; ties (several wins, several threats) are uniform
@@ -166,9 +173,8 @@ def random_punisher(params, boards: jax.Array, key: jax.Array) -> PlayerOutput:
         elsewhere; no value.
     """
     del params, key
-    wins, threats = winning_columns(boards)
-    choice = jnp.where(wins.any(-1, keepdims=True), wins, threats)
-    choice = jnp.where(choice.any(-1, keepdims=True), choice, True)
+    forced = forced_columns(boards)
+    choice = jnp.where(forced.any(-1, keepdims=True), forced, True)
     return PlayerOutput(logits=jnp.where(choice, 0.0, LOSS_MASK_VALUE).astype(jnp.float32))
 
 
@@ -182,8 +188,7 @@ def random_punisher_leftmost(params, boards: jax.Array, key: jax.Array) -> Playe
     Args and returns as :func:`random_punisher`'s.
     """
     del params, key
-    wins, threats = winning_columns(boards)
-    forced = jnp.where(wins.any(-1, keepdims=True), wins, threats)
+    forced = forced_columns(boards)
     leftmost = forced & (jnp.cumsum(forced, axis=-1) == 1)
     choice = jnp.where(forced.any(-1, keepdims=True), leftmost, True)
     return PlayerOutput(logits=jnp.where(choice, 0.0, LOSS_MASK_VALUE).astype(jnp.float32))

@@ -245,9 +245,7 @@ def punisher_evaluator(model_name: str, games: int, seed: int, opponent: str):
         return (results.outcome == 1).mean(), (results.outcome == 0).mean()
 
     def evaluate(torch_model) -> dict:
-        params = torch_layout.from_state_dict(
-            model_name, {k: v.detach().numpy() for k, v in torch_model.state_dict().items()}
-        )
+        params = torch_layout.from_state_dict(model_name, torch_model.state_dict())
         key[0], k = jax.random.split(key[0])
         win, draw = play(params, k)
         return {"eval_win_rate": float(win), "eval_draw_rate": float(draw)}

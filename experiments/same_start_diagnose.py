@@ -34,12 +34,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from pathlib import Path
 
 import jax
 import numpy as np
 
 from czjax import rollout
-from czjax.agents import load_params
+from czjax.agents import TORCH_SUFFIXES, load_params
 from czjax.bench import torch_peer
 from czjax.learn.settings import HParams, eval_opponent
 from czjax.learn.trainer import make_trainer
@@ -89,9 +90,8 @@ def sides_from(checkpoint: str, preset_name: str, games_per_batch: int | None, s
     torch.set_num_threads(1)
     torch.manual_seed(0)
     preset = presets.get_preset(preset_name)
-    if str(checkpoint).endswith(".pth"):  # a same-start seed's init.pth: the preset's network
-        model_name = preset.config.model
-        params = torch_layout.from_state_dict(model_name, torch_layout.read_pth(checkpoint))
+    if Path(checkpoint).suffix in TORCH_SUFFIXES:  # a same-start seed's init.pth: the preset's network
+        model_name, params = torch_layout.read_params(checkpoint, preset.config.model)
     else:
         model_name, params, _ = load_params(resolve(checkpoint))
     if preset.config.opponent == "self":
@@ -255,7 +255,7 @@ def check_updates(
 
 def peer_params(model_name: str, model):
     """The peer's current weights as czjax parameters (to play its games with czjax's rollout)."""
-    return torch_layout.from_state_dict(model_name, {k: v.detach().numpy() for k, v in model.state_dict().items()})
+    return torch_layout.from_state_dict(model_name, model.state_dict())  # it takes tensors as they are
 
 
 def main(argv=None) -> int:
