@@ -119,6 +119,15 @@ def parse_args(argv=None):
     )
     parser.add_argument("--sides", nargs="+", default=list(SIDES), choices=SIDES, help="run only these (default: both)")
     parser.add_argument(
+        "--only-seeds",
+        nargs="+",
+        type=int,
+        default=None,
+        metavar="S",
+        help="run only these of the seeds, the others kept where finished (to share a comparison's seeds "
+        "among processes or machines; a final --resume without it writes the whole table) (default: all)",
+    )
+    parser.add_argument(
         "--resume", action="store_true", help="keep the finished runs in --out, finish the rest (or add seeds)"
     )
     parser.add_argument("--overwrite", action="store_true", help="start again where --out holds a comparison")
@@ -130,6 +139,8 @@ def parse_args(argv=None):
         "every side's metrics (metrics.jsonl.gz)",
     )
     args = parser.parse_args(argv)
+    if args.only_seeds is not None and not set(args.only_seeds) <= set(range(args.seeds)):
+        parser.error(f"--only-seeds must be among the seeds 0..{args.seeds - 1}")
     try:
         preset = presets.get_preset(args.preset)
     except ValueError as err:
@@ -626,14 +637,15 @@ def main(argv=None) -> dict:
     for seed in seeds:
         folder = out / f"seed{seed}"
         pth = folder / "init.pth"
-        if not (args.resume and pth.exists()):
+        runs_here = args.only_seeds is None or seed in args.only_seeds
+        if runs_here and not (args.resume and pth.exists()):
             initial_weights(config, seed, pth)
         for side in SIDES:
             done_path = folder / side / "done.json"
             if args.resume and done_path.exists():
                 runs[side][str(seed)] = json.loads(done_path.read_text())
                 log(f"{side} seed {seed}: finished before, kept")
-            elif side in args.sides:
+            elif side in args.sides and runs_here:
                 log(f"== {LABELS[side]}, seed {seed}")
                 if side == "czjax":
                     runs[side][str(seed)] = run_czjax(

@@ -124,11 +124,20 @@ def test_same_start_tiny(tmp_path, capsys):
         same_start.main(argv)
     again = same_start.main(argv + ["--resume"])  # everything finished: kept, nothing run again
     assert again["runs"] == summary["runs"] and "finished before, kept" in capsys.readouterr().out
-    # more seeds resume the comparison (the first two kept); --results writes what to commit
+    # --only-seeds runs just those (another process or machine can take the rest)
+    four = [*argv[:5], "4", *argv[6:], "--resume"]
+    part = same_start.main([*four, "--only-seeds", "3", "--sides", "torch"])
+    assert set(part["runs"]["torch"]) == {"0", "1", "3"} and set(part["runs"]["czjax"]) == {"0", "1"}
+    assert not (tmp_path / "seed2").exists()
+    with pytest.raises(SystemExit):
+        same_start.main([*four, "--only-seeds", "4"])  # not among the seeds 0..3
+    # more seeds resume the comparison (the finished ones kept); --results writes what to commit
     results = tmp_path / "results"
-    more = same_start.main([*argv[:5], "3", *argv[6:], "--resume", "--results", str(results)])
+    more = same_start.main([*four, "--results", str(results)])
     assert (
-        more["runs"]["czjax"]["0"] == summary["runs"]["czjax"]["0"] and more["milestones"][0]["torch"]["band"]["n"] == 3
+        more["runs"]["czjax"]["0"] == summary["runs"]["czjax"]["0"]
+        and more["runs"]["torch"]["3"] == part["runs"]["torch"]["3"]
+        and more["milestones"][0]["torch"]["band"]["n"] == 4
     )
     assert {"results.md", "summary.json", "metrics.jsonl.gz"} <= {p.name for p in results.iterdir()}
     assert "| games | metric |" in (results / "results.md").read_text()
