@@ -59,12 +59,13 @@ class Step(NamedTuple):
 
 
 def blog_example(number: int, seeds: int = 8) -> Step:
+    from czjax.run import presets
     from reproduce_blog import EXAMPLES
 
     preset_name = EXAMPLES[number]
 
     def run(ctx: Context) -> dict:
-        from czjax.run import presets, scan
+        from czjax.run import scan
         from reproduce_blog import BLOG, figure, format_table, milestone_rows
 
         preset = presets.get_preset(preset_name)
@@ -114,10 +115,14 @@ def blog_example(number: int, seeds: int = 8) -> Step:
             "preset": preset_name,
         }
 
-    # 8 seeds x 50 games a batch leave a GPU idle: on one H200 (2026-11-26) example 4 ran at
-    # ~12,000 games/s and example 5 at ~5,000, where this 2-core CPU ran example 1 at ~7,900
+    # Examples 1 and 2 (the SimpleMLP) run on this 2-core CPU at ~7,900 games/s over the 8
+    # seeds; examples 3-5 (Mk4) at ~60-90 games/s a seed there, where one H200 ran examples 4 and
+    # 5 at ~12,000 and ~5,000 games/s over the 8 seeds (2026-11-26): the convnets need the GPU.
+    convnet = presets.get_preset(preset_name).config.model.startswith("cnn")
     return Step(
-        f"example {number} ({preset_name}) x {seeds} seeds vmapped, the preset's full length", run, gains_from_gpu=False
+        f"example {number} ({preset_name}) x {seeds} seeds vmapped, the preset's full length",
+        run,
+        gains_from_gpu=convnet,
     )
 
 
