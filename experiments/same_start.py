@@ -355,6 +355,8 @@ def run_torch(config, hparams: dict, seed: int, pth: Path, folder: Path, batches
 
 def run_czjax(config, hparams: dict, seed: int, pth: Path, folder: Path, batches: int, resume: bool, log) -> dict:
     """czjax's loop from ``pth`` with ``seed``'s random stream; a czjax run folder."""
+    import jax
+
     from czjax.learn.settings import HParams
     from czjax.run import loop
 
@@ -386,6 +388,7 @@ def run_czjax(config, hparams: dict, seed: int, pth: Path, folder: Path, batches
         "games_per_s": summary["games"] / max(chunk_s, 1e-9),
         "promotions": summary["promotions"],
         "batches": summary["batches"],
+        "backend": jax.default_backend(),
     }
     (folder / "done.json").write_text(json.dumps(done, indent=1))
     return done
@@ -568,8 +571,13 @@ def write_results(folder: Path, out: Path, summary: dict, rows: dict[str, list[d
     import shutil
 
     folder.mkdir(parents=True, exist_ok=True)
+
+    def where(runs: dict) -> str:  # runs recorded before the backend was: the CPU
+        return ", ".join(sorted({r.get("backend", "cpu") for r in runs.values()}))
+
     speed = " ".join(
-        f"{LABELS[side]}: {np.mean([r['games_per_s'] for r in summary['runs'][side].values()]):,.0f} games/s;"
+        f"{LABELS[side]} ({where(summary['runs'][side])}): "
+        f"{np.mean([r['games_per_s'] for r in summary['runs'][side].values()]):,.0f} games/s;"
         for side in SIDES
         if summary["runs"][side]
     )
@@ -584,7 +592,7 @@ def write_results(folder: Path, out: Path, summary: dict, rows: dict[str, list[d
         "",
         format_verdicts(summary["verdicts"]),
         "",
-        f"Speed over the runs (one CPU core, shared): {speed}",
+        f"Speed over the runs (a CPU side on one core, shared with the other side): {speed}",
         "",
         "![seed bands](same_start_bands.png)",
         "",

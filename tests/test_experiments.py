@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import jax
 import numpy as np
 import pytest
 
@@ -140,7 +141,10 @@ def test_same_start_tiny(tmp_path, capsys):
         and more["milestones"][0]["torch"]["band"]["n"] == 4
     )
     assert {"results.md", "summary.json", "metrics.jsonl.gz"} <= {p.name for p in results.iterdir()}
-    assert "| games | metric |" in (results / "results.md").read_text()
+    page = (results / "results.md").read_text()
+    assert "| games | metric |" in page
+    # where each side ran: czjax on this test's backend, the PyTorch project's loop on the CPU
+    assert f"czjax (JAX) ({jax.default_backend()}):" in page and "PyTorch project loop (cpu):" in page
 
 
 def test_same_start_keeps_a_stopped_czjax_side_unfinished(tmp_path, monkeypatch):
