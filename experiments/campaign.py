@@ -63,12 +63,12 @@ def blog_example(number: int, seeds: int = 8) -> Step:
     from reproduce_blog import EXAMPLES
 
     preset_name = EXAMPLES[number]
+    preset = presets.get_preset(preset_name)
 
     def run(ctx: Context) -> dict:
         from czjax.run import scan
         from reproduce_blog import BLOG, figure, format_table, milestone_rows
 
-        preset = presets.get_preset(preset_name)
         batches = max(1, round(preset.batches * ctx.scale))
         folder = ctx.work / preset_name
         resume = (folder / "scan.json").exists()
@@ -118,7 +118,7 @@ def blog_example(number: int, seeds: int = 8) -> Step:
     # Examples 1 and 2 (the SimpleMLP) run on this 2-core CPU at ~7,900 games/s over the 8
     # seeds; examples 3-5 (Mk4) at ~60-90 games/s a seed there, where one H200 ran examples 4 and
     # 5 at ~12,000 and ~5,000 games/s over the 8 seeds (2026-11-26): the convnets need the GPU.
-    convnet = presets.get_preset(preset_name).config.model.startswith("cnn")
+    convnet = preset.config.model.startswith("cnn")
     return Step(
         f"example {number} ({preset_name}) x {seeds} seeds vmapped, the preset's full length",
         run,
