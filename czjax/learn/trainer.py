@@ -324,9 +324,11 @@ def run_chunk(
 
     def body(state, _):
         key, step_key = jax.random.split(state.key)
-        return train_step(setup, dataclasses.replace(state, key=key), hp, step_key)
+        state, metrics = train_step(setup, dataclasses.replace(state, key=key), hp, step_key)
+        return state, {**metrics, "finite": all_finite((metrics.get("loss"), state.params, state.opt_state))}
 
     state, per_batch = lax.scan(body, state, None, length=num_batches)
+    finite = per_batch.pop("finite")
     key, eval_key = jax.random.split(state.key)
     state = dataclasses.replace(state, key=key)
     with jax.named_scope("evaluation"):
@@ -353,12 +355,21 @@ def run_chunk(
         batches=state.step,
         games=state.games,
         promotions=state.promotions,
+        # the first batch of the chunk (0-based) whose loss, gradient or parameters were not
+        # finite, -1 for none: the host stops the run there (czjax.run.loop.check_finite)
+        first_nonfinite=jnp.where(finite.all(), -1, jnp.argmin(finite)),
     )
     if bench is not None:
         with jax.named_scope("solver_eval"):
             scored = setup.learner if setup.config.solver_eval == "network" else setup.actor
             metrics.update(solver_metrics.metrics(scored, state.params, bench, jax.random.fold_in(eval_key, 1)))
     return state, metrics
+
+
+def all_finite(tree) -> jax.Array:
+    """Whether every number in ``tree`` is finite (a non-finite gradient shows in the parameters
+    and the optimizer's moments it updates)."""
+    return jnp.all(jnp.stack([jnp.isfinite(leaf).all() for leaf in jax.tree.leaves(tree)]))
 
 
 @functools.cache

@@ -3,7 +3,8 @@ prepares them (:func:`prepare`).
 
 A run's folder holds ``run.json`` (what the run is: settings, seed, and its target in batches
 or seconds), ``checkpoint.msgpack`` (the same description and the TrainState, written
-atomically), ``metrics.jsonl`` (one object per chunk) and ``dashboard.png``; a scan's,
+atomically; the two before it kept as ``checkpoint.1.msgpack`` and ``checkpoint.2.msgpack``),
+``metrics.jsonl`` (one object per chunk) and ``dashboard.png``; a scan's,
 ``scan.json``, ``metrics.jsonl`` and a checkpoint per group of configurations.
 
 Nothing is lost silently:
@@ -43,6 +44,24 @@ _HELD: set[Path] = set()  # the folders whose lock this process holds
 
 
 @dataclasses.dataclass(frozen=True)
+class Spelling:
+    """How a caller names a run's options in messages: the command line's flags, or the Python
+    API's keyword arguments (``run_training(..., resume=True)``), so each error tells its reader
+    what to type."""
+
+    resume: str
+    overwrite: str
+    out: str
+    chunk: str
+    batches: str
+    time_budget: str
+
+
+FLAGS = Spelling("--resume", "--overwrite", "--out", "--chunk", "--batches", "--time-budget")
+KEYWORDS = Spelling("resume=True", "overwrite=True", "out_dir", "chunk", "batches", "time_budget_s")
+
+
+@dataclasses.dataclass(frozen=True)
 class FolderKind:
     """What a kind of output folder holds: ``what`` it is called in messages, ``files`` (those a
     fresh start refuses to overwrite, or removes with ``overwrite``), and ``needs`` (a file
@@ -58,7 +77,13 @@ def group_checkpoint(out_dir: Path, group: int) -> Path:
     return Path(out_dir) / f"checkpoint-group{group}.msgpack"
 
 
-RUN_FOLDER = FolderKind("run", lambda out_dir: list(RUN_FILES))
+def run_files(out_dir: Path) -> list[str]:
+    """A run's files in ``out_dir``: :data:`RUN_FILES` and the earlier checkpoints kept beside
+    its checkpoint (:func:`czjax.util.checkpoint.kept`)."""
+    return [*RUN_FILES, *(p.name for p in checkpoint.kept(Path(out_dir) / CHECKPOINT) if p.name != CHECKPOINT)]
+
+
+RUN_FOLDER = FolderKind("run", run_files)
 SCAN_FOLDER = FolderKind(
     "scan", lambda out_dir: [METRICS, SCAN, *(p.name for p in sorted(out_dir.glob("checkpoint-group*.msgpack")))], SCAN
 )
@@ -75,6 +100,8 @@ class Output(Protocol):
     def overwrite(self) -> bool: ...
     @property
     def folder(self) -> FolderKind: ...
+    @property
+    def spelling(self) -> Spelling: ...
 
 
 def prepare(spec: Output) -> None:
@@ -83,18 +110,18 @@ def prepare(spec: Output) -> None:
     folder holds no run (its files removed with ``spec.overwrite``). One-line ValueErrors; the
     command line calls it before its first line, the runner again under the lock (nothing left to
     do by then). Over several hosts only process 0 refuses or removes anything."""
-    out_dir, kind = Path(spec.out_dir), spec.folder
-    check_out_dir(out_dir)
-    check_unlocked(out_dir, kind.what)
+    out_dir, kind, words = Path(spec.out_dir), spec.folder, spec.spelling
+    check_out_dir(out_dir, words.out)
+    check_unlocked(out_dir, kind.what, words)
     if spec.resume:
         if kind.needs is not None and not (out_dir / kind.needs).exists():
             raise ValueError(f"nothing to resume in {out_dir}: it holds no {kind.needs}")
     elif out_dir.is_dir():
-        guard_fresh(out_dir, kind.files(out_dir), spec.overwrite)
+        guard_fresh(out_dir, kind.files(out_dir), spec.overwrite, words)
 
 
 @contextlib.contextmanager
-def locked(out_dir: Path, what: str = "run"):
+def locked(out_dir: Path, what: str = "run", words: Spelling = FLAGS):
     """Hold ``out_dir``'s lock for the block: a ValueError naming the holder's process id when
     another process holds it. The lock is the kernel's (``flock``) on ``out_dir/.lock``, so it
     goes with its process, however that ends."""
@@ -111,7 +138,7 @@ def locked(out_dir: Path, what: str = "run"):
             holder = handle.read().strip() or "?"
             raise ValueError(
                 f"{out_dir} is in use by another czjax {what} (process {holder}): wait for it to end, "
-                "or choose another --out"
+                f"or choose another {words.out}"
             ) from None
         handle.seek(0)
         handle.truncate()
@@ -152,15 +179,15 @@ def check_out_file(path: Path, flag: str = "--out") -> None:
     check_out_dir(path.parent, flag)
 
 
-def check_unlocked(out_dir: Path, what: str = "run") -> None:
+def check_unlocked(out_dir: Path, what: str = "run", words: Spelling = FLAGS) -> None:
     """A one-line ValueError if another process holds ``out_dir``'s lock (before touching its files)."""
     out_dir = Path(out_dir)
     if (out_dir / LOCK).exists() and out_dir.resolve() not in _HELD and devices.is_main_process():
-        with locked(out_dir, what):
+        with locked(out_dir, what, words):
             pass
 
 
-def guard_fresh(out_dir: Path, files, overwrite: bool) -> None:
+def guard_fresh(out_dir: Path, files, overwrite: bool, words: Spelling = FLAGS) -> None:
     """Refuse to start a run in ``out_dir`` when it holds one, unless ``overwrite`` (then its
     files are removed). Over several hosts, process 0 decides (the others would see its files)."""
     held = [name for name in files if (Path(out_dir) / name).exists()]
@@ -168,8 +195,8 @@ def guard_fresh(out_dir: Path, files, overwrite: bool) -> None:
         return
     if not overwrite:
         raise ValueError(
-            f"{out_dir} already holds a run ({held[0]}): continue it with --resume, "
-            "start it again with --overwrite, or choose another --out"
+            f"{out_dir} already holds a run ({held[0]}): continue it with {words.resume}, "
+            f"start it again with {words.overwrite}, or choose another {words.out}"
         )
     for name in held:
         (Path(out_dir) / name).unlink()

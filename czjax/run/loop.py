@@ -45,6 +45,10 @@ from czjax.run.spec import RunSpec
 from czjax.util import checkpoint, devices, precision
 from czjax.util.progress import eta_text, heartbeat, time_left_after_compile
 
+# Earlier checkpoints a run keeps beside its newest (checkpoint.1.msgpack, checkpoint.2.msgpack):
+# a damaged newest one is not the end of the run (czjax.util.checkpoint.newest_intact).
+KEEP_CHECKPOINTS = 2
+
 # Compiled chunks, by what determines the program (config, number of batches, and for scans
 # the number of configurations); hyperparameters are traced.
 _COMPILED: dict = {}
@@ -92,6 +96,24 @@ def run_chunk_once(program: ChunkProgram, state, hparams, num_batches: int, log:
         state, metrics = _COMPILED[program.cache_key](state, hparams, program.bench)
         metrics = jax.device_get(devices.local_view(metrics))
     return state, metrics, time.perf_counter() - start
+
+
+class NonFiniteTraining(FloatingPointError):
+    """A batch gave a non-finite loss, gradient or parameter: the run stops without saving it."""
+
+
+def check_finite(metrics: dict, first_batch: int, kept: str) -> None:
+    """Take the chunk's ``first_nonfinite`` (one per configuration in a scan) out of ``metrics``;
+    raise :class:`NonFiniteTraining` naming the batch (``first_batch`` is the chunk's first, 1-based)
+    and ``kept``, what is left untouched, when a batch was not finite."""
+    flags = np.atleast_1d(np.asarray(metrics.pop("first_nonfinite", -1)))
+    bad = np.flatnonzero(flags >= 0)
+    if bad.size:
+        where = f" of configuration {bad[0]}" if flags.size > 1 else ""
+        raise NonFiniteTraining(
+            f"batch {first_batch + int(flags[bad[0]]):,}{where} gave a non-finite loss, gradient or parameter "
+            f"(a learning rate too high, or damaged weights): the run stops there, {kept}"
+        )
 
 
 # Keys whose values depend on the machine's speed, not on the run.
@@ -211,7 +233,7 @@ def train(spec: RunSpec) -> dict:
     why); returns a summary. The run is the same computation on any number of devices
     (:mod:`czjax.util.devices`); ``spec.sinks`` get every row as metrics.jsonl does."""
     # over several hosts the processes share the folder and process 0 writes: it holds the lock
-    lock = folders.locked(spec.out_dir) if devices.is_main_process() else contextlib.nullcontext()
+    lock = folders.locked(spec.out_dir, "run", spec.spelling) if devices.is_main_process() else contextlib.nullcontext()
     with lock, stops.sigterm_as_stop():
         resuming = spec.resume and (spec.out_dir / CHECKPOINT).exists()
         # the starting weights are read first: a bad file leaves the output folder as it was
@@ -222,6 +244,8 @@ def train(spec: RunSpec) -> dict:
         rule = stops.stop_rule(spec.log, spec.notice)
         trainer, state, rows, elapsed_before, init_from = open_run(spec, start_params, rule.log, num_devices)
         training = _Training(dataclasses.replace(spec, init_from=init_from), trainer, rule, num_devices)
+        if resuming:  # the checkpoint resumed from is the one saved last
+            training.saved_step = int(devices.local_view(state).step)
         discard = lambda: training.writes and not resuming and not training.saved  # noqa: E731
         with folders.discarded_on_failure(spec.out_dir, RUN_FILES, discard):
             return _train(training, state, rows, elapsed_before)
@@ -239,6 +263,7 @@ class _Training:
     num_devices: int
     writes: bool = dataclasses.field(default_factory=devices.is_main_process)  # over several hosts, process 0 writes
     saved: bool = False
+    saved_step: int | None = None  # the batch of the checkpoint this process wrote last
 
     @property
     def out_dir(self) -> Path:
@@ -252,8 +277,10 @@ class _Training:
             (self.out_dir / RUN).write_text(json.dumps(stored, indent=1))
 
     def save(self, state) -> None:
-        """The checkpoint of ``state``, with the run's settings and description."""
-        if self.writes:
+        """The checkpoint of ``state``, with the run's settings and description (once per batch:
+        the state saved last is not saved again, so the earlier checkpoints kept are earlier)."""
+        step = int(devices.local_view(state).step)
+        if self.writes and step != self.saved_step:
             spec = self.spec
             checkpoint.save(
                 self.out_dir / CHECKPOINT,
@@ -261,8 +288,17 @@ class _Training:
                 spec.config.to_dict(),
                 spec.hparams.to_dict(),
                 spec.description(),
+                keep=KEEP_CHECKPOINTS,
             )
-            self.saved = True
+            self.saved, self.saved_step = True, step
+
+    def kept(self) -> str:
+        """What a stop before the next save leaves: the last checkpoint, or nothing."""
+        path = self.out_dir / CHECKPOINT
+        if not path.exists():
+            return "nothing saved"
+        _, raw = checkpoint.read_meta(path)
+        return f"its last checkpoint ({path}, batch {checkpoint.stored_count(raw['step']):,}) untouched"
 
     def append_row(self, row: dict) -> None:
         """One chunk's row to ``metrics.jsonl`` and the sinks."""
@@ -316,6 +352,7 @@ def _train_chunks(training: _Training, state, rows: list[dict], elapsed_before: 
                 break
             num_batches = spec.chunk_size(done)
             state, metrics, chunk_s = _run_chunk(training, state, done, num_batches)
+            check_finite(metrics, done + 1, training.kept())
             row = _chunk_row(
                 spec.config, metrics, num_batches, chunk_s, elapsed_before + time.perf_counter() - clock.start
             )

@@ -29,7 +29,7 @@ from czjax.learn.settings import HParams, TrainConfig, hparam_names
 from czjax.learn.trainer import make_trainer
 from czjax.run import folders, stops
 from czjax.run.folders import METRICS, SCAN, group_checkpoint, read_metrics, write_metrics
-from czjax.run.loop import TIMING_KEYS, ChunkProgram, metric_row, run_chunk_once
+from czjax.run.loop import TIMING_KEYS, ChunkProgram, check_finite, metric_row, run_chunk_once
 from czjax.run.plots import PANELS, Figure, save_figure
 from czjax.run.sinks import log_rows
 from czjax.run.spec import ScanSpec
@@ -93,7 +93,7 @@ def make_scan_fns(config: TrainConfig):
     return init, compiling.jit(chunk, convolutions=convolutions, static_argnums=2)
 
 
-def open_scan(out_dir: Path, description: dict, resume: bool) -> list[dict]:
+def open_scan(out_dir: Path, description: dict, resume: bool, words: folders.Spelling = folders.FLAGS) -> list[dict]:
     """The rows already logged in ``out_dir`` when resuming a scan with the same description
     (settings, seeds and config), else none; writes ``scan.json``. The folder has been prepared
     (:func:`czjax.run.folders.prepare`)."""
@@ -105,11 +105,11 @@ def open_scan(out_dir: Path, description: dict, resume: bool) -> list[dict]:
         if differ:
             name, before, now = differ[0]
             raise ValueError(
-                f"--resume must use the same settings, seeds and config as the scan in the folder: {name} was "
+                f"{words.resume} must use the same settings, seeds and config as the scan in the folder: {name} was "
                 f"{before!r}, now {now!r}" + (f" (and {len(differ) - 1} more)" if len(differ) > 1 else "")
             )
         if previous["chunk"] != description["chunk"]:
-            raise ValueError(f"--resume must use the same --chunk as before ({previous['chunk']})")
+            raise ValueError(f"{words.resume} must use the same {words.chunk} as before ({previous['chunk']})")
         rows = read_metrics(out_dir / METRICS)
     (out_dir / SCAN).write_text(json.dumps(description, indent=1))
     return rows
@@ -219,6 +219,7 @@ class _Group:
             )
             label = f"{self.label}: {num_batches} batches"
             states, metrics, seconds = run_chunk_once(program, states, hparams, num_batches, self.rule.log, label)
+            check_finite(metrics, done + 1, f"{self.label}'s last checkpoint untouched")
             speed = size * num_batches * config.games_per_batch / seconds
             new_rows = group_rows(self.configs, metrics, speed, time.perf_counter() - start)
             rows.extend(new_rows)
@@ -294,9 +295,10 @@ def train_scan(spec: ScanSpec) -> ScanResult:
     training runs follow too: :mod:`czjax.run.stops`; every chunk is saved as it completes)."""
     num_devices = devices.available(spec.num_devices)
     out_dir = spec.out_dir
-    with folders.locked(out_dir, "scan"), stops.sigterm_as_stop():  # the lock creates the folder (gone if refused)
+    # the lock creates the folder (gone if refused)
+    with folders.locked(out_dir, "scan", spec.spelling), stops.sigterm_as_stop():
         folders.prepare(spec)
-        rows = open_scan(out_dir, spec.description(), spec.resume)
+        rows = open_scan(out_dir, spec.description(), spec.resume, spec.spelling)
         rule = stops.stop_rule(spec.log, spec.notice, spec.stop_at)
         configs, size = configurations(spec.settings, spec.seeds), spec.group_size
         groups = [configs[i : i + size] for i in range(0, len(configs), size)]
