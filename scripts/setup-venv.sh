@@ -101,7 +101,9 @@ if [ ${#torch_step[@]} -gt 0 ]; then
   echo "setup: PyTorch's CPU build ($torch_requirement) from $torch_index"
   "$venv/bin/python" -m pip "${torch_step[@]}" ${pin[@]+"${pin[@]}"}
 fi
-"$venv/bin/python" -m pip "${czjax_step[@]}" ${pin[@]+"${pin[@]}"}
+# setuptools' build of an editable install prints a box warning about same-named folders in the
+# working directory; the checkout is that folder on purpose, so the box says nothing to act on
+PYTHONWARNINGS="ignore:Editable installation" "$venv/bin/python" -m pip "${czjax_step[@]}" ${pin[@]+"${pin[@]}"}
 if [ -n "$gpu" ]; then
   "$venv/bin/python" -m pip "${jax_step[@]}" ${pin[@]+"${pin[@]}"}
 fi

@@ -15,8 +15,36 @@ from czjax.cli.train import train_spec
 __all__ = ["build_parser", "main", "train_spec"]
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser with a usage error in one line and where to read more, instead of the
+    whole usage block above it (the subcommands' parsers are of this class too)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\nsee {self.prog} --help\n")
+
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, but a flag no command knows is reported by the command it was given to
+        (``czjax bench train: error: unrecognized arguments: ...``), whose help lists its flags."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self._command_parser(sys.argv[1:] if args is None else list(args)).error(
+                f"unrecognized arguments: {' '.join(extras)}"
+            )
+        return parsed
+
+    def _command_parser(self, argv: list[str]) -> argparse.ArgumentParser:
+        """The (sub)command's parser that ``argv`` names: its leading command words followed down."""
+        parser: argparse.ArgumentParser = self
+        for word in argv:
+            commands = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+            if not commands or word not in commands[0].choices:
+                break
+            parser = commands[0].choices[word]
+        return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="czjax",
         description="Connect-Zero in JAX: Connect 4 self-play and policy-gradient training, compiled end to end.",
     )
@@ -39,6 +67,9 @@ def main(argv=None) -> int:
     except ValueError as err:  # bad settings, unknown names, unusable checkpoints: one line
         print(f"czjax: error: {err}", file=sys.stderr)
         return 2
+    except FloatingPointError as err:  # training that went non-finite (czjax.run.loop.NonFiniteTraining)
+        print(f"czjax: error: {err}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -56,6 +56,7 @@ def cmd_eval_make_puzzles(args) -> int:
 def cmd_tournament(args) -> int:
     from czjax.evaluate import tournament
 
+    tournament.check_entries(len(args.players), args.games)
     players = [flags.load_player(spec) for spec in args.players]
     log = (lambda m: print(m, file=sys.stderr)) if args.json else print
     log(f"round robin between {len(players)} players, {args.games} games per pair")

@@ -25,3 +25,8 @@ def announced(agent, moves: int, what: str):
     if note:
         stderr(note)
     return agent
+
+
+def counted(count: int, noun: str) -> str:
+    """``count`` with ``noun`` in the singular or plural: "1 checkpoint promotion", "3 ..."."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"

@@ -55,6 +55,8 @@ def _resumed_spec(args):
 
 def _run_options(args) -> dict:
     """The RunSpec's fields the flags give whether or not the run is resumed."""
+    from czjax.run import folders
+
     return dict(
         resume=args.resume,
         overwrite=args.overwrite,
@@ -63,6 +65,7 @@ def _run_options(args) -> dict:
         checkpoint_every_s=args.checkpoint_seconds,
         log=lambda m: print(m, flush=True),
         notice=output.stderr,  # a stop's "saved" line: read even when stdout goes into a pipe
+        spelling=folders.FLAGS,
     )
 
 
@@ -165,8 +168,12 @@ def report_run(spec, summary) -> None:
             f"{head}; last interval: win rate {last.get('win_rate', nan):.2f} against the training opponent, "
             f"{last.get('eval_win_rate', nan):.2f} against {config.eval_opponent}, entropy "
             f"{last.get('entropy', nan):.2f}, game length {last.get('game_length', nan):.1f}"
-            + (f", {summary['promotions']} checkpoint promotions" if config.opponent == "self" else "")
-            + (f", {summary['promotions']} league additions" if config.pool.league else "")
+            + (
+                f", {output.counted(summary['promotions'], 'checkpoint promotion')}"
+                if config.opponent == "self"
+                else ""
+            )
+            + (f", {output.counted(summary['promotions'], 'league addition')}" if config.pool.league else "")
         )
     written = [summary[k] for k in ("checkpoint", "metrics", "dashboard", "run_json") if Path(summary[k]).exists()]
     if written:
@@ -178,7 +185,7 @@ def report_run(spec, summary) -> None:
 def scan_spec(args, preset, grid: dict):
     """The :class:`~czjax.run.spec.ScanSpec` of ``czjax scan``: the preset's settings with the
     flags', the grid's settings times the seeds."""
-    from czjax.run import scan
+    from czjax.run import folders, scan
     from czjax.run.spec import ScanSpec
 
     return ScanSpec(
@@ -194,6 +201,7 @@ def scan_spec(args, preset, grid: dict):
         num_devices=args.devices,
         log=lambda m: print(m, flush=True),
         notice=output.stderr,
+        spelling=folders.FLAGS,
     )
 
 

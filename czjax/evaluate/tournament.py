@@ -37,16 +37,22 @@ def _stack(trees):
     return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
 
 
+def check_entries(players: int, games: int) -> None:
+    """A one-line ValueError unless a round robin of ``players`` players, ``games`` games per
+    pair, can be played (the command line asks before it loads a player)."""
+    if games < 2:
+        raise ValueError(f"a match needs at least 2 games (one with each side first), got {games}")
+    if players < 2:
+        raise ValueError(f"a tournament needs at least two players, got {players}")
+
+
 def round_robin(
     agents: list[Agent], games: int, seed: int = 0, log=None, temperatures: list[float] | None = None
 ) -> np.ndarray:
     """``results (P, P, 3)``: for ``i < j``, ``[wins of i, draws, wins of j]`` over ``games``
     games between agents ``i`` and ``j``; ``results[j, i]`` is the same from ``j``'s side. Agent
     ``i`` samples its moves at ``temperatures[i]`` (default: its own, ``Agent.temperature()``)."""
-    if games < 2:
-        raise ValueError(f"a match needs at least 2 games (one with each side first), got {games}")
-    if len(agents) < 2:
-        raise ValueError("a tournament needs at least two players")
+    check_entries(len(agents), games)
     if temperatures is None:
         temperatures = [agent.temperature() for agent in agents]
     pairs = list(itertools.combinations(range(len(agents)), 2))

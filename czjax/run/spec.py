@@ -21,11 +21,12 @@ from czjax.learn.settings import HParams, TrainConfig
 from czjax.run import folders
 
 
-def check_resume_or_overwrite(resume: bool, overwrite: bool) -> None:
+def check_resume_or_overwrite(resume: bool, overwrite: bool, words: folders.Spelling = folders.FLAGS) -> None:
     """``resume`` continues what ``overwrite`` deletes: a one-line error for both at once."""
     if resume and overwrite:
         raise ValueError(
-            "--resume continues the run in --out and --overwrite deletes it: give one or the other, not both"
+            f"{words.resume} continues the run in {words.out} and {words.overwrite} deletes it: "
+            "give one or the other, not both"
         )
 
 
@@ -61,14 +62,16 @@ class RunSpec:
     sinks: Any = ()
     log: Callable[[str], None] = print
     notice: Callable[[str], None] | None = None  # the line to read after a stop (default: log)
+    spelling: folders.Spelling = folders.KEYWORDS  # how its messages name the options (the CLI: its flags)
 
     folder: ClassVar[folders.FolderKind] = folders.RUN_FOLDER
 
     def __post_init__(self):
         object.__setattr__(self, "out_dir", Path(self.out_dir))
         if self.batches is None and self.time_budget_s is None:
-            raise ValueError("give a number of batches or a time budget")
-        check_resume_or_overwrite(self.resume, self.overwrite)
+            words = self.spelling
+            raise ValueError(f"give a number of batches ({words.batches}) or a time budget ({words.time_budget})")
+        check_resume_or_overwrite(self.resume, self.overwrite, self.spelling)
 
     def description(self) -> dict:
         """What ``run.json`` and the checkpoint store as the run (beside its settings)."""
@@ -115,6 +118,7 @@ class ScanSpec:
     sinks: Any = ()
     log: Callable[[str], None] = print
     notice: Callable[[str], None] | None = None  # the line to read after a stop (default: log)
+    spelling: folders.Spelling = folders.KEYWORDS  # how its messages name the options (the CLI: its flags)
 
     folder: ClassVar[folders.FolderKind] = folders.SCAN_FOLDER
 
@@ -123,7 +127,7 @@ class ScanSpec:
         object.__setattr__(self, "base_hparams", dict(self.base_hparams))
         object.__setattr__(self, "settings", [dict(s) for s in self.settings])
         object.__setattr__(self, "seeds", list(self.seeds))
-        check_resume_or_overwrite(self.resume, self.overwrite)
+        check_resume_or_overwrite(self.resume, self.overwrite, self.spelling)
 
     @property
     def group_size(self) -> int:
