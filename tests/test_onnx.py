@@ -1,4 +1,7 @@
-"""ONNX export: the applet's contract (names, types, shapes) and czjax's outputs in onnxruntime."""
+"""ONNX export: the applet's contract (names, types, shapes) and czjax's outputs in onnxruntime.
+czjax's ResNet at small sizes: tests/test_resnet_export.py."""
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -85,18 +88,31 @@ def test_export_onnx_command(model_checkpoints, tmp_path, capsys):
     assert "no checkpoint at" in capsys.readouterr().err
 
 
-def test_export_onnx_of_a_shipped_model(tmp_path, capsys):
+def test_export_onnx_of_the_shipped_models(tmp_path, capsys):
     """``czjax@N`` names a shipped model here too, as for every player; the command checks the file
-    against it in onnxruntime. The newest (``czjax``, a ResNet, no PyTorch layout) is refused in
-    one line, no file written."""
+    against it in onnxruntime. The newest, ``czjax`` (a 5 x 64 ResNet), exports single-board and
+    batched, and onnxruntime gives czjax's outputs on other positions too."""
     from czjax import agents
 
-    out = tmp_path / "czjax.onnx"
+    out = tmp_path / "czjax3.onnx"
     assert cli.main(["export-onnx", "czjax@3", "-o", str(out)]) == 0
     printed = capsys.readouterr().out
     assert f"exported {agents.load_params(agents.SHIPPED_MODELS['czjax@3'])[0]} to {out}" in printed
     assert "largest difference from czjax" in printed and float(printed.rsplit(" ", 1)[1]) <= 1e-5
-    refused = tmp_path / "resnet.onnx"
-    assert cli.main(["export-onnx", "czjax", "-o", str(refused)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "resnet has no PyTorch layout" in err[0] and not refused.exists()
+
+    name, params, _ = agents.load_params(agents.SHIPPED_MODEL)
+    logits, values = jax.jit(functools.partial(models.apply_model, models.get_model(name)))(params, BOARDS)
+    for flags in ([], ["--batch"]):
+        out = tmp_path / f"czjax{''.join(flags)}.onnx"
+        assert cli.main(["export-onnx", "czjax", "-o", str(out), *flags]) == 0
+        printed = capsys.readouterr().out
+        assert f"exported resnet to {out}" in printed
+        assert "largest difference from czjax" in printed and float(printed.rsplit(" ", 1)[1]) <= 1e-4
+        session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+        if flags:
+            got_logits, got_values = session.run(["logits", "value"], {"board": BOARDS})
+        else:
+            outs = [session.run(["logits", "value"], {"board": board}) for board in BOARDS]
+            got_logits, got_values = np.stack([o[0] for o in outs]), np.stack([o[1] for o in outs])
+        np.testing.assert_allclose(got_logits, np.asarray(logits), atol=1e-4)
+        np.testing.assert_allclose(got_values, np.asarray(values), atol=1e-4)

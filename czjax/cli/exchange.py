@@ -12,7 +12,7 @@ def cmd_import_torch(args) -> int:
     from czjax.models import torch_layout
 
     model = torch_io.import_torch(args.file, args.out, args.model)
-    print(f"imported {torch_layout.TORCH_CLASSES[model]} from {args.file} as {model}: {args.out}")
+    print(f"imported {torch_layout.torch_class(model)} from {args.file} as {model}: {args.out}")
     return 0
 
 
@@ -33,7 +33,7 @@ def cmd_export_torch(args) -> int:
     from czjax.models import torch_layout
 
     model = torch_io.export_torch(checkpoint_file(args.checkpoint), args.out)
-    print(f"exported {model} as a {torch_layout.TORCH_CLASSES[model]} state dict: {args.out}")
+    print(f"exported {model} as a {torch_layout.torch_class(model)} state dict: {args.out}")
     return 0
 
 
@@ -127,18 +127,28 @@ def _add_torch_commands(commands) -> None:
         help="a PyTorch project checkpoint (.pth) -> a czjax checkpoint",
         description=(
             "Reads the model_state_dict of a Connect-Zero .pth (SimpleMLPModel, Connect4MLP3 or Connect4CNN_Mk4 with "
-            "or without value head; a bare state dict works too) and writes a czjax checkpoint with those weights and "
-            "a fresh optimizer state. Needs PyTorch: pip install 'czjax[torch]'."
+            "or without value head), or of czjax's ResNet as export-torch writes it (blocks and channels read from the "
+            "file); a bare state dict works too. Writes a czjax checkpoint with those weights and a fresh optimizer "
+            "state. Needs PyTorch: pip install 'czjax[torch]'."
         ),
     )
     imp.add_argument("file", metavar="FILE.pth")
-    imp.add_argument("--model", default=None, help="mlp, mlp3, cnn-mk4 or cnn-mk4-value (default: found from the keys)")
+    imp.add_argument(
+        "--model",
+        default=None,
+        help="mlp, mlp3, cnn-mk4, cnn-mk4-value or resnet[:blocks=B,channels=C] (default: found from the keys)",
+    )
     imp.add_argument("-o", "--out", required=True, metavar="CHECKPOINT")
     imp.set_defaults(func=cmd_import_torch)
     exp = commands.add_parser(
         "export-torch",
-        help="a czjax checkpoint -> a .pth the PyTorch project loads",
-        description="Writes {'model_state_dict': ...} with the PyTorch project's key names and layouts. Needs PyTorch.",
+        help="a czjax checkpoint -> a .pth for PyTorch (the project's classes, or czjax's ResNet module)",
+        description=(
+            "Writes {'model_state_dict': ...} with the PyTorch project's key names and layouts (mlp, mlp3, cnn-mk4, "
+            "cnn-mk4-value). czjax's ResNet (resnet, the shipped model czjax) has no PyTorch project class: its file "
+            "loads into czjax.interop.torch_models.ResNet(blocks, channels), or torch_models.load_resnet(FILE.pth). "
+            "Needs PyTorch."
+        ),
     )
     exp.add_argument(
         "checkpoint", metavar="CHECKPOINT", help="a run folder or checkpoint file, or czjax (the shipped model)"
@@ -149,7 +159,8 @@ def _add_torch_commands(commands) -> None:
         "export-onnx",
         help="a czjax checkpoint -> ONNX for the PyTorch project's web applet",
         description=(
-            "Writes an ONNX model (opset 17) with the applet's contract: input 'board' int8 (6, 7), +1 = side to move; "
+            "Writes an ONNX model (opset 17) of any czjax model (the PyTorch project's three and czjax's ResNet, the "
+            "shipped model czjax included) with the applet's contract: input 'board' int8 (6, 7), +1 = side to move; "
             "outputs 'logits' float (7,) and 'value' float () (0 without a value head). --batch gives board (N, 6, 7), "
             "logits (N, 7), value (N,). When onnxruntime is installed the file is checked against czjax on random "
             "positions. Needs pip install 'czjax[onnx]'."

@@ -4,17 +4,22 @@ Single-board model (the applet's): input ``board`` int8 ``(6, 7)`` (+1 = side to
 ``logits`` float ``(7,)`` and ``value`` float ``()`` (0 for a model without a value head). The
 batched variant takes ``board`` int8 ``(N, 6, 7)`` and returns ``logits (N, 7)``, ``value (N,)``.
 
+Every model exports: the PyTorch project's three (``mlp``, ``mlp3``, ``cnn-mk4[-value]``) and
+czjax's ResNet (``resnet[:blocks=B,channels=C]``, the shipped model ``czjax``).
+
 Why the graph is built with ``onnx.helper`` directly rather than traced by a converter such as
-``jax2onnx``: the three models are a few dozen standard operators, so writing them out takes
-less code than adapting a converter; the file depends only on ``onnx`` (no JAX, no PyTorch at
-export time); the graph uses PyTorch's layouts (NCHW convolutions with ``(out, in, kh, kw)``
-weights, from :mod:`czjax.interop.torch_io`), so it reads like the PyTorch project's own export; and it
-targets opset 17, which onnxruntime-web runs. GroupNorm is written out (reshape, mean,
-variance) because ONNX's GroupNormalization operator changed meaning between opsets 18 and 21.
+``jax2onnx``: the models are a few dozen standard operators, so writing them out takes less
+code than adapting a converter; the file depends only on ``onnx`` (no JAX, no PyTorch at export
+time); the graph uses PyTorch's layouts (NCHW convolutions with ``(out, in, kh, kw)`` weights,
+from :mod:`czjax.models.torch_layout`), so it reads like the PyTorch project's own export (and
+the ResNet's like :mod:`czjax.interop.torch_models`); and it targets opset 17, which
+onnxruntime-web runs. GroupNorm is written out (reshape, mean, variance) because ONNX's
+GroupNormalization operator changed meaning between opsets 18 and 21.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import jax
@@ -30,6 +35,7 @@ from czjax.util import precision
 
 OPSET = 17
 EPS = 1e-5
+MK4_GROUPS = 16  # Connect4CNN_Mk4's GroupNorm(16, 64)
 
 
 def _import_onnx():
@@ -79,15 +85,29 @@ class _Graph:
         y = self.op("MatMul", x, self.const(np.ascontiguousarray(weight.T), "w"))
         return self.op("Add", y, self.const(bias, "b")) if bias is not None else y
 
+    def flatten_cells(self, x: str) -> str:
+        """NCHW ``(N, C, 6, 7)`` -> ``(N, 42 * C)`` in czjax's NHWC order, index (row * 7 + col) * C
+        + channel, as czjax's ResNet flattens its heads."""
+        return self.op("Flatten", self.op("Transpose", x, perm=[0, 2, 3, 1]), axis=1)
+
+    def scalar_value(self, x: str) -> str:
+        """A value head's ``(N, 1)`` output -> tanh, ``(N,)``."""
+        return self.op("Tanh", self.op("Reshape", x, self.const(np.array([-1], np.int64))))
+
     def layer_norm(self, x: str, scale: np.ndarray, bias: np.ndarray) -> str:
         return self.op(
             "LayerNormalization", x, self.const(scale, "scale"), self.const(bias, "bias"), axis=-1, epsilon=EPS
         )
 
-    def conv(self, x: str, weight: np.ndarray, pad: int) -> str:
-        return self.op("Conv", x, self.const(weight, "conv"), pads=[pad] * 4)
+    def conv(self, x: str, weight: np.ndarray, pad: int, bias: np.ndarray | None = None) -> str:
+        """An NCHW convolution with a PyTorch ``(out, in, kh, kw)`` weight (+ bias)."""
+        inputs = [x, self.const(weight, "conv")] + ([self.const(bias, "b")] if bias is not None else [])
+        return self.op("Conv", *inputs, pads=[pad] * 4)
 
-    def group_norm(self, x: str, scale: np.ndarray, bias: np.ndarray, groups: int = 16) -> str:
+    def group_norm(self, x: str, scale: np.ndarray, bias: np.ndarray, groups: int) -> str:
+        """GroupNorm of NCHW ``x``: ``(N, C, H, W)`` reshaped to ``(N, groups, C / groups * H * W)``
+        holds each group's channels, which NCHW keeps contiguous, in one row; normalised over that
+        row, reshaped back, then scaled and shifted per channel."""
         shape = self.op("Shape", x)
         grouped = self.op("Reshape", x, self.const(np.array([0, groups, -1], np.int64)))
         mean = self.op("ReduceMean", grouped, axes=[2], keepdims=1)
@@ -106,6 +126,9 @@ def _body(g: _Graph, model_name: str, sd: dict[str, np.ndarray], boards: str) ->
     if model_name in ("mlp", "mlp3"):
         x = g.op("Reshape", g.op("Cast", boards, to=g.onnx.TensorProto.FLOAT), g.const(np.array([-1, 42], np.int64)))
         return _mlp(g, sd, x) if model_name == "mlp" else _mlp3(g, sd, x)
+    network = models.get_model(model_name)
+    if isinstance(network, models.ResNet):
+        return _resnet(g, sd, boards, network.blocks, models.resnet_groups(network.channels))
     features = _mk4_features(g, sd, boards)
     logits = _mk4_policy(g, sd, features)
     if "value_head.0.weight" not in sd:
@@ -128,30 +151,39 @@ def _mlp3(g: _Graph, sd: dict[str, np.ndarray], x: str) -> tuple[str, str]:
         x = g.relu(g.layer_norm(x, sd[f"layers.{3 * i + 2}.weight"], sd[f"layers.{3 * i + 2}.bias"]))
     out = g.dense(x, sd["layers.22.weight"], sd["layers.22.bias"])
     logits = g.columns(out, 0, 7)
-    raw_value = g.columns(out, 7, 8)
-    return logits, g.op("Tanh", g.op("Reshape", raw_value, g.const(np.array([-1], np.int64))))
+    return logits, g.scalar_value(g.columns(out, 7, 8))
+
+
+def _one_hot_planes(g: _Graph, boards: str) -> str:
+    """int8 ``boards (N, 6, 7)`` -> float ``(N, 3, 6, 7)``: own, opponent, empty (Mk4's and the ResNet's input)."""
+    planes = []
+    for piece in (1, -1, 0):
+        is_piece = g.op("Cast", g.op("Equal", boards, g.const(np.int8(piece))), to=g.onnx.TensorProto.FLOAT)
+        planes.append(g.op("Unsqueeze", is_piece, g.const(np.array([1], np.int64))))
+    return g.op("Concat", *planes, axis=1)
+
+
+def _conv_norm(g: _Graph, sd: dict[str, np.ndarray], x: str, conv: str, norm: str, groups: int) -> str:
+    """A bias-free 3x3 convolution (weight ``sd[conv]``) then GroupNorm (``sd[norm + ".weight"]``, ``.bias``)."""
+    return g.group_norm(g.conv(x, sd[conv], 1), sd[f"{norm}.weight"], sd[f"{norm}.bias"], groups)
+
+
+def _residual_block(
+    g: _Graph, sd: dict[str, np.ndarray], x: str, convs: tuple[str, str], norms: tuple[str, str], groups: int
+) -> str:
+    """relu(x + norm1(conv1(relu(norm0(conv0(x)))))), Mk4's and the ResNet's block alike."""
+    y = g.relu(_conv_norm(g, sd, x, convs[0], norms[0], groups))
+    return g.relu(g.op("Add", x, _conv_norm(g, sd, y, convs[1], norms[1], groups)))
 
 
 def _mk4_features(g: _Graph, sd: dict[str, np.ndarray], boards: str) -> str:
     """``Connect4CNN_Mk4``'s features ``(N, 448)`` (channel * 7 + col): one-hot planes (own,
     opponent, empty) in NCHW, the stem, three residual blocks and the downsampling convolution."""
-    planes = []
-    for piece in (1, -1, 0):
-        is_piece = g.op("Cast", g.op("Equal", boards, g.const(np.int8(piece))), to=g.onnx.TensorProto.FLOAT)
-        planes.append(g.op("Unsqueeze", is_piece, g.const(np.array([1], np.int64))))
-    x = g.op("Concat", *planes, axis=1)
-    x = g.relu(
-        g.group_norm(
-            g.conv(x, sd["feature_extractor.0.weight"], 1),
-            sd["feature_extractor.1.weight"],
-            sd["feature_extractor.1.bias"],
-        )
-    )
+    stem = ("feature_extractor.0.weight", "feature_extractor.1")
+    x = g.relu(_conv_norm(g, sd, _one_hot_planes(g, boards), *stem, MK4_GROUPS))
     for b in (1, 2, 3):
         p = f"resblock{b}"
-        y = g.relu(g.group_norm(g.conv(x, sd[f"{p}.0.weight"], 1), sd[f"{p}.1.weight"], sd[f"{p}.1.bias"]))
-        y = g.group_norm(g.conv(y, sd[f"{p}.3.weight"], 1), sd[f"{p}.4.weight"], sd[f"{p}.4.bias"])
-        x = g.relu(g.op("Add", x, y))
+        x = _residual_block(g, sd, x, (f"{p}.0.weight", f"{p}.3.weight"), (f"{p}.1", f"{p}.4"), MK4_GROUPS)
     return g.op("Reshape", g.conv(x, sd["downsample.weight"], 0), g.const(np.array([-1, 448], np.int64)))
 
 
@@ -168,8 +200,22 @@ def _mk4_value(g: _Graph, sd: dict[str, np.ndarray], features: str) -> str:
     """``Connect4CNN_Mk4``'s value head ``(N,)`` from its features (``cnn-mk4-value``)."""
     v = g.relu(g.dense(features, sd["value_head.0.weight"], sd["value_head.0.bias"]))
     v = g.relu(g.dense(v, sd["value_head.2.weight"], sd["value_head.2.bias"]))
-    v = g.dense(v, sd["value_head.4.weight"], sd["value_head.4.bias"])
-    return g.op("Tanh", g.op("Reshape", v, g.const(np.array([-1], np.int64))))
+    return g.scalar_value(g.dense(v, sd["value_head.4.weight"], sd["value_head.4.bias"]))
+
+
+def _resnet(g: _Graph, sd: dict[str, np.ndarray], boards: str, blocks: int, groups: int) -> tuple[str, str]:
+    """czjax's ``ResNet`` (:mod:`czjax.interop.torch_models`) of ``blocks`` residual blocks and
+    GroupNorms of ``groups`` groups: ``(logits, value)``. Each head is a 1x1 convolution with
+    bias, flattened in czjax's (row, col, channel) order."""
+    x = g.relu(_conv_norm(g, sd, _one_hot_planes(g, boards), "stem.weight", "stem_norm", groups))
+    for i in range(blocks):
+        p = f"blocks.{i}"
+        x = _residual_block(g, sd, x, (f"{p}.conv0.weight", f"{p}.conv1.weight"), (f"{p}.norm0", f"{p}.norm1"), groups)
+    p = g.relu(g.conv(x, sd["policy_conv.weight"], 0, sd["policy_conv.bias"]))
+    logits = g.dense(g.flatten_cells(p), sd["policy.weight"], sd["policy.bias"])
+    v = g.relu(g.conv(x, sd["value_conv.weight"], 0, sd["value_conv.bias"]))
+    v = g.relu(g.dense(g.flatten_cells(v), sd["value_hidden.weight"], sd["value_hidden.bias"]))
+    return logits, g.scalar_value(g.dense(v, sd["value.weight"], sd["value.bias"]))
 
 
 def build_model(model_name: str, params, batched: bool = False):
@@ -203,7 +249,7 @@ def build_model(model_name: str, params, batched: bool = False):
             onnx.helper.make_tensor_value_info("value", T.FLOAT, []),
         ]
     graph = onnx.helper.make_graph(
-        g.nodes, f"czjax_{model_name.replace('-', '_')}", [board_in], outputs, initializer=g.inits
+        g.nodes, "czjax_" + re.sub(r"\W", "_", model_name), [board_in], outputs, initializer=g.inits
     )
     model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", OPSET)], producer_name="czjax")
     model.ir_version = 8  # readable by onnxruntime 1.14+ and onnxruntime-web

@@ -3,7 +3,8 @@
 Every model takes int8 boards ``(B, 6, 7)`` (``+1`` = side to move) and returns ``logits (B,
 7)``, plus ``value (B,)`` in ``[-1, 1]`` when it has a value head. Layers, parameter counts,
 normalisation epsilons (1e-5, PyTorch's) and Mk4's channel-major flatten follow the PyTorch
-definitions, so weights can be exchanged with it.
+definitions, so weights can be exchanged with it. The ResNet, czjax's own, has its PyTorch module
+in :mod:`czjax.interop.torch_models` (layout: :func:`czjax.models.torch_layout.resnet_table`).
 
 | name | PyTorch class | parameters |
 | --- | --- | --- |
@@ -11,6 +12,7 @@ definitions, so weights can be exchanged with it.
 | ``mlp3`` | ``Connect4MLP3`` (value = tanh of an 8th output) | 409,608 |
 | ``cnn-mk4`` | ``Connect4CNN_Mk4(value_head=False)`` | 323,527 |
 | ``cnn-mk4-value`` | ``Connect4CNN_Mk4(value_head=True)`` | 356,488 |
+| ``resnet[:blocks=B,channels=C]`` | czjax's own, ``torch_models.ResNet(blocks, channels)`` | 375,383 (5 x 64) |
 
 Initialisation (:data:`INITS`): ``"torch"``, the default, draws the parameters as the PyTorch
 project's models start (PyTorch's defaults, :func:`torch_init`); ``"flax"`` keeps Flax's
@@ -371,6 +373,11 @@ class CNNMk4(nn.Module):
         return logits, jnp.tanh(nn.Dense(1, name="value_2", dtype=dtype)(v)[:, 0].astype(jnp.float32))
 
 
+def resnet_groups(channels: int) -> int:
+    """GroupNorm's groups in :class:`ResNet`: groups of 8 channels, at least one group."""
+    return max(1, channels // 8)
+
+
 class ResNet(nn.Module):
     """A residual policy-value network in AlphaZero's shape (AlphaZero.jl plays Connect Four with
     5 blocks of 128): a 3x3 conv stem, ``blocks`` residual blocks of two 3x3 convs, each
@@ -389,7 +396,7 @@ class ResNet(nn.Module):
     def __call__(self, boards):
         dtype, width = self.dtype, self.channels
         conv = _method(self.conv, RESNET_BACKEND_CONV, "im2col")
-        groups = max(1, width // 8)
+        groups = resnet_groups(width)
 
         def norm(name):
             return nn.GroupNorm(num_groups=groups, epsilon=TORCH_EPS, dtype=dtype, name=name)

@@ -7,6 +7,10 @@ parameters with NumPy only (Linear weights are ``(out, in)``, Flax kernels ``(in
 weights ``(out, in, kh, kw)``, Flax kernels ``(kh, kw, in, out)``). Only reading and writing
 ``.pth`` files needs PyTorch (``pip install 'czjax[torch]'``), imported by those two functions.
 
+czjax's own ResNet (``resnet[:blocks=B,channels=C]``, the shipped model) has no counterpart in
+the PyTorch project: its layout (:func:`resnet_table`) is that of the PyTorch module
+:func:`czjax.interop.torch_models.resnet`, for any number of blocks and channels.
+
 The optimizer state is not exchanged: an imported checkpoint starts a fresh AdamW state, and an
 exported file holds ``model_state_dict`` alone (what ``load_state_dict`` needs). The jobs that
 read and write whole checkpoints are in :mod:`czjax.interop.torch_io`.
@@ -14,6 +18,8 @@ read and write whole checkpoints are in :mod:`czjax.interop.torch_io`.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections import OrderedDict
 from pathlib import Path
 
@@ -23,7 +29,15 @@ from flax.traverse_util import flatten_dict, unflatten_dict
 
 from czjax import models
 
-DENSE, CONV, VECTOR = "dense", "conv", "vector"
+# How a tensor is laid out on each side: a Linear weight (out, in) is a Flax kernel (in, out); a
+# Conv2d weight (out, in, kh, kw) a kernel (kh, kw, in, out); a 1x1 Conv2d weight (out, in, 1, 1)
+# a Dense kernel (in, out) applied to every cell (czjax's ResNet heads); vectors are the same.
+DENSE, CONV, POINTWISE, VECTOR = "dense", "conv", "pointwise", "vector"
+
+
+def _norm(flax: str, torch: str) -> list[tuple[str, str, str]]:
+    """A LayerNorm's or GroupNorm's rows: Flax's ``scale`` and ``bias`` are PyTorch's ``weight`` and ``bias``."""
+    return [(f"{flax}/scale", f"{torch}.weight", VECTOR), (f"{flax}/bias", f"{torch}.bias", VECTOR)]
 
 
 def _mlp_table() -> list[tuple[str, str, str]]:
@@ -45,17 +59,14 @@ def _mlp3_table() -> list[tuple[str, str, str]]:
 
 
 def _mk4_table(value_head: bool) -> list[tuple[str, str, str]]:
-    def norm(flax, torch):
-        return [(f"{flax}/scale", f"{torch}.weight", VECTOR), (f"{flax}/bias", f"{torch}.bias", VECTOR)]
-
-    table = [("Conv3x3_0/kernel", "feature_extractor.0.weight", CONV), *norm("GroupNorm_0", "feature_extractor.1")]
+    table = [("Conv3x3_0/kernel", "feature_extractor.0.weight", CONV), *_norm("GroupNorm_0", "feature_extractor.1")]
     for b in range(3):
         block, res = f"ResBlock_{b}", f"resblock{b + 1}"
-        table += [(f"{block}/Conv3x3_0/kernel", f"{res}.0.weight", CONV), *norm(f"{block}/GroupNorm_0", f"{res}.1")]
-        table += [(f"{block}/Conv3x3_1/kernel", f"{res}.3.weight", CONV), *norm(f"{block}/GroupNorm_1", f"{res}.4")]
+        table += [(f"{block}/Conv3x3_0/kernel", f"{res}.0.weight", CONV), *_norm(f"{block}/GroupNorm_0", f"{res}.1")]
+        table += [(f"{block}/Conv3x3_1/kernel", f"{res}.3.weight", CONV), *_norm(f"{block}/GroupNorm_1", f"{res}.4")]
     table += [("Conv_0/kernel", "downsample.weight", CONV)]
-    table += [("Dense_0/kernel", "fc_layers.0.weight", DENSE), *norm("LayerNorm_0", "fc_layers.1")]
-    table += [("Dense_1/kernel", "fc_layers.3.weight", DENSE), *norm("LayerNorm_1", "fc_layers.4")]
+    table += [("Dense_0/kernel", "fc_layers.0.weight", DENSE), *_norm("LayerNorm_0", "fc_layers.1")]
+    table += [("Dense_1/kernel", "fc_layers.3.weight", DENSE), *_norm("LayerNorm_1", "fc_layers.4")]
     table += [("Dense_2/kernel", "fc_layers.6.weight", DENSE), ("Dense_2/bias", "fc_layers.6.bias", VECTOR)]
     if value_head:
         for i, t in enumerate((0, 2, 4)):
@@ -66,6 +77,29 @@ def _mk4_table(value_head: bool) -> list[tuple[str, str, str]]:
     return table
 
 
+def resnet_table(blocks: int) -> list[tuple[str, str, str]]:
+    """czjax's ``ResNet`` with ``blocks`` residual blocks (any width: the table names tensors, the
+    model's template gives their shapes), in the order of the PyTorch module's state dict
+    (:func:`czjax.interop.torch_models.resnet`): the stem, each block's two convolutions and
+    norms, then the policy head and the value head."""
+    table = [("stem/kernel", "stem.weight", CONV), *_norm("stem_norm", "stem_norm")]
+    for i in range(blocks):
+        for j in (0, 1):
+            table += [(f"block{i}_conv{j}/kernel", f"blocks.{i}.conv{j}.weight", CONV)]
+            table += _norm(f"block{i}_norm{j}", f"blocks.{i}.norm{j}")
+    for layer, kind in (
+        ("policy_conv", POINTWISE),
+        ("policy", DENSE),
+        ("value_conv", POINTWISE),
+        ("value_hidden", DENSE),
+        ("value", DENSE),
+    ):
+        table += [(f"{layer}/kernel", f"{layer}.weight", kind), (f"{layer}/bias", f"{layer}.bias", VECTOR)]
+    return table
+
+
+# The PyTorch project's models, whose layouts are fixed; czjax's ResNet's depends on its options
+# (:func:`table`).
 TABLES = {
     "mlp": _mlp_table(),
     "mlp3": _mlp3_table(),
@@ -77,7 +111,50 @@ TORCH_CLASSES = {
     "mlp3": "Connect4MLP3",
     "cnn-mk4": "Connect4CNN_Mk4(value_head=False)",
     "cnn-mk4-value": "Connect4CNN_Mk4(value_head=True)",
+    "resnet": "czjax.interop.torch_models.ResNet",
 }
+
+
+def _resnet(model_name: str) -> models.ResNet | None:
+    """The ResNet that ``model_name`` names, None for another model; one-line ValueError for an
+    unknown name or option."""
+    module = models.get_model(model_name)
+    return module if isinstance(module, models.ResNet) else None
+
+
+def table(model_name: str) -> list[tuple[str, str, str]]:
+    """``(Flax path, PyTorch key, kind)`` of every tensor of ``model_name``, in PyTorch's order:
+    a name of :data:`TABLES`, or ``resnet`` with its options; ValueError for any other."""
+    if model_name in TABLES:
+        return TABLES[model_name]
+    resnet = _resnet(model_name)
+    if resnet is None:
+        raise ValueError(f"{model_name} has no PyTorch layout")
+    return resnet_table(resnet.blocks)
+
+
+def torch_class(model_name: str) -> str:
+    """The PyTorch class whose state dict ``model_name``'s layout is, as a user would construct it."""
+    resnet = _resnet(model_name)
+    if resnet is None:
+        return TORCH_CLASSES[model_name]
+    return f"{TORCH_CLASSES['resnet']}(blocks={resnet.blocks}, channels={resnet.channels})"
+
+
+def resnet_name(blocks: int, channels: int) -> str:
+    """The model spec of a ResNet, with the options that differ from the defaults (``resnet`` for
+    5 x 64, the shipped model's name; ``resnet:blocks=2,channels=16``)."""
+    given = {"blocks": blocks, "channels": channels}
+    options = [
+        f"{f.name}={given[f.name]}" for f in dataclasses.fields(models.ResNetOptions) if given[f.name] != f.default
+    ]
+    return f"resnet:{','.join(options)}" if options else "resnet"
+
+
+def same_model(a: str, b: str) -> bool:
+    """Whether two specs name the same network (``resnet`` and ``resnet:blocks=5``, say): Flax
+    modules compare by their fields."""
+    return models.get_model(a) == models.get_model(b)
 
 
 def _to_torch(array: np.ndarray, kind: str) -> np.ndarray:
@@ -85,6 +162,8 @@ def _to_torch(array: np.ndarray, kind: str) -> np.ndarray:
         return array.T
     if kind == CONV:
         return array.transpose(3, 2, 0, 1)
+    if kind == POINTWISE:
+        return array.T[:, :, None, None]
     return array
 
 
@@ -93,57 +172,71 @@ def _to_flax(array: np.ndarray, kind: str) -> np.ndarray:
         return array.T
     if kind == CONV:
         return array.transpose(2, 3, 1, 0)
+    if kind == POINTWISE:
+        return array[:, :, 0, 0].T
     return array
 
 
 def to_state_dict(model_name: str, params) -> dict[str, np.ndarray]:
     """czjax parameters -> a PyTorch state dict of NumPy float32 arrays (same key order as PyTorch);
-    ValueError for a model the PyTorch project has no layout of (czjax's own ResNet)."""
-    if model_name not in TABLES:
-        raise ValueError(
-            f"{model_name} has no PyTorch layout (the PyTorch project's models only: {', '.join(TABLES)}), "
-            "so it exports neither to .pth nor to ONNX"
-        )
+    ValueError for an unknown model."""
     flat = {"/".join(k[1:]): np.asarray(v, np.float32) for k, v in flatten_dict(params).items()}
     return {
         torch_key: np.ascontiguousarray(_to_torch(flat[flax_key], kind))
-        for flax_key, torch_key, kind in TABLES[model_name]
+        for flax_key, torch_key, kind in table(model_name)
     }
 
 
+def _detect_resnet(state_dict: dict) -> str | None:
+    """The ResNet whose keys these are, its blocks counted from the keys and its channels read
+    from the stem's shape; None when the keys are not exactly a ResNet's."""
+    stem = state_dict.get("stem.weight")
+    if stem is None or len(np.shape(stem)) != 4:
+        return None
+    blocks = sum(1 for key in state_dict if re.fullmatch(r"blocks\.\d+\.conv0\.weight", key))
+    if set(state_dict) != {torch_key for _, torch_key, _ in resnet_table(blocks)}:
+        return None
+    return resnet_name(blocks, int(np.shape(stem)[0]))
+
+
 def detect_model(state_dict: dict) -> str:
-    """The czjax model whose PyTorch state dict has exactly these keys; ValueError otherwise."""
+    """The czjax model whose PyTorch state dict has exactly these keys (a ResNet's blocks and
+    channels found from its keys and shapes); ValueError otherwise."""
     keys = set(state_dict)
-    for name, table in TABLES.items():
-        if keys == {torch_key for _, torch_key, _ in table}:
+    for name, rows in TABLES.items():
+        if keys == {torch_key for _, torch_key, _ in rows}:
             return name
+    resnet = _detect_resnet(state_dict)
+    if resnet is not None:
+        return resnet
     raise ValueError(
         f"the state dict ({len(keys)} tensors, e.g. {sorted(keys)[:2]}) matches none of "
-        + ", ".join(f"{TORCH_CLASSES[n]} ({n})" for n in TABLES)
+        + ", ".join(f"{TORCH_CLASSES[n]} ({n})" for n in TORCH_CLASSES)
     )
 
 
 def from_state_dict(model_name: str, state_dict: dict):
     """A PyTorch state dict (arrays or tensors) -> czjax parameters; ValueError naming the first
     missing, extra or misshapen tensor."""
-    if model_name not in TABLES:
-        raise ValueError(f"unknown model {model_name!r}; choose one of {', '.join(TABLES)}")
-    table = TABLES[model_name]
+    rows = table(model_name)
     template = flatten_dict(
         jax.eval_shape(lambda k: models.init_params(models.get_model(model_name), k), jax.random.key(0))
     )
-    expected = {torch_key for _, torch_key, _ in table}
+    expected = {torch_key for _, torch_key, _ in rows}
     missing, extra = sorted(expected - set(state_dict)), sorted(set(state_dict) - expected)
     if missing or extra:
         what = f"lacks {missing[0]}" if missing else f"has an unexpected {extra[0]}"
-        raise ValueError(f"this is not a {TORCH_CLASSES[model_name]} state dict ({model_name}): it {what}")
+        raise ValueError(f"this is not a {torch_class(model_name)} state dict ({model_name}): it {what}")
     flat = {}
-    for flax_key, torch_key, kind in table:
-        array = _to_flax(np.asarray(state_dict[torch_key], np.float32), kind)
+    for flax_key, torch_key, kind in rows:  # shapes checked in PyTorch's layout, before any transpose
+        given = np.asarray(state_dict[torch_key], np.float32)
         path = ("params", *flax_key.split("/"))
-        if array.shape != template[path].shape:
-            given, needed = (tuple(_to_torch(a, kind).shape) for a in (array, np.zeros(template[path].shape)))
-            raise ValueError(f"{torch_key} has shape {given}, {TORCH_CLASSES[model_name]} needs {needed}")
+        needed = _to_torch(np.zeros(template[path].shape, np.float32), kind).shape
+        if given.shape != needed:
+            raise ValueError(
+                f"{torch_key} has shape {tuple(given.shape)}, {torch_class(model_name)} needs {tuple(needed)}"
+            )
+        array = _to_flax(given, kind)
         flat[path] = jax.numpy.asarray(array)
     return unflatten_dict(flat)
 
@@ -187,10 +280,12 @@ def write_pth(path, state_dict: dict[str, np.ndarray]) -> None:
 
 
 def read_params(pth_path, model_name: str | None = None):
-    """``(model name, czjax parameters)`` of a PyTorch project file; the model is found from
-    the keys, and a ValueError says so when it is not ``model_name`` (if given)."""
+    """``(model name, czjax parameters)`` of a PyTorch project file (or of czjax's ResNet, as
+    ``czjax export-torch`` writes it); the model is found from the keys (a ResNet's options from
+    its shapes), and a ValueError says so when it is not ``model_name`` (if given; ``resnet`` and
+    ``resnet:blocks=5,channels=64`` name the same network)."""
     state_dict = read_pth(pth_path)
     detected = detect_model(state_dict)
-    if model_name is not None and model_name != detected:
-        raise ValueError(f"{pth_path} holds a {TORCH_CLASSES[detected]} ({detected}), not {model_name}")
+    if model_name is not None and not same_model(model_name, detected):
+        raise ValueError(f"{pth_path} holds a {torch_class(detected)} ({detected}), not {model_name}")
     return detected, from_state_dict(detected, state_dict)
