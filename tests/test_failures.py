@@ -49,7 +49,9 @@ SCAN = [
 def error_lines(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert "Traceback" not in "\n".join(err)
-    return [line for line in err if not line.startswith(("usage:", " "))]  # argparse's usage, then its one error line
+    # a usage error: its one line and where to read more ("see czjax train --help"), no usage block
+    assert not any(line.startswith("usage:") for line in err)
+    return [line for line in err if not line.startswith("see czjax")]
 
 
 def assert_not_blocked(out):
