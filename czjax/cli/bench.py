@@ -11,7 +11,8 @@ from czjax.cli import flags
 def _bench(args, what: str, header: str, settings, measure, fmt, notes=(), summary=None) -> int:
     """Run ``measure`` for each setting, printing a table row as each finishes (to stderr with
     ``--json``, whose JSON document goes to stdout). ``notes``: lines printed before the table;
-    ``summary``: fields of the whole run, added to the JSON document."""
+    ``summary``: fields of the whole run, added to the JSON document, which opens with where its
+    figures come from (:func:`czjax.bench.harness.provenance`: command, commit, machine, date)."""
     from czjax.bench import harness
 
     log = harness.stderr if args.json else print
@@ -28,7 +29,7 @@ def _bench(args, what: str, header: str, settings, measure, fmt, notes=(), summa
             rows.append(row)
             log(fmt(row))
     if args.json:
-        print(json.dumps({"machine": harness.machine_description(), **(summary or {}), "rows": rows}, indent=1))
+        print(json.dumps({**harness.provenance(), **(summary or {}), "rows": rows}, indent=1))
     return 0
 
 
