@@ -195,3 +195,13 @@ def test_onnx_export_computes_czjax_outputs(name):
         got_logits, got_values = run_onnx(proto, BOARDS, batched)
         np.testing.assert_allclose(got_logits, logits, atol=1e-5)
         np.testing.assert_allclose(got_values, values, atol=1e-5)
+
+
+def test_weights_are_found_under_any_spelling_of_their_network():
+    """``--init-from czjax`` with the ResNet spelt out (its defaults written) takes the shipped
+    weights; another size is refused in one line."""
+    path = agents.shipped_path("czjax")
+    params = agents.load_weights(path, "resnet:blocks=5,channels=64")
+    assert agents.load_weights(path, "resnet") is not None and len(jax.tree.leaves(params)) > 0
+    with pytest.raises(ValueError, match="holds weights of model 'resnet', not 'resnet:blocks=2'"):
+        agents.load_weights(path, "resnet:blocks=2")
