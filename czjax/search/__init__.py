@@ -17,7 +17,8 @@ The modules:
 - ``selection``: the selection rules (PUCT, entropy-guided PUCT, Gumbel's);
 - one module per search: ``playouts`` (``rollout``, the PyTorch project's rollout improver,
   ``treesearch.multiple_rollouts``), ``puct`` (``mcts``, AlphaZero's PUCT with Dirichlet noise
-  at the root and a visit-count policy; ``entropy-mcts``, seed 004's entropy-guided PUCT),
+  at the root and a visit-count policy; ``entropy-mcts``, entropy-guided PUCT: PUCT whose
+  exploration damps a column's visits by its child's policy entropy),
   ``gumbel`` (``gumbel``, Gumbel MuZero's root with its deterministic interior selection, as
   in ``mctx.gumbel_muzero_policy``);
 - ``registry``: the :data:`SEARCHES` table, options from text, and a search as a player

@@ -1,5 +1,6 @@
-"""AlphaZero's PUCT tree search (and seed 004's entropy-guided variant): Dirichlet noise at the
-root, :func:`czjax.search.selection.puct_select` below it, the root's visit counts as policy."""
+"""AlphaZero's PUCT tree search (and its entropy-guided variant, whose exploration term scales a
+column's visit count by its child's normalised policy entropy): Dirichlet noise at the root,
+:func:`czjax.search.selection.puct_select` below it, the root's visit counts as policy."""
 
 from __future__ import annotations
 
@@ -43,8 +44,9 @@ def visit_output(tree: Tree) -> SearchOutput:
 class PUCT:
     """AlphaZero's PUCT: ``sims`` simulations, exploration ``c``, root noise ``(1 - noise) P +
     noise Dir(noise_alpha)`` (0 for play and evaluation); the policy is the root's visit counts.
-    ``entropy``: seed 004's entropy-guided exploration
-    (:func:`czjax.search.selection.subtree_entropy`)."""
+    ``entropy``: entropy-guided PUCT, each column's visit count in the exploration term scaled by
+    its child's normalised policy entropy ``E`` in ``[0, 1]``, ``1 + N(s, a) E(s, a)`` in the
+    denominator (:func:`czjax.search.selection.subtree_entropy`)."""
 
     sims: int = 64
     c: float = 2.0

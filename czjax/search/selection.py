@@ -1,5 +1,5 @@
 """The selection rules of the tree searches, each a :class:`czjax.search.tree.Selection` for
-one tree (no batch axis): PUCT and seed 004's entropy-guided PUCT (:func:`puct_select`), and
+one tree (no batch axis): PUCT and entropy-guided PUCT (:func:`puct_select`), and
 Gumbel MuZero's sequential halving at the root with its deterministic interior rule
 (:func:`gumbel_select`, as mctx 0.0.71: ``seq_halving``, ``qtransform_completed_by_mix_value``).
 """
@@ -20,11 +20,11 @@ from czjax.search.tree import ROOT, UNVISITED, Selection, Tree, edge_stats
 
 
 def subtree_entropy(tree: Tree, node: jax.Array | int) -> jax.Array:
-    """``E(s, a)`` of seed 004 for every column ``a`` of ``node`` (one tree), in ``[0, 1]``.
+    """Entropy-guided PUCT's ``E(s, a)`` for every column ``a`` of ``node`` (one tree), in ``[0, 1]``.
 
-    Seed 004 defines ``E`` as the entropy of the distribution over the leaves that a playout
-    through the child reaches, which needs the whole subtree. On a batched tree czjax uses the
-    one-step version the proposal's discussion suggested: the distribution of the child's
+    The proposal of entropy-guided PUCT defines ``E`` as the entropy of the distribution over the
+    leaves that a playout through the child reaches, which needs the whole subtree. On a batched
+    tree czjax uses the one-step version the proposal's discussion suggested: the distribution of the child's
     *next* playout over the child's own columns, ``p(b) = (N(c, b) + P(c, b)) / (N(c) + 1)``
     (its visits so far plus one visit spread by its prior, so a once-visited child gives the
     entropy of its prior, as in the proposal's worked example), its entropy divided by
