@@ -280,7 +280,9 @@ class _Training:
         """The checkpoint of ``state``, with the run's settings and description (once per batch:
         the state saved last is not saved again, so the earlier checkpoints kept are earlier)."""
         step = int(devices.local_view(state).step)
-        if self.writes and step != self.saved_step:
+        if step == self.saved_step:
+            return
+        if self.writes:  # over several hosts process 0 writes, and every process knows the batch
             spec = self.spec
             checkpoint.save(
                 self.out_dir / CHECKPOINT,
@@ -290,15 +292,15 @@ class _Training:
                 spec.description(),
                 keep=KEEP_CHECKPOINTS,
             )
-            self.saved, self.saved_step = True, step
+            self.saved = True
+        self.saved_step = step
 
     def kept(self) -> str:
-        """What a stop before the next save leaves: the last checkpoint, or nothing."""
-        path = self.out_dir / CHECKPOINT
-        if not path.exists():
+        """What a stop before the next save leaves: the last checkpoint, or nothing (from
+        ``saved_step``, without reading the file)."""
+        if self.saved_step is None:
             return "nothing saved"
-        _, raw = checkpoint.read_meta(path)
-        return f"its last checkpoint ({path}, batch {checkpoint.stored_count(raw['step']):,}) untouched"
+        return f"its last checkpoint ({self.out_dir / CHECKPOINT}, batch {self.saved_step:,}) untouched"
 
     def append_row(self, row: dict) -> None:
         """One chunk's row to ``metrics.jsonl`` and the sinks."""

@@ -125,15 +125,15 @@ def kept(path) -> list[Path]:
     return [p for p in [path, *(earlier(path, age) for age in sorted(ages))] if p.is_file()]
 
 
-def newest_intact(path) -> Path | None:
-    """The newest of :func:`kept` ``(path)`` that reads as a checkpoint (checksum and format),
-    or None."""
+def newest_intact(path) -> tuple[Path, dict] | None:
+    """The newest of :func:`kept` ``(path)`` that reads as a checkpoint (checksum and format), with
+    its raw state as :func:`read_meta` gives it; None when none does."""
     for candidate in kept(path):
         try:
-            _read_meta(candidate)
+            _, raw = _read_meta(candidate)
         except CheckpointError:
             continue
-        return candidate
+        return candidate, raw
     return None
 
 
@@ -199,10 +199,10 @@ def _intact_hint(path: Path) -> str:
     none was kept)."""
     if len(kept(path)) < 2:
         return ""
-    intact = newest_intact(path)
-    if intact is None:
+    found = newest_intact(path)
+    if found is None:
         return "no earlier checkpoint kept beside it is intact either"
-    _, raw = _read_meta(intact)
+    intact, raw = found
     batch = f" (batch {stored_count(raw['step']):,})" if isinstance(raw, dict) and "step" in raw else ""
     return f"the newest intact checkpoint is {intact}{batch}: copy it over {path.name} to continue from it"
 
