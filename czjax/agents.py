@@ -141,7 +141,7 @@ def load_weights(spec, model_name: str):
     if path.suffix in TORCH_SUFFIXES:
         return torch_layout.read_params(path, model_name)[1]
     found, params, _ = load_params(checkpoint.resolve(path))
-    if not torch_layout.same_model(found, model_name):  # "resnet" is "resnet:blocks=5,channels=64"
+    if not models.same_network(found, model_name):  # "resnet" is "resnet:blocks=5,channels=64"
         raise ValueError(f"{spec} holds weights of model {found!r}, not {model_name!r}")
     return params
 

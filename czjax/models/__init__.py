@@ -509,6 +509,12 @@ def get_model(name: str, dtype: str = "float32", conv: str = "auto", norm: str =
     return entry.build(options, COMPUTE_DTYPES[dtype], conv, norm)
 
 
+def same_network(a: str, b: str) -> bool:
+    """Whether two specs name the same network (``resnet`` and ``resnet:blocks=5,channels=64``,
+    say): Flax modules compare by their fields."""
+    return get_model(a) == get_model(b)
+
+
 def fan_in(kernel_shape) -> int:
     """Inputs per output of a Flax kernel: every axis but the last. Dense kernels are ``(in,
     out)``, convolution kernels ``(kh, kw, in, out)`` (``nn.Conv`` and :class:`Conv3x3` alike), so

@@ -151,12 +151,6 @@ def resnet_name(blocks: int, channels: int) -> str:
     return f"resnet:{','.join(options)}" if options else "resnet"
 
 
-def same_model(a: str, b: str) -> bool:
-    """Whether two specs name the same network (``resnet`` and ``resnet:blocks=5``, say): Flax
-    modules compare by their fields."""
-    return models.get_model(a) == models.get_model(b)
-
-
 def _to_torch(array: np.ndarray, kind: str) -> np.ndarray:
     if kind == DENSE:
         return array.T
@@ -286,6 +280,6 @@ def read_params(pth_path, model_name: str | None = None):
     ``resnet:blocks=5,channels=64`` name the same network)."""
     state_dict = read_pth(pth_path)
     detected = detect_model(state_dict)
-    if model_name is not None and not same_model(model_name, detected):
+    if model_name is not None and not models.same_network(model_name, detected):
         raise ValueError(f"{pth_path} holds a {torch_class(detected)} ({detected}), not {model_name}")
     return detected, from_state_dict(detected, state_dict)
