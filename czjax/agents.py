@@ -19,15 +19,14 @@ import numpy as np
 from flax import serialization
 from flax.traverse_util import flatten_dict
 
-from czjax import game, models, search
-from czjax.minimax import Minimax
+from czjax import game, minimax, models, search
 from czjax.models import torch_layout
 from czjax.players import BUILTIN_PLAYERS, Player, mask_for_sampling
 from czjax.rollout import Trajectory, play_games
 from czjax.search import reuse as search_reuse
 from czjax.util import checkpoint
-from czjax.util.options import make_settings
 from czjax.util.progress import Progress
+from czjax.util.specs import PlayerSpec
 
 # The models shipped with the package, oldest first: ``czjax@N`` names each, ``czjax`` the newest.
 # docs/strength.md says how each was trained and how strong it is; a better one is added, never
@@ -146,7 +145,7 @@ def load_weights(spec, model_name: str):
     return params
 
 
-def load_agent(spec: str) -> Agent:
+def load_agent(spec: PlayerSpec | str) -> Agent:
     """The agent a spec names.
 
     Args:
@@ -155,41 +154,45 @@ def load_agent(spec: str) -> Agent:
             (``minimax:depth=5[,ties=random]``), a fresh network (``untrained:MODEL[:SEED]``), or
             a search over any of these but a search: ``NAME[:OPTIONS]:BASE`` with NAME one of
             :data:`czjax.search.SEARCHES` (``mcts:sims=64:runs/ex3``, ``gumbel:runs/ex3``,
-            ``azjl:sims=600:czjax``).
+            ``azjl:sims=600:czjax``). Text is parsed once here (:class:`czjax.util.specs.PlayerSpec`);
+            the command line passes the spec it parsed.
 
     Returns:
-        The :class:`Agent`.
+        The :class:`Agent`, named by the spec's text.
 
     Raises:
         ValueError: one line saying what is wrong with the spec (an unknown name, search or
             option, a folder without a checkpoint, a path that does not exist).
         czjax.util.checkpoint.CheckpointError: a damaged or foreign checkpoint.
     """
-    parsed = search.parse_spec(spec)
-    if parsed is not None:
-        settings, base_spec = parsed
-        if search.parse_spec(base_spec) is not None:
+    spec = PlayerSpec.parse(spec) if isinstance(spec, str) else spec
+    searched = search.split_search(spec)
+    if searched is not None:
+        settings, base = searched
+        if search.split_search(base) is not None:
             raise ValueError(
-                f"{spec!r}: a search cannot search a search; give a checkpoint or a built-in player after the options"
+                f"{str(spec)!r}: a search cannot search a search; "
+                "give a checkpoint or a built-in player after the options"
             )
-        return with_search(load_agent(base_spec), settings, spec)
-    if spec in BUILTIN_PLAYERS:
-        return Agent(spec, BUILTIN_PLAYERS[spec], None, None)
-    kind, sep, options = spec.partition(":")
-    if kind == MINIMAX and (sep or spec == MINIMAX):
-        return Agent(spec, make_settings(MINIMAX, Minimax, options).player(), None, None)
-    if kind == UNTRAINED and sep:
-        return untrained_agent(spec, options)
-    path = shipped_path(spec) or checkpoint.resolve(spec)
+        return with_search(load_agent(base), settings, str(spec))
+    if spec.plain and spec.name in BUILTIN_PLAYERS:
+        return Agent(name=spec.name, player=BUILTIN_PLAYERS[spec.name], params=None, model_name=None)
+    if spec.name == minimax.NAME:
+        return Agent(name=str(spec), player=minimax.from_spec(spec).player(), params=None, model_name=None)
+    if spec.name == UNTRAINED and not spec.plain:
+        return untrained_agent(spec)
+    path = shipped_path(str(spec)) or checkpoint.resolve(str(spec))  # a name or a path, colons and all
     if not path.exists():
         raise ValueError(unknown_player(spec))
     model_name, params, _ = load_params(path)
-    return network_agent(spec, model_name, params)
+    return network_agent(str(spec), model_name, params)
 
 
 def network_agent(name: str, model_name: str, params) -> Agent:
     """A network's parameters in memory (a scan's configuration, say) as an agent."""
-    return Agent(name, models.model_player(models.get_model(model_name)), params, model_name)
+    return Agent(
+        name=name, player=models.model_player(models.get_model(model_name)), params=params, model_name=model_name
+    )
 
 
 def with_search(base: Agent, settings, name: str) -> Agent:
@@ -199,39 +202,43 @@ def with_search(base: Agent, settings, name: str) -> Agent:
     )
 
 
-MINIMAX = "minimax"
 UNTRAINED = "untrained"
 
 
-def untrained_agent(spec: str, options: str) -> Agent:
-    """``untrained:MODEL[:SEED]``: the network ``MODEL`` as a run with that seed starts it
-    (PyTorch-style initialisation, seed 0 by default), for calibrating an evaluation."""
-    head, _, tail = options.rpartition(":")
-    model_name, seed = (head, int(tail)) if head and tail.isdigit() else (options, 0)
+def untrained_agent(spec: PlayerSpec) -> Agent:
+    """``untrained:MODEL[:SEED]``: the network ``MODEL`` (``NAME[:OPTIONS]``, the spec's base) as
+    a run with that seed starts it (PyTorch-style initialisation, seed 0 by default), for
+    calibrating an evaluation."""
+    if spec.options or spec.base is None:
+        raise ValueError(
+            f"{str(spec)!r}: a fresh network is untrained:MODEL[:SEED] (e.g. untrained:mlp3, untrained:resnet:1)"
+        )
+    network, tail = spec.base, spec.base.base
+    seed = int(tail.name) if tail is not None and tail.plain and tail.name.isdigit() else None
+    model_name = str(network if seed is None else network.head)  # MODEL[:OPTIONS], then the seed if there is one
     if not models.is_model_name(model_name):
-        raise ValueError(f"{spec!r}: unknown model {model_name!r} (e.g. untrained:mlp3, untrained:resnet:1)")
+        raise ValueError(f"{str(spec)!r}: unknown model {model_name!r} (e.g. untrained:mlp3, untrained:resnet:1)")
     model = models.get_model(model_name)
-    params = models.init_params(model, jax.random.key(seed))
-    return Agent(spec, models.model_player(model), params, model_name)
+    params = models.init_params(model, jax.random.key(0 if seed is None else seed))
+    return Agent(name=str(spec), player=models.model_player(model), params=params, model_name=model_name)
 
 
-def unknown_player(spec: str) -> str:
+def unknown_player(spec: PlayerSpec) -> str:
     """What is wrong with a player spec that names nothing: a run folder with no checkpoint yet,
     an unknown search, or a path that does not exist."""
     builtins = ", ".join((*BUILTIN_PLAYERS, SHIPPED_NAME, *SHIPPED_MODELS))
-    path = Path(spec)
-    if path.is_dir():
+    text = str(spec)
+    if Path(text).is_dir():
         return (
-            f"{spec!r} is a folder with no {checkpoint.FILENAME} yet (a run that has not saved its first checkpoint?)"
+            f"{text!r} is a folder with no {checkpoint.FILENAME} yet (a run that has not saved its first checkpoint?)"
         )
-    name, sep, _ = spec.partition(":")
-    if sep and "/" not in name and "." not in name:
+    if not spec.plain and "/" not in spec.name and "." not in spec.name:
         return (
-            f"{spec!r}: unknown search {name!r}; a search player is SEARCH[:OPTIONS]:PLAYER with SEARCH one of "
+            f"{text!r}: unknown search {spec.name!r}; a search player is SEARCH[:OPTIONS]:PLAYER with SEARCH one of "
             f"{', '.join(search.SEARCHES)}"
         )
     return (
-        f"{spec!r} is neither a built-in player ({builtins}) nor an existing checkpoint file or run folder: "
+        f"{text!r} is neither a built-in player ({builtins}) nor an existing checkpoint file or run folder: "
         "no such path"
     )
 
@@ -364,7 +371,7 @@ def searched_move(agent: Agent, boards, previous=None, path=None, keep: int = 0)
     boards = np.asarray(boards, np.int8)
     if agent.search is None:
         probs, value, greedy = policy(agent, boards)
-        return SearchedMove(probs, value, greedy, None)
+        return SearchedMove(probs=probs, value=value, greedy=greedy, shares=None)
     if keep > 0 and search_reuse.reusable(agent.search):
         if previous is None:
             previous = search_reuse.empty_tree(boards.shape[0], keep + agent.search.sims)
@@ -377,7 +384,8 @@ def searched_move(agent: Agent, boards, previous=None, path=None, keep: int = 0)
         tree = None
     probs, value, greedy = (np.asarray(x) for x in report)
     visits = np.asarray(visits).astype(np.float64)
-    return SearchedMove(probs, value, greedy, visits / np.maximum(visits.sum(-1, keepdims=True), 1.0), tree)
+    shares = visits / np.maximum(visits.sum(-1, keepdims=True), 1.0)
+    return SearchedMove(probs=probs, value=value, greedy=greedy, shares=shares, tree=tree)
 
 
 @functools.partial(jax.jit, static_argnames=("search", "network"))

@@ -28,6 +28,8 @@ import numpy as np
 
 from czjax import game
 from czjax.players import LOSS_MASK_VALUE, Player, PlayerOutput
+from czjax.util.options import make_settings
+from czjax.util.specs import PlayerSpec
 
 WIN = 1 << 30  # a won line (+inf); no heuristic comes near it (at most 69 lines x 1,000)
 ILLEGAL = -(1 << 31) + 1  # below every legal move's value, a loss included
@@ -176,6 +178,20 @@ class Minimax:
         """The player: logits 0 on the columns it may play, ``-1e9`` elsewhere (it needs no
         parameters and no key)."""
         return _minimax_player(self.depth, self.ties)
+
+
+NAME = "minimax"  # its name in player specs: minimax[:OPTIONS]
+
+
+def from_spec(spec: PlayerSpec) -> Minimax:
+    """The settings ``minimax[:OPTIONS]`` gives (``minimax:depth=5,ties=random``; ``.player()`` is
+    the player); one-line ``ValueError`` for another name, a bad option or a player after the
+    options."""
+    if spec.name != NAME or spec.base is not None:
+        raise ValueError(
+            f"{str(spec)!r}: minimax takes options only, as in minimax:depth=5,ties=random (it searches no player)"
+        )
+    return make_settings(NAME, Minimax, spec.options)
 
 
 def minimax_choice(boards: jax.Array, depth: int, ties: str) -> tuple[jax.Array, jax.Array]:

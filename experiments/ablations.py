@@ -115,11 +115,12 @@ def score(folder: Path, games: int) -> dict:
     """The run's network under AlphaZero.jl's protocol and alone."""
     from czjax import agents
     from czjax.evaluate import solver
+    from czjax.util.specs import PlayerSpec
     from strength_table import row
 
     network = agents.load_agent(str(folder))
     protocol = solver.pons(
-        agents.load_agent(solver.protocol_spec("alphazero.jl", str(folder))),
+        agents.load_agent(solver.protocol_spec("alphazero.jl", PlayerSpec.parse(str(folder)))),
         solver.load_pons(),
         protocol="alphazero.jl",
     )

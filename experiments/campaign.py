@@ -223,6 +223,305 @@ def _elapsed(out: Path) -> float:
     return rows[-1]["elapsed_s"] if rows else 0.0
 
 
+# --- The strength recipe for 30 minutes a seed, three seeds, in short calls ---------------------
+
+
+# Seconds of training (compiling included, as in the strength step) per seed, and the seeds.
+STRENGTH_SEED_S = 1800
+STRENGTH_SEEDS = (0, 1, 2)
+# A seed that is not the first of its call starts only with this much of the call left (at full
+# scale): compiling (29 s on an H200), rebuilding the replay buffer from the portable state (about
+# 15 batches of 2,048 games, under a minute at the recipe's 545 games/s there) and one chunk of 5
+# batches (19 s) come before any progress.
+STRENGTH_PIECE_S = 120
+CALLS = "calls.jsonl"  # the step's record of its calls, one line per seed worked on in a call
+
+
+def strength_seeds(ctx: Context) -> dict:
+    """The strength recipe (preset gumbel-az-gpu) for STRENGTH_SEED_S of training per seed, over
+    STRENGTH_SEEDS one after another, each call doing what fits before its deadline. A seed's run
+    folder (``<work>/seed-N``) keeps a portable checkpoint (``portable.msgpack``: the state without
+    its replay buffer's rows, about 6 MB), so the folder moves to another machine without its
+    checkpoints (about 170 MB each) and the next call resumes there, its buffer rebuilt. Every call
+    adds a line per seed it worked on to ``<work>/calls.jsonl`` (seconds, batches, the rebuild),
+    from which the results say how many calls and device minutes each seed used."""
+    from czjax.agents import load_params
+    from czjax.learn.settings import HParams
+    from czjax.run import folders, loop, presets
+    from czjax.util import checkpoint
+
+    preset = presets.get_preset("gumbel-az-gpu")
+    config = strength_config(ctx.scale)
+    budget = STRENGTH_SEED_S * ctx.scale
+    calls = read_calls(ctx.work / CALLS)
+    call = 1 + max((c["call"] for c in calls), default=0)
+    worked = 0
+    for seed in STRENGTH_SEEDS:
+        out = ctx.work / f"seed-{seed}"
+        rows = saved_rows(out)
+        if rows and rows[-1]["elapsed_s"] >= budget:
+            continue
+        if worked and ctx.stop_at - time.monotonic() < STRENGTH_PIECE_S * ctx.scale:
+            break
+        start = time.monotonic()
+        summary = loop.run_training(
+            config,
+            HParams.create(**preset.hparams),
+            out,
+            seed=seed,
+            time_budget_s=budget,
+            resume=out.exists(),
+            portable=True,
+            stop_at=ctx.stop_at,
+            log=ctx.log,
+            title=f"the strength recipe (gumbel-az-gpu) for {STRENGTH_SEED_S} s, seed {seed}",
+        )
+        worked += 1
+        entry = {
+            "call": call,
+            "seed": seed,
+            "seconds": time.monotonic() - start,
+            "batches": summary["batches"],
+            "games": summary["games"],
+            "elapsed_s": summary["elapsed_s"],
+            "replay_rebuilt": summary["replay_rebuilt"],
+            "stopped": summary["interrupted"] or "target",
+            "machine": machine(),
+        }
+        calls.append(entry)
+        with (ctx.work / CALLS).open("a") as f:
+            f.write(json.dumps(entry) + "\n")
+        _, params, _ = load_params(out / folders.PORTABLE)
+        checkpoint.save_weights(
+            ctx.results / f"seed-{seed}.msgpack",
+            config.model,
+            params,
+            {"preset": "gumbel-az-gpu", "search": config.search, "seed": seed, **entry},
+        )
+    seeds = {
+        seed: seed_record(ctx.work / f"seed-{seed}", [c for c in calls if c["seed"] == seed]) for seed in STRENGTH_SEEDS
+    }
+    write_seed_results(ctx, seeds, budget)
+    progress = sum(min(1.0, s["elapsed_s"] / budget) for s in seeds.values()) / len(seeds)
+    return {
+        "done": all(s["elapsed_s"] >= budget for s in seeds.values()),
+        "progress": progress,
+        "budget_s_per_seed": budget,
+        "seeds": seeds,
+        "this_call": [c for c in calls if c["call"] == call],
+    }
+
+
+def saved_rows(out: Path) -> list[dict]:
+    """A run folder's metrics rows up to its newest saved state (rows a killed call logged after
+    its last save are not the run's: the next call trains those batches again)."""
+    from czjax.run import loop
+
+    done = loop.saved_batches(out) if out.exists() else None
+    return [r for r in loop.read_metrics(out / "metrics.jsonl") if done is not None and r["batches"] <= done]
+
+
+def read_calls(path: Path) -> list[dict]:
+    """The lines of a step's ``calls.jsonl`` (none before its first call)."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def seed_record(out: Path, calls: list[dict]) -> dict:
+    """What one seed of ``strength-seeds`` has used and reached: its calls and their device
+    seconds (from the call's start on the seed to its end: compiling, the buffer's rebuild,
+    training and saving), its training time, games and last metrics, and its rebuilds."""
+    rows = saved_rows(out)
+    rebuilds = [c["replay_rebuilt"] for c in calls if c["replay_rebuilt"]]
+    return {
+        "calls": len(calls),
+        "device_s": sum(c["seconds"] for c in calls),
+        "elapsed_s": rows[-1]["elapsed_s"] if rows else 0.0,
+        "batches": rows[-1]["batches"] if rows else 0,
+        "games": rows[-1]["games"] if rows else 0,
+        "rebuilds": len(rebuilds),
+        "rebuild_games": sum(r["games"] for r in rebuilds),
+        "rebuild_s": sum(r["seconds"] for r in rebuilds),
+        "last_row": rows[-1] if rows else {},
+    }
+
+
+def write_seed_results(ctx: Context, seeds: dict, budget: float) -> None:
+    """``results.md`` (a row per seed), ``metrics.jsonl.gz`` (every seed's rows, marked with
+    their seed) and a dashboard per seed."""
+    from czjax.run import plots
+
+    every = []
+    for seed in seeds:
+        rows = saved_rows(ctx.work / f"seed-{seed}")
+        every += [{**r, "seed": seed, "config": seed} for r in rows]
+        if rows:
+            plots.dashboard(rows, ctx.results / f"dashboard-seed-{seed}.png", f"gumbel-az-gpu, seed {seed}")
+    write_rows(ctx.results / "metrics.jsonl.gz", every)
+    lines = [
+        f"# Gumbel AlphaZero for {STRENGTH_SEED_S:g} s a seed (gumbel-az-gpu, seeds "
+        f"{', '.join(map(str, seeds))}), in short calls\n",
+        "Each seed trains in calls of at most `--max-seconds`, resumed from its portable state (the "
+        "replay buffer rebuilt by games that are not counted); device minutes are the calls' time on "
+        "the seed: compiling, rebuilding, training, saving.\n",
+        "| seed | calls | device minutes | training s | games | rebuilds (games, s) | Pons mean error "
+        "| vs RandomPunisher | weights |",
+        "| ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- |",
+    ]
+    for seed, s in seeds.items():
+        last = s["last_row"]
+        pons = f"{last['pons_mean_error']:.1f}" if "pons_mean_error" in last else ""
+        punisher = f"{last['eval_win_rate']:.3f}" if "eval_win_rate" in last else ""
+        weights = f"`seed-{seed}.msgpack`" if s["calls"] else ""
+        lines.append(
+            f"| {seed} | {s['calls']} | {s['device_s'] / 60:.1f} | {s['elapsed_s']:.0f} of {budget:g} "
+            f"| {s['games']:,} | {s['rebuilds']} ({s['rebuild_games']:,}, {s['rebuild_s']:.0f}) | {pons} "
+            f"| {punisher} | {weights} |"
+        )
+    (ctx.results / "results.md").write_text("\n".join(lines) + "\n")
+
+
+# --- Where the time goes: the two programs under the profiler ----------------------------------
+
+
+# The profile step's grid: each program at each batch size (games) and precision, the smaller
+# batches first, so that a call that stops early has measured every program at them.
+PROFILE_GAMES = (2048, 8192, 32768)
+PROFILE_PRECISIONS = ("default", "mixed")
+# Seconds of a call in which the profile step starts cells: it starts none past them, nor one
+# that its program's last cell in the call, scaled by the games, says would end past them
+# (the call's first cell excepted, so that every cell is reached).
+PROFILE_BUDGET_S = 240
+
+
+def profile_programs(scale: float) -> dict:
+    """The profile step's programs by name: the strength recipe's iteration (preset
+    gumbel-az-gpu) and Mk4's (self-play against a frozen copy and one AdamW update, as `czjax
+    bench train` times it); below full scale, both with the tiny strength recipe's network."""
+    from czjax.learn.settings import TrainConfig
+
+    mk4 = TrainConfig(model="cnn-mk4" if scale == 1 else SMALL_STRENGTH["model"], opponent="self")
+    return {"strength": strength_config(scale), "mk4": mk4}
+
+
+def profile_cells(scale: float) -> list[tuple[str, int, str]]:
+    """``(program, games, precision)`` in the order the step runs them. Below full scale, a
+    smoke run of the step's code: the smallest batch, scaled, at the default precision only."""
+    if scale == 1:
+        return [(p, g, prec) for g in PROFILE_GAMES for p in profile_programs(scale) for prec in PROFILE_PRECISIONS]
+    return [(p, max(2, round(PROFILE_GAMES[0] * scale)), "default") for p in profile_programs(scale)]
+
+
+def profile_run(ctx: Context) -> dict:
+    """Each cell of the grid (:func:`profile_cells`): one iteration of its program compiled
+    (the GPU's kernels each naming their instruction, czjax.bench.profiling), run once, then run
+    once more under jax.profiler, the traced call timed; its row is `czjax bench train`'s with
+    the roof of its precision (measured once a call) and the trace's kinds of operation. A
+    cell's row is kept in the work folder, so a later call runs only the cells left; the
+    results (``profile.json``, ``results.md``) hold every cell run so far."""
+    from czjax.bench import harness
+
+    cells = profile_cells(ctx.scale)
+    programs = profile_programs(ctx.scale)
+    rows_folder = ctx.work / "rows"
+    rows_folder.mkdir(parents=True, exist_ok=True)
+    deadline = min(ctx.stop_at, time.monotonic() + PROFILE_BUDGET_S)
+    roofs: dict = {}
+    last: dict[str, tuple[int, float]] = {}  # program -> (games, seconds) of its last cell in this call
+    for program, games, precision_name in cells:
+        path = rows_folder / f"{program}-{games}-{precision_name}.json"
+        if path.exists():
+            continue
+        now = time.monotonic()
+        expected = last[program][1] * games / last[program][0] if program in last else 0.0
+        if now > deadline or (last and now + expected > deadline):
+            continue
+        precisions = tuple(dict.fromkeys(prec for _, _, prec in cells))
+        roofs = roofs or harness.measure_roofs(max(64, round(harness.ROOF_SIZE * ctx.scale)), precisions)
+        ctx.log(f"profile: {program}, {games:,} games, precision {precision_name}")
+        config = programs[program].override(
+            {
+                "games_per_batch": games,
+                "precision": precision_name,
+                "batches_per_chunk": 1,
+                "eval_games": 2,
+                "solver_eval": "off",
+            }
+        )
+        row = harness.bench_config(config, 0, profile=ctx.work / "traces" / path.stem, each_kernel=True)
+        row = harness.with_roof(row, roofs)
+        row.update(program=program, cell_s=time.monotonic() - now, machine=machine(), date=time.strftime("%Y-%m-%d"))
+        path.write_text(json.dumps(row, default=str))
+        last[program] = (games, time.monotonic() - now)
+    rows = [
+        json.loads(path.read_text())
+        for path in (rows_folder / f"{p}-{g}-{prec}.json" for p, g, prec in cells)
+        if path.exists()
+    ]
+    (ctx.results / "profile.json").write_text(json.dumps({**harness.provenance(), "rows": rows}, indent=1))
+    (ctx.results / "results.md").write_text(profile_table(rows, len(cells)))
+    return {
+        "done": len(rows) == len(cells),
+        "progress": len(rows) / len(cells),
+        "cells": len(cells),
+        "cells_done": len(rows),
+    }
+
+
+def profile_table(rows: list[dict], cells: int) -> str:
+    """The profile step's results.md: a row per cell, each kind of operation's share of the
+    traced iteration's span (summed over streams, or a CPU's threads), the idle share, the
+    launches per iteration and per step of the program's innermost loop."""
+    from czjax.bench import profiling
+
+    kinds = profiling.KINDS
+    columns = [
+        ("program", "---"),
+        ("games", "---:"),
+        ("precision", "---"),
+        ("s/iteration", "---:"),
+        ("net GFLOP/s", "---:"),
+        ("roof", "---"),
+        ("of roof", "---:"),
+        *((kind, "---:") for kind in kinds),
+        ("idle", "---:"),
+        ("launches/iteration", "---:"),
+        ("launches/step", "---:"),
+        ("step", "---"),
+    ]
+    lines = ["| " + " | ".join(name for name, _ in columns) + " |", "| " + " | ".join(a for _, a in columns) + " |"]
+    for row in rows:
+        table = row["op_kinds"]
+        span = table["span_s"] or 1.0
+        per_step = table.get("launches_per_step")
+        values = [
+            row["program"],
+            f"{row['games_per_batch']:,}",
+            row["precision"],
+            f"{row['iteration_s']:.4f}",
+            f"{row['network_flops_per_s'] / 1e9:,.1f}",
+            row["roof"],
+            f"{100 * row['roof_fraction']:.1f}%",
+            *(f"{100 * table['seconds'][kind] / span:.1f}%" for kind in kinds),
+            f"{100 * table['idle_s'] / span:.1f}%",
+            f"{table['total_launches']:,.0f}",
+            "-" if per_step is None else f"{per_step:,.1f}",
+            table.get("step", "-"),
+        ]
+        lines.append("| " + " | ".join(values) + " |")
+    machines = sorted({row["machine"] for row in rows})
+    return (
+        "# Where the time goes: the strength recipe's iteration and Mk4's under jax.profiler\n\n"
+        f"{len(rows)} of {cells} cells (program x games x precision), one traced iteration each"
+        f"{' on ' + ', '.join(machines) if machines else ''}; `profile.json` holds every row "
+        "(`czjax bench train`'s keys, its `op_kinds` and `phases`; docs/benchmarks.md).\n\n"
+        "A kind's share is its operations' time over the traced iteration's span, summed over streams "
+        "(a CPU's threads), so kinds running side by side can add up past 100%; `host` holds transfers "
+        "between host and device and the control of loops and branches; idle is the span's time with no "
+        "operation running. net GFLOP/s and of roof: the network's FLOPs counted from the boards played and "
+        "trained on, over the roof of the row's precision measured in the same call.\n\n" + "\n".join(lines) + "\n"
+    )
+
+
 # --- Commands run as they are: the suite, the benchmarks, the comparisons -------------------
 
 
@@ -285,6 +584,12 @@ def czjax(*args: str) -> list[str]:
 
 
 STEPS: dict[str, Step] = {
+    # first: on a GPU it says where the time of the steps after it goes (`run next` picks it there)
+    "profile": Step(
+        f"the strength recipe's iteration and Mk4's at {', '.join(f'{g:,}' for g in PROFILE_GAMES)} games, "
+        f"{' and '.join(PROFILE_PRECISIONS)} precision, under jax.profiler: time by kind of operation",
+        profile_run,
+    ),
     "strength-10min": Step(
         f"czjax train --preset gumbel-az-gpu --time-budget {STRENGTH_BUDGET_S} (seed 0): the strength recipe for seven "
         "minutes, one call",
@@ -295,6 +600,13 @@ STEPS: dict[str, Step] = {
     "strength-ptemp": Step(
         f"the strength recipe with prior_temperature=1.5 for {STRENGTH_BUDGET_S} s (seed 0), one call",
         functools.partial(strength_run, search_options="prior_temperature=1.5"),
+    ),
+    # the strength issue's goal at full length: the recipe for 30 minutes of one GPU per seed,
+    # over calls of at most --max-seconds whose state moves between machines (docs/results/README.md)
+    "strength-seeds": Step(
+        f"the strength recipe for {STRENGTH_SEED_S} s of training per seed, seeds "
+        f"{', '.join(map(str, STRENGTH_SEEDS))}, over as many calls as it takes",
+        strength_seeds,
     ),
     "ex3-8seeds": blog_example(3),
     "ex1-8seeds": blog_example(1),

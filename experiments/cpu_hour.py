@@ -34,8 +34,9 @@ def stage_folder(root: Path, seed: int, seconds: int) -> Path:
     return root / f"seed{seed}" / f"stage-{seconds}"
 
 
-def train(root: Path, flags: list[str]) -> None:
-    for seed, stages in STAGES.items():
+def train(root: Path, flags: list[str], seeds: list[int]) -> None:
+    for seed in seeds:
+        stages = STAGES[seed]
         run = root / f"seed{seed}"
         for seconds in stages:
             kept = stage_folder(root, seed, seconds)
@@ -111,12 +112,20 @@ def main(argv=None) -> int:
     parser.add_argument("command", choices=("train", "score"))
     parser.add_argument("--root", default="runs/cpu-hour", help="the runs' folder (default: %(default)s)")
     parser.add_argument("--out", default="docs/results/strength-cpu-hour-2", help="score: the table's folder")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        choices=sorted(STAGES),
+        default=sorted(STAGES),
+        help="train: only these seeds (two processes, a core each, can share the hour: --seeds 0 and --seeds 1 2)",
+    )
     parser.add_argument("--games", type=int, default=1000, help="score: games against RandomPunisher")
     parser.add_argument("--flags", nargs=argparse.REMAINDER, default=FLAGS, help="train: the recipe's extra flags")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     if args.command == "train":
-        train(Path(args.root), args.flags)
+        train(Path(args.root), args.flags, args.seeds)
     else:
         score_all(Path(args.root), Path(args.out), args.games)
     print(f"cpu_hour.py {args.command}: {time.perf_counter() - start:.0f} s", file=sys.stderr)

@@ -46,13 +46,14 @@ NOTES = {
 def score(spec: str) -> dict:
     from czjax import agents
     from czjax.evaluate import solver
+    from czjax.util.specs import PlayerSpec
 
-    player = solver.protocol_spec("alphazero.jl", spec)
+    player = solver.protocol_spec("alphazero.jl", PlayerSpec.parse(spec))
     start = time.perf_counter()
     report = solver.pons(agents.load_agent(player), solver.load_pons(), protocol="alphazero.jl")
     return {
         "spec": spec,
-        "player": player,
+        "player": str(player),
         "note": NOTES.get(spec, ""),
         "error": {r["set"]: r["move_error"] for r in report["sets"]},
         "mean": report["mean_move_error"],

@@ -242,7 +242,7 @@ def punisher_evaluator(model_name: str, games: int, seed: int, opponent: str):
     import jax
 
     from czjax import models, rollout
-    from czjax.learn.settings import eval_opponent
+    from czjax.learn.trainer import eval_opponent
     from czjax.models import torch_layout
 
     punisher = eval_opponent(opponent)

@@ -42,8 +42,8 @@ import numpy as np
 from czjax import rollout
 from czjax.agents import TORCH_SUFFIXES, load_params
 from czjax.bench import torch_peer
-from czjax.learn.settings import HParams, eval_opponent
-from czjax.learn.trainer import make_trainer
+from czjax.learn.settings import HParams
+from czjax.learn.trainer import eval_opponent, make_trainer
 from czjax.models import torch_layout
 from czjax.run import presets
 from czjax.util.checkpoint import resolve

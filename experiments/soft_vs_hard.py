@@ -49,6 +49,7 @@ from czjax.evaluate import solver
 from czjax.players import masked_log_probs
 from czjax.run import presets, scan
 from czjax.util import checkpoint
+from czjax.util.specs import PlayerSpec
 
 # each question: its two arms, each the settings it changes over the recipe
 QUESTIONS = {
@@ -103,7 +104,7 @@ def solver_scores(model_name: str, params, positions: dict) -> dict:
 def pons_scores(model_name: str, params, sets: dict, name: str) -> dict:
     """Pons' move error (%) under AlphaZero.jl's protocol (per set and mean) and of the network alone."""
     network = agents.network_agent(name, model_name, params)
-    settings, _ = search.parse_spec(solver.protocol_spec("alphazero.jl", name))
+    settings = search.search_of(PlayerSpec.parse(solver.PROTOCOLS["alphazero.jl"]))
     protocol = solver.pons(agents.with_search(network, settings, f"protocol:{name}"), sets, protocol="alphazero.jl")
     alone = solver.pons(network, sets)
     return {

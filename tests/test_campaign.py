@@ -14,9 +14,11 @@ DETERMINISTIC = ("batches", "games", "seed", "entropy", "win_rate", "eval_win_ra
 
 
 def test_steps_in_the_issues_order_and_status_from_the_results(tmp_path):
-    assert list(campaign.STEPS)[:7] == [
+    assert list(campaign.STEPS)[:9] == [
+        "profile",  # first: on a GPU, `run next` says where the time goes before the rest
         "strength-10min",
         "strength-ptemp",
+        "strength-seeds",
         "ex3-8seeds",
         "ex1-8seeds",
         "ex2-8seeds",
@@ -24,10 +26,13 @@ def test_steps_in_the_issues_order_and_status_from_the_results(tmp_path):
         "ex5-8seeds",
     ]
     assert {"suite-gpu", "bench", "same-start", "soft-vs-hard"} <= set(campaign.STEPS)
-    assert campaign.next_step(tmp_path) == "strength-10min"
+    assert campaign.next_step(tmp_path) == "profile" == campaign.next_step(tmp_path, on_gpu=True)
+    assert campaign.next_step(tmp_path, on_gpu=False) != "profile"
     for name, summary in [
+        ("profile", {"done": True, "progress": 1.0, "scale": 1.0}),
         ("strength-10min", {"done": True, "progress": 1.0, "scale": 1.0}),
         ("strength-ptemp", {"done": True, "progress": 1.0, "scale": 1.0}),
+        ("strength-seeds", {"done": True, "progress": 1.0, "scale": 1.0}),
         ("ex3-8seeds", {"done": False, "progress": 0.4, "scale": 1.0}),
         ("ex1-8seeds", {"done": True, "progress": 1.0, "scale": 0.01}),
     ]:
@@ -129,6 +134,86 @@ def test_the_strength_step_leaves_a_playable_model(tmp_path):
     assert campaign.strength_config(1.0) == full
     assert campaign.strength_config(1.0, "prior_temperature=1.5").search == full.search + ",prior_temperature=1.5"
     assert campaign.strength_config(0.01).search == campaign.SMALL_STRENGTH["search"]
+
+
+def test_the_seeds_step_continues_each_seed_over_calls_from_its_portable_state(tmp_path, monkeypatch):
+    """strength-seeds with two seeds of the tiny recipe: a first call past its deadline trains one
+    chunk of seed 0 and leaves seed 1 for later; its work folder moves without the checkpoints; the
+    second call resumes seed 0 from its portable state (the buffer rebuilt, its games not counted),
+    and a last call, with a budget seed 0 has reached and seed 1 reaches in a chunk or a few, finishes
+    seed 1 and skips seed 0. The results count each seed's calls and device seconds, hold every
+    finished batch once, and a player per seed."""
+    from czjax import agents
+
+    monkeypatch.setattr(campaign, "STRENGTH_SEEDS", (0, 1))
+    monkeypatch.setattr(campaign, "STRENGTH_SEED_S", 1e6)  # not reached by the first two calls
+    results, work = tmp_path / "results", tmp_path / "work"
+    first = campaign.run_step("strength-seeds", 1e-3, 0.01, results, work, log=print)
+    assert not first["done"] and [(c["seed"], c["batches"]) for c in first["this_call"]] == [(0, 1)]
+    assert first["seeds"][1]["calls"] == 0 and not (work / "strength-seeds" / "seed-1").exists()
+    for path in (work / "strength-seeds" / "seed-0").glob("checkpoint*.msgpack"):  # moved without them
+        path.unlink()
+    second = campaign.run_step("strength-seeds", 1e-3, 0.01, results, work, log=print)
+    (piece,) = second["this_call"]
+    assert piece["seed"] == 0 and piece["batches"] == 2 and piece["replay_rebuilt"]["games"] > 0
+    assert piece["games"] == 2 * campaign.SMALL_STRENGTH["games_per_batch"]  # the rebuild's are not counted
+    monkeypatch.setattr(campaign, "STRENGTH_SEED_S", min(second["seeds"][0]["elapsed_s"], 0.5) / 0.01)
+    last = campaign.run_step("strength-seeds", 600, 0.01, results, work, log=print)
+    assert last["done"] and last["calls"] == 3 and [c["seed"] for c in last["this_call"]] == [1]
+    summary = json.loads((results / "strength-seeds" / "summary.json").read_text())
+    seeds = {int(k): v for k, v in summary["seeds"].items()}
+    assert [seeds[s]["calls"] for s in (0, 1)] == [2, 1] and [seeds[s]["rebuilds"] for s in (0, 1)] == [1, 0]
+    assert seeds[0]["batches"] == 2 and seeds[1]["batches"] >= 1 and all(seeds[s]["device_s"] > 0 for s in (0, 1))
+    rows = [json.loads(line) for line in gzip.open(results / "strength-seeds" / "metrics.jsonl.gz", "rt")]
+    for seed in (0, 1):  # every finished batch once, in order (a chunk is one batch here)
+        assert [r["batches"] for r in rows if r["seed"] == seed] == list(range(1, seeds[seed]["batches"] + 1))
+    for seed in (0, 1):
+        agent = agents.load_agent(str(results / "strength-seeds" / f"seed-{seed}.msgpack"))
+        assert agent.model_name == "resnet:blocks=1,channels=8"
+    text = (results / "strength-seeds" / "results.md").read_text()
+    assert "| 0 | 2 |" in text and "| 1 | 1 |" in text
+
+
+def test_the_profile_grid_runs_smaller_batches_first():
+    cells = campaign.profile_cells(1.0)
+    assert len(cells) == 2 * 3 * 2 and len(set(cells)) == len(cells)
+    assert [games for _, games, _ in cells] == sorted(games for _, games, _ in cells)
+    assert {program for program, _, _ in cells} == {"strength", "mk4"}
+    assert {precision for _, _, precision in cells} == {"default", "mixed"}
+    assert campaign.profile_programs(1.0)["mk4"].model == "cnn-mk4"
+    assert campaign.profile_programs(1.0)["strength"] == campaign.strength_config(1.0)
+
+
+def test_the_profile_step_tabulates_each_programs_time_by_kind(tmp_path):
+    """The profile step at a tiny scale (each program's tiny version, 2 games, float32): a row per
+    program with its roof fraction and its trace's kinds of operation; the strength recipe's
+    launches are counted per simulation of its searches (4 per search, two searches a ply: one
+    per half of the games), Mk4's per pair of plies. A second call finds every cell done."""
+    results, work = tmp_path / "results", tmp_path / "work"
+    summary = campaign.run_step("profile", 600, 1e-3, results, work, log=print)
+    assert summary["done"] and summary["cells_done"] == summary["cells"] == 2
+    document = json.loads((results / "profile" / "profile.json").read_text())
+    assert {"command", "commit", "machine", "date"} <= set(document)
+    rows = {row["program"]: row for row in document["rows"]}
+    strength, mk4 = rows["strength"], rows["mk4"]
+    for row in (strength, mk4):
+        kinds = row["op_kinds"]
+        assert row["games_per_batch"] == 2 and row["precision"] == "default" and row["roof"] == "float32"
+        assert 0 < row["roof_fraction"] == pytest.approx(row["network_flops_per_s"] / row["roof_flops_per_s"])
+        assert sum(kinds["launches"].values()) == kinds["total_launches"] > 0
+        assert 0 <= kinds["idle_s"] <= kinds["span_s"] and kinds["launches_per_step"] > 0
+    sims = 4  # SMALL_STRENGTH's search: its root and 4 simulations a move
+    assert strength["acting_flops_per_board"] == (sims + 1) * strength["forward_flops_per_board"]
+    # one replay step of 64 positions a batch (SMALL_STRENGTH)
+    assert strength["learner_positions_per_iteration"] == 64
+    # a game of 2 lasts 7 to 42 plies; each ply searches both halves of the batch
+    steps = strength["op_kinds"]["steps"]
+    assert strength["op_kinds"]["step"] == "simulation" and 2 * sims * 7 <= steps <= 2 * sims * 42 and steps % sims == 0
+    assert mk4["op_kinds"]["step"] == "pair of plies" and 4 <= mk4["op_kinds"]["steps"] <= 21
+    text = (results / "profile" / "results.md").read_text()
+    assert "2 of 2 cells" in text and text.count("| strength | 2 | default |") == 1 and "| mk4 | 2 |" in text
+    again = campaign.run_step("profile", 600, 1e-3, results, work, log=print)
+    assert again["done"] and json.loads((results / "profile" / "profile.json").read_text())["rows"] == document["rows"]
 
 
 def test_a_command_step_keeps_json_from_stdout_alone(tmp_path):

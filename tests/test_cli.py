@@ -59,7 +59,11 @@ def test_no_help_shows_a_doubled_percent_sign():
 
 def test_bench_rollout_json_has_the_documented_keys(capsys):
     assert (
-        cli.main(["bench", "rollout", "--batch", "8", "--player", "random", "--runs", "1", "--no-peer", "--json"]) == 0
+        cli.main(
+            ["bench", "rollout", "--batch", "8", "--player", "random", "--runs", "1", "--no-peer", "--roof-size", "64"]
+            + ["--json"]
+        )
+        == 0
     )
     captured = capsys.readouterr()
     rows = json.loads(captured.out)["rows"]
@@ -76,6 +80,7 @@ def test_bench_search_json_has_the_documented_keys(capsys):
     assert (
         cli.main(
             ["bench", "search", "--algo", "mcts", "--batch", "4", "--sims", "4", "--runs", "1", "--no-peer", "--json"]
+            + ["--roof-size", "64"]
         )
         == 0
     )

@@ -119,7 +119,7 @@ def test_the_shipped_model_is_the_default_opponent():
 
     parser = cli.build_parser()
     for command in ("play", "serve"):
-        assert parser.parse_args([command]).player == agents.DEFAULT_OPPONENT
+        assert str(parser.parse_args([command]).player) == agents.DEFAULT_OPPONENT
     default = agents.load_agent(agents.DEFAULT_OPPONENT)
     assert default.search is not None and default.model_name == "resnet"
     assert agents.load_agent("czjax@2").model_name == agents.load_agent("czjax@3").model_name == "mlp3"

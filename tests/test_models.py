@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from flax.traverse_util import flatten_dict
 
-from czjax import models, players, rollout
+from czjax import game, models, players, rollout
 from czjax.run import loop
 from czjax.util import compiling, precision
 
@@ -47,6 +47,15 @@ def test_flax_init_is_the_previous_initialisation(name):
     )  # the default, PyTorch's: another tree of the same shapes
     assert jax.tree.structure(torch_style) == jax.tree.structure(params)
     assert jax.tree.map(np.shape, torch_style) == jax.tree.map(np.shape, params)
+
+
+def test_the_table_knows_each_networks_value_head():
+    """A config is checked against the table (``ModelEntry.value_head``) without making the
+    network: the module each entry makes says the same, and so do its outputs."""
+    for name, entry in models.MODELS.items():
+        model = models.get_model(name)
+        _, value = models.apply_model(model, models.init_params(model, jax.random.key(0)), game.new_boards(2))
+        assert entry.value_head == models.has_value_head(model) == (value is not None), name
 
 
 def test_unknown_model_is_a_one_line_error():

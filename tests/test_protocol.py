@@ -14,6 +14,7 @@ import pytest
 from czjax import agents, game, minimax, models
 from czjax.evaluate import solver
 from czjax.search.azjl import AlphaZeroJlMCTS
+from czjax.util.specs import PlayerSpec
 from tests import reference_azjl as R
 
 
@@ -112,12 +113,16 @@ def test_azjl_transpositions_share_nodes():
 
 
 def test_protocol_spec_wraps_networks_only():
-    assert solver.protocol_spec("alphazero.jl", "runs/x") == "azjl:sims=600,c=2.0:runs/x"
-    assert solver.protocol_spec("alphazero.jl", "czjax") == "azjl:sims=600,c=2.0:czjax"
-    assert solver.protocol_spec("alphazero.jl", "gumbel:sims=64:czjax") == "gumbel:sims=64:czjax"
-    assert solver.protocol_spec("alphazero.jl", "minimax:depth=5") == "minimax:depth=5"
+    def wrapped(text: str) -> str:
+        return str(solver.protocol_spec("alphazero.jl", PlayerSpec.parse(text)))
+
+    assert wrapped("runs/x") == "azjl:sims=600,c=2.0:runs/x"
+    assert wrapped("czjax") == "azjl:sims=600,c=2.0:czjax"
+    assert wrapped("gumbel:sims=64:czjax") == "gumbel:sims=64:czjax"
+    assert wrapped("rollout:width=2:czjax") == "rollout:width=2:czjax"  # a search's earlier name is a search too
+    assert wrapped("minimax:depth=5") == "minimax:depth=5"
     with pytest.raises(ValueError, match="unknown protocol"):
-        solver.protocol_spec("leela", "czjax")
+        solver.protocol_spec("leela", PlayerSpec.parse("czjax"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -196,7 +201,7 @@ def test_minimax_finds_a_forced_win_and_sees_a_forced_loss():
 
 def protocol_errors(spec: str, per_set: dict[str, int]) -> dict[str, float]:
     """Move error (%) of ``spec`` under AlphaZero.jl's protocol on the first positions of each set."""
-    agent = agents.load_agent(solver.protocol_spec("alphazero.jl", spec))
+    agent = agents.load_agent(solver.protocol_spec("alphazero.jl", PlayerSpec.parse(spec)))
     sets = {name: {k: v[: per_set[name]] for k, v in data.items()} for name, data in solver.load_pons().items()}
     report = solver.pons(agent, sets, protocol="alphazero.jl")
     return {r["set"]: r["move_error"] for r in report["sets"]}
@@ -215,3 +220,73 @@ def test_mcts600_over_an_untrained_network_reads_like_alphazero_jl_iteration_0()
         ref = solver.PONS_REFERENCE["azjl-iter0"][name]
         tolerance = 300 * math.sqrt(ref / 100 * (1 - ref / 100) / n) + 1.0
         assert abs(errors[name] - ref) <= tolerance, (name, errors[name], ref, tolerance)
+
+
+# ---------------------------------------------------------------------------------------------
+# Searches stopped when their move is decided (the protocol's fast path)
+
+
+def final_move(visits, legal) -> int:
+    """The most visited legal column, the lowest on ties (AlphaZero.jl's argmax(pi))."""
+    return max((c for c in range(game.COLS) if legal[c]), key=lambda c: (visits[c], -c))
+
+
+def every_way_to_add(visits, legal, remaining):
+    """Every root visit count ``remaining`` more simulations can leave (each adds one visit to
+    one legal column)."""
+    columns = [c for c in range(game.COLS) if legal[c]]
+    counts = [list(visits)]
+    for _ in range(remaining):
+        counts = [v[:c] + [v[c] + 1] + v[c + 1 :] for v in counts for c in columns]
+    return counts
+
+
+def test_decided_is_true_exactly_when_no_remaining_simulations_can_change_the_move():
+    """``decided`` against enumeration: for random visit counts, legal masks and 0-3 simulations
+    left, it says decided exactly when every way the remaining visits can fall keeps the move."""
+    from czjax.search.azjl_stream import decided
+
+    rng = np.random.default_rng(0)
+    cases = []
+    for _ in range(400):
+        legal = rng.random(game.COLS) < 0.7
+        legal[rng.integers(game.COLS)] = True
+        visits = np.where(legal, rng.integers(0, 6, game.COLS), 0)
+        cases.append((visits, legal, int(rng.integers(0, 4))))
+    got = decided(
+        jnp.asarray(np.stack([v for v, _, _ in cases])),
+        jnp.asarray(np.stack([m for _, m, _ in cases])),
+        jnp.asarray([r for _, _, r in cases]),
+    )
+    for (visits, legal, remaining), answer in zip(cases, np.asarray(got)):
+        move = final_move(list(visits), legal)
+        expected = all(final_move(v, legal) == move for v in every_way_to_add(list(visits), legal, remaining))
+        assert bool(answer) == expected, (visits.tolist(), legal.tolist(), remaining)
+
+
+def test_searches_stopped_when_decided_make_the_full_searches_moves(pons_records, mlp):
+    """62 positions through a pool of 8 graphs (each slot refilled many times), 40 simulations:
+    every move is the full search's; searches run to the end read its visit shares and value;
+    some stop early."""
+    from czjax.search.azjl_stream import stream_search
+
+    player, params = mlp
+    boards = boards_of(pons_records)
+    full = jax.jit(lambda b: AlphaZeroJlMCTS(sims=40).run(player, params, b, jax.random.key(0)))(boards)
+    streamed = stream_search(player, params, np.asarray(boards), jax.random.key(0), sims=40, slots=8)
+    np.testing.assert_array_equal(streamed.action, np.asarray(full.action))
+    assert (streamed.sims_used <= 40).all() and (streamed.sims_used < 40).sum() >= 10, streamed.sims_used
+    whole = streamed.sims_used == 40
+    np.testing.assert_allclose(streamed.policy[whole], np.asarray(full.policy)[whole], atol=1e-6)
+    np.testing.assert_allclose(streamed.value[whole], np.asarray(full.value)[whole], atol=1e-5)
+
+
+def test_the_protocol_reads_the_same_move_errors_with_searches_stopped_when_decided():
+    """``pons`` under the protocol (searches stopped when decided, the default) and with
+    ``full_searches``: the same move error on every set, and the report says which ran."""
+    agent = agents.load_agent("azjl:sims=60:czjax@3")
+    sets = {name: {k: v[:20] for k, v in data.items()} for name, data in solver.load_pons().items()}
+    fast = solver.pons(agent, sets, protocol="alphazero.jl")
+    full = solver.pons(agent, sets, protocol="alphazero.jl", full_searches=True)
+    assert (fast["searches"], full["searches"]) == ("stopped when decided", "full")
+    assert [r["move_error"] for r in fast["sets"]] == [r["move_error"] for r in full["sets"]]

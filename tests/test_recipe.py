@@ -68,7 +68,7 @@ def test_prior_temperature_divides_the_logits_at_every_node():
 def test_evaluation_opponent_by_name():
     """--eval-opponent: the built-in players, or AlphaZero.jl's minimax as the yardstick."""
     from czjax import minimax, players
-    from czjax.learn.settings import eval_opponent
+    from czjax.learn.trainer import eval_opponent
 
     assert eval_opponent("random-punisher") is players.random_punisher
     assert eval_opponent("minimax:depth=3,ties=random") is minimax.Minimax(3, "random").player()

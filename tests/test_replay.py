@@ -67,6 +67,23 @@ def test_the_buffer_is_a_circular_list_of_the_valid_rows():
         assert sorted(got) == sorted(want) and len(got) == filled
 
 
+def test_a_limit_writes_the_first_valid_rows_only_and_rows_can_be_left_out():
+    """``add`` with a limit (a rebuild stopping at the rows a buffer held) against the plain
+    buffer given the first ``limit`` valid rows; ``without_rows`` keeps the count and cursor."""
+    rng = np.random.default_rng(5)
+    capacity, buffer, written, total = 16, replay.empty(16), [], 0
+    for n, limit in [(10, 3), (12, 0), (9, 20), (30, 16)]:  # the last wraps round
+        boards, inputs = batch_of(rng, n, 0.7)
+        kept = rows_of(boards, inputs)[:limit]
+        buffer = jax.jit(replay.add)(buffer, boards, inputs, jnp.int32(limit))
+        written, total = (written + kept)[-capacity:], total + len(kept)
+        assert int(buffer.filled) == len(written) and int(buffer.cursor) == total % capacity
+        assert sorted(rows_of(buffer.boards, buffer.inputs)) == sorted(written)
+    small = replay.without_rows(buffer)
+    assert small.boards.shape == (0, 6, 7) and all(x.shape[0] == 0 for x in jax.tree.leaves(small.inputs))
+    assert int(small.filled) == int(buffer.filled) and int(small.cursor) == int(buffer.cursor)
+
+
 def test_sampling_draws_written_rows_uniformly():
     rng = np.random.default_rng(1)
     boards, inputs = batch_of(rng, 10, 1.0)

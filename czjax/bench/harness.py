@@ -22,10 +22,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from czjax import compaction, players, rollout
+from czjax import agents, compaction, rollout, search
 from czjax.bench import profiling, torch_peer
 from czjax.learn.settings import HParams, TrainConfig
-from czjax.learn.trainer import make_trainer
+from czjax.learn.trainer import build_search, make_trainer
 from czjax.run import scan
 from czjax.util import compiling, devices, precision
 
@@ -39,13 +39,21 @@ class Timed(NamedTuple):
     times: list[float]
     output: Any  # the last timed call's: what fn returns
     phases: list[tuple[str, float]] | None  # czjax.bench.profiling.phase_times of one more call, when profiled
+    kinds: dict | None  # czjax.bench.profiling.op_kind_table of that call, when profiled
 
 
-def _compile(fn: Callable, make_args: Callable[[int], tuple]):
-    """``(compiled, compile_s)``: ``fn`` compiled for ``make_args(0)`` and run once on it (the
-    warm-up run's allocations are not timed)."""
+def _compile(fn: Callable, make_args: Callable[[int], tuple], options: dict | None = None):
+    """``(compiled, compile_s)``: ``fn`` compiled for ``make_args(0)`` (with the compiler
+    ``options``, or without them where this jaxlib refuses them) and run once on it (the warm-up
+    run's allocations are not timed)."""
     start = time.perf_counter()
-    compiled = compiling.compile_lowered(jax.jit(fn).lower(*make_args(0)))
+    lowered = jax.jit(fn).lower(*make_args(0))
+    try:
+        compiled = compiling.compile_lowered(lowered, options)
+    except Exception:  # noqa: BLE001 - any refusal of the extra options: compiled as usual
+        if not options:
+            raise
+        compiled = compiling.compile_lowered(lowered)
     compile_s = time.perf_counter() - start
     jax.block_until_ready(compiled(*make_args(0)))
     return compiled, compile_s
@@ -59,26 +67,40 @@ def _timed_call(compiled, args) -> tuple[float, Any]:
 
 
 def time_compiled(
-    fn: Callable, make_args: Callable[[int], tuple], runs: int, profile: str | Path | None = None
+    fn: Callable,
+    make_args: Callable[[int], tuple],
+    runs: int,
+    profile: str | Path | None = None,
+    step: profiling.LoopStep | None = None,
+    options: dict | None = None,
 ) -> Timed:
-    """Compile ``fn`` for ``make_args(0)``, then time ``runs`` calls. With ``profile`` (a
-    folder), one more call runs under the profiler, its trace written there and its time
-    split into phases (czjax.bench.profiling)."""
-    compiled, compile_s = _compile(fn, make_args)
+    """Compile ``fn`` for ``make_args(0)`` (with the compiler ``options``, see :func:`_compile`),
+    then time ``runs`` calls. With ``profile`` (a folder), one more call runs under the
+    profiler, its trace written there and its time split into phases and kinds of operation
+    (czjax.bench.profiling; ``step`` as in :func:`czjax.bench.profiling.kind_table`); with
+    ``runs=0`` that call's own time is the timing."""
+    if runs < 1 and profile is None:
+        raise ValueError("time_compiled needs runs >= 1, or a profile whose call is timed")
+    compiled, compile_s = _compile(fn, make_args, options)
     times, out = [], None
     for i in range(runs):
         seconds, out = _timed_call(compiled, make_args(i + 1))
         times.append(seconds)
-    phases = None
+    phases = kinds = None
     if profile is not None:
+        args = make_args(runs + 1)
         with profiling.trace(profile):
-            jax.block_until_ready(compiled(*make_args(runs + 1)))
-        phases = profiling.phase_times(profile, [compiled.as_text()])
+            seconds, profiled = _timed_call(compiled, args)
+        if not times:
+            times, out = [seconds], profiled
+        text = compiled.as_text()
+        phases = profiling.phase_times(profile, [text])
         busy = profiling.device_busy(profile)
         if busy is not None:
             phases.append(("(device busy)", busy[0]))
             phases.append(("(device span)", busy[1]))
-    return Timed(compile_s, times, out, phases)
+        kinds = profiling.op_kind_table(profile, text, step)
+    return Timed(compile_s, times, out, phases, kinds)
 
 
 def peak_bytes() -> int | None:
@@ -148,19 +170,28 @@ def provenance(argv: list[str] | None = None) -> dict[str, Any]:
     }
 
 
-def bench_rollout_czjax(player_name: str, batch: int, runs: int, profile: str | Path | None = None) -> dict:
-    """Whole games between two copies of a built-in player; ``profile`` as in :func:`bench_train`."""
-    player = players.BUILTIN_PLAYERS[player_name]
+def bench_rollout_czjax(player_spec: str, batch: int, runs: int, profile: str | Path | None = None) -> dict:
+    """Whole games between two copies of a player (a spec of czjax.agents.load_agent: a built-in
+    player, ``untrained:MODEL``, a checkpoint, a search over one); ``profile`` as in
+    :func:`bench_train`. A network's FLOPs are its forward pass's per board times the moves
+    played (each move one board its mover evaluated; a search's player counts its root's and
+    its simulations' evaluations), a lower bound where finished games' boards are evaluated too
+    (czjax.compaction); a built-in player has none. The compiled step is the ply: the loop runs
+    until the batch's last game has ended (``plies``: its longest game's length)."""
+    agent = agents.load_agent(player_spec)
 
     def run(key):
-        return rollout.play_games(key, player, None, player, None, batch)
+        return rollout.play_games(key, agent.player, agent.params, agent.player, agent.params, batch)
 
-    compile_s, times, (traj, results), phases = time_compiled(run, lambda i: (jax.random.key(i),), runs, profile)
+    compile_s, times, (traj, results), phases, kinds = time_compiled(run, lambda i: (jax.random.key(i),), runs, profile)
     median = statistics.median(times)
-    moves = int(np.asarray(results.length).sum())
+    lengths = np.asarray(results.length)
+    moves = int(lengths.sum())
+    plies = int(lengths.max())
+    forward = compaction.flops_per_board(agent.player, agent.params)
     return {
         "impl": "czjax",
-        "player": player_name,
+        "player": player_spec,
         "batch": batch,
         "games_per_s": batch / median,
         "moves_per_s": moves / median,
@@ -168,7 +199,29 @@ def bench_rollout_czjax(player_name: str, batch: int, runs: int, profile: str | 
         "times_s": times,
         "compile_s": compile_s,
         "mean_length": moves / batch,
+        **step_fields("ply", median, plies),
+        "plies": plies,
+        "precision": "default",
+        **network_fields(forward, forward * moves, median),
         **({"phases": dict(phases)} if phases is not None else {}),
+        **({"op_kinds": kinds} if kinds is not None else {}),
+    }
+
+
+def step_fields(step: str, call_s: float, steps_per_call: int) -> dict:
+    """A row's compiled step: what it is (``step``) and its time (``step_s``: a call's time over
+    the steps it runs)."""
+    return {"step": step, "step_s": call_s / steps_per_call}
+
+
+def network_fields(forward_per_board: float, flops_per_call: float, call_s: float) -> dict:
+    """A row's network FLOPs: per board (``forward_flops_per_board``), per call of its compiled
+    program (``network_flops_per_call``) and per second of the call's time
+    (``network_flops_per_s``)."""
+    return {
+        "forward_flops_per_board": forward_per_board,
+        "network_flops_per_call": flops_per_call,
+        "network_flops_per_s": flops_per_call / call_s,
     }
 
 
@@ -194,7 +247,7 @@ def bench_rollout_pgx(batch: int, runs: int) -> dict | None:
         state, moved = lax.scan(body, state, jax.random.split(play_key, rollout.PLIES))
         return state.rewards, moved.sum()
 
-    compile_s, times, (_, moves), _ = time_compiled(run, lambda i: (jax.random.key(i),), runs)
+    compile_s, times, (_, moves), _, _ = time_compiled(run, lambda i: (jax.random.key(i),), runs)
     median = statistics.median(times)
     return {
         "impl": "pgx",
@@ -206,19 +259,31 @@ def bench_rollout_pgx(batch: int, runs: int) -> dict | None:
         "times_s": times,
         "compile_s": compile_s,
         "mean_length": int(moves) / batch,
+        **step_fields("ply", median, rollout.PLIES),  # its scan runs every ply
+        "plies": rollout.PLIES,
+        "precision": "default",
+        **network_fields(0.0, 0.0, median),
     }
 
 
 ROLLOUT_HEADER = (
-    f"{'impl':6s} {'player':16s} {'batch':>7s} {'games/s':>12s} {'moves/s':>13s} {'median s':>9s} {'compile s':>9s}"
+    f"{'impl':6s} {'player':16s} {'batch':>7s} {'games/s':>12s} {'moves/s':>13s} {'median s':>9s} {'s/ply':>9s} "
+    f"{'net GFLOP/s':>11s} {'of roof':>7s} {'compile s':>9s}"
 )
 
 
 def format_rollout_row(row: dict) -> str:
     return (
         f"{row['impl']:6s} {row['player']:16s} {row['batch']:7d} {row['games_per_s']:12,.0f} "
-        f"{row['moves_per_s']:13,.0f} {row['median_s']:9.4f} {row['compile_s']:9.2f}"
+        f"{row['moves_per_s']:13,.0f} {row['median_s']:9.4f} {row['step_s']:9.6f} "
+        f"{row['network_flops_per_s'] / 1e9:11.2f} {format_fraction(row)} {row['compile_s']:9.2f}"
     )
+
+
+def format_fraction(row: dict) -> str:
+    """A row's roof fraction as the tables print it, ``-`` where it has none."""
+    fraction = row.get("roof_fraction")
+    return f"{fraction:7.1%}" if fraction is not None else f"{'-':>7s}"
 
 
 def stderr(msg: str) -> None:
@@ -243,54 +308,101 @@ def bench_train(
     in the blog's examples, and one AdamW update each), timed per iteration, each batch's games
     split over ``num_devices``. ``settings``: TrainConfig fields that change how the iteration
     is computed, not what (``precision``, ``compaction``, ``conv``, ``norm``, ``unroll``), kept
-    in the row; the rest are the defaults.
-    ``profile``: a folder for a profiler trace of one more chunk, split into phases
-    (``row["phases"]``: seconds per iteration per phase). ``row["peak_bytes"]``: the device's
-    peak memory in use, where the backend reports it (GPUs do, the CPU does not)."""
-
+    in the row; the rest are the defaults. ``profile``: as in :func:`bench_config`."""
     config = TrainConfig(
         model=model, games_per_batch=games_per_batch, opponent="self", eval_games=2, batches_per_chunk=steps, **settings
     )
+    return _with_pytorch_reference(bench_config(config, runs, num_devices, profile))
+
+
+def bench_config(
+    config: TrainConfig,
+    runs: int,
+    num_devices: int = 1,
+    profile: str | Path | None = None,
+    each_kernel: bool = False,
+) -> dict:
+    """One compiled chunk of ``config``'s training iterations (``batches_per_chunk`` of them,
+    then its evaluation games), timed per iteration, each batch's games split over
+    ``num_devices``; ``config`` is run as given (a solver evaluation, if on, is left out).
+    ``profile``: a folder for a profiler trace of one more chunk (``runs=0``: that chunk is the
+    timed one), split into phases (``row["phases"]``: seconds per iteration per phase) and
+    kinds of operation (``row["op_kinds"]``, per iteration, czjax.bench.profiling; its step is
+    the search's simulation, or without a search the rollout's pair of plies). ``each_kernel``: compiled
+    so that each of a GPU's kernels names its own instruction in the trace
+    (:data:`czjax.bench.profiling.EACH_KERNEL_OPTIONS`; its times are then the program's run
+    that way). ``row["peak_bytes"]``: the device's peak memory in use, where the backend reports
+    it (GPUs do, the CPU does not)."""
+    if config.solver_eval != "off":
+        config = config.override({"solver_eval": "off"})
+    steps = config.batches_per_chunk
     num_devices = devices.available(num_devices)
     trainer = make_trainer(config, None, num_devices)
     hparams = devices.replicate(HParams.create(), num_devices)
     state = trainer.init(0)
+    searcher = build_search(config)
     with precision.matmul(config.precision):
-        compile_s, times, (_, metrics), phases = time_compiled(
+        compile_s, times, (_, metrics), phases, kinds = time_compiled(
             lambda st: trainer.run_chunk(st, hparams, steps),
             lambda i: (devices.replicate(state.replace(key=jax.random.key(i)), num_devices),),
             runs,
             profile,
+            profiling.PLY_PAIR if searcher is None else profiling.SIMULATION,
+            profiling.EACH_KERNEL_OPTIONS.get(jax.default_backend()) if each_kernel else None,
         )
     forward_flops = compaction.flops_per_board(trainer.learner, state.params)
-    row = _train_row(config, num_devices, compile_s, times, metrics, forward_flops)
+    actor = trainer.learner if searcher is None else search.search_player(searcher, trainer.learner)
+    acting_flops = compaction.flops_per_board(actor, state.params)
+    row = _train_row(config, num_devices, compile_s, times, metrics, forward_flops, acting_flops)
     if phases is not None:
         row["phases"] = {name: seconds / steps for name, seconds in phases}
+    if kinds is not None:
+        row["op_kinds"] = per_iteration_kinds(kinds, steps)
     peak = peak_bytes()
     if peak is not None:
         row["peak_bytes"] = peak
-    return _with_pytorch_reference(row)
+    return row
 
 
-def _train_row(config, num_devices: int, compile_s: float, times: list[float], metrics, forward_flops: float) -> dict:
-    """:func:`bench_train`'s row from its timings: the median chunk's speed per iteration, the
+def per_iteration_kinds(kinds: dict, steps: int) -> dict:
+    """czjax.bench.profiling.kind_table's figures for a chunk of ``steps`` iterations, per
+    iteration (the launches per loop step as they are)."""
+    per = dict(kinds)
+    per["seconds"] = {kind: seconds / steps for kind, seconds in kinds["seconds"].items()}
+    per["launches"] = {kind: count / steps for kind, count in kinds["launches"].items()}
+    for name in ("span_s", "busy_s", "idle_s", "total_launches", "unnamed_launches"):
+        per[name] = kinds[name] / steps
+    if "steps" in kinds:
+        per["steps"] = kinds["steps"] / steps
+    return per
+
+
+def _train_row(
+    config, num_devices: int, compile_s: float, times: list[float], metrics, forward_flops: float, acting_flops: float
+) -> dict:
+    """:func:`bench_config`'s row from its timings: the median chunk's speed per iteration, the
     learner's real positions per second, the network's FLOPs per iteration and per second
-    (:func:`network_flops`, from ``forward_flops``, the model's per board), and the settings of
-    ``config`` that change how the iteration is computed."""
+    (:func:`network_flops`, from ``forward_flops``, the model's per board, and
+    ``acting_flops``, the player's that made the moves per board: the model's, or a search's
+    over it), and the settings of ``config`` that change how the iteration is computed."""
     steps, games_per_batch = config.batches_per_chunk, config.games_per_batch
     per_iteration = statistics.median(times) / steps
-    positions = float(metrics["positions"]) / steps  # the learner's real positions per batch
-    # every ply of every game is one board its mover's network evaluated; game_length is the
+    # the learner's real positions per batch; with a replay buffer, per step of its `replay.steps`
+    positions = float(metrics["positions"]) / steps * (config.replay.steps if config.replay.capacity else 1)
+    # every ply of every game is one board its mover's player evaluated; game_length is the
     # mean over the batch's games (averaged over the chunk's equal-sized batches)
     played = games_per_batch * float(metrics["game_length"])
-    flops = network_flops(forward_flops, played, positions)
+    flops = network_flops(forward_flops, played, positions, acting_flops)
     return {
         "model": config.model,
+        "search": config.search,
         "games_per_batch": games_per_batch,
         "games_per_s": games_per_batch / per_iteration,
         "positions_per_s": positions / per_iteration,
         "iteration_s": per_iteration,
+        **step_fields("iteration", per_iteration, 1),
         "forward_flops_per_board": forward_flops,
+        "acting_flops_per_board": acting_flops,
         "positions_played_per_iteration": played,
         "learner_positions_per_iteration": positions,
         "network_flops_per_iteration": flops,
@@ -315,16 +427,20 @@ def _train_row(config, num_devices: int, compile_s: float, times: list[float], m
 BACKWARD_OVER_FORWARD = 2.0
 
 
-def network_flops(forward_per_board: float, positions_played: float, learner_positions: float) -> float:
+def network_flops(
+    forward_per_board: float, positions_played: float, learner_positions: float, acting_per_board: float | None = None
+) -> float:
     """Matrix-product and convolution FLOPs of one self-play training iteration's network passes,
-    counted from what was played: one forward pass per position played in the rollout (each
-    mover's copy of the network on its own turns) and, in the update, a forward and a backward
-    pass (:data:`BACKWARD_OVER_FORWARD`) per learner position trained on. But for the
+    counted from what was played: per position played in the rollout, the evaluations of the
+    player that moved (``acting_per_board``: one forward pass of the mover's copy of the network,
+    the default, or a search's root and simulations) and, in the update, a forward and a
+    backward pass (:data:`BACKWARD_OVER_FORWARD`) per learner position trained on. But for the
     convention's first layer, a lower bound on the work the program does: it also evaluates
     finished games' boards (every board of a batch each ply, or the rest of a chunk of running
     ones, czjax.compaction) and, with the plain gradient, the learner's positions that did not
-    happen; the chunk's two evaluation games are left out."""
-    return forward_per_board * (positions_played + (1.0 + BACKWARD_OVER_FORWARD) * learner_positions)
+    happen; the chunk's evaluation games are left out."""
+    acting = forward_per_board if acting_per_board is None else acting_per_board
+    return acting * positions_played + forward_per_board * (1.0 + BACKWARD_OVER_FORWARD) * learner_positions
 
 
 ROOF_SIZE = 2048
@@ -342,30 +458,63 @@ def matmul_roof(size: int = ROOF_SIZE, runs: int = ROOF_RUNS, dtype: str = "floa
     return 2.0 * size**3 / statistics.median(times)
 
 
-def measure_roof(size: int = ROOF_SIZE, precision_name: str = "default") -> dict:
-    """The roof for a training benchmark at ``precision_name`` (its matrix products' precision
-    and its activations' dtype, czjax.util.precision), as the JSON document's fields."""
-    dtype = precision.activation_dtype(precision_name)
-    with precision.matmul(precision_name):
-        flops = matmul_roof(size, dtype=dtype)
-    return {"roof_flops_per_s": flops, "roof_size": size, "roof_dtype": dtype}
+# The arithmetic of a product at each --precision (czjax.util.precision), per backend: XLA's
+# default runs float32 products through TF32 tensor cores on an NVIDIA GPU, exactly on a CPU.
+# Backends not listed: as a CPU.
+ARITHMETIC = {
+    "cpu": {"default": "float32", "highest": "float32", "bf16": "bfloat16", "mixed": "bfloat16"},
+    "gpu": {"default": "tf32", "highest": "float32", "bf16": "bfloat16", "mixed": "bfloat16"},
+}
+# How each arithmetic's roof is timed: the product's dtype and the --precision it is compiled at
+ROOF_PRODUCTS = {"float32": ("float32", "highest"), "tf32": ("float32", "default"), "bfloat16": ("bfloat16", "default")}
+# The roofs measured in every benchmark's process, per backend (any other: float32's), beside the
+# one of each precision a benchmark runs at; a CPU's bfloat16 product is slow to time and is
+# measured only for a run at that precision.
+BACKEND_ROOFS = {"gpu": ("float32", "tf32", "bfloat16")}
 
 
-def format_roof(roof: dict) -> str:
-    """Two lines for the table's head: the roof, and what the network's figure beside it counts."""
-    size = roof["roof_size"]
+def roof_of(precision_name: str, backend: str | None = None) -> str:
+    """The name of the roof (:data:`ROOF_PRODUCTS`) a program at ``precision_name`` runs under."""
+    precision.check(precision_name)
+    backend = backend or jax.default_backend()
+    return ARITHMETIC.get(backend, ARITHMETIC["cpu"])[precision_name]
+
+
+def measure_roofs(size: int = ROOF_SIZE, precisions: tuple[str, ...] = ("default",)) -> dict:
+    """The roof table of this process and device, the JSON document's fields: ``roof_size`` and
+    ``roofs``, ``{name: {flops_per_s, dtype, precision}}`` for each roof the backend offers
+    (:data:`BACKEND_ROOFS`) and the roof of each of ``precisions`` (:func:`roof_of`), each
+    :func:`matmul_roof` of its dtype at its precision."""
+    backend = jax.default_backend()
+    names = dict.fromkeys([*BACKEND_ROOFS.get(backend, ("float32",)), *(roof_of(p, backend) for p in precisions)])
+    roofs = {}
+    for name in names:
+        dtype, at = ROOF_PRODUCTS[name]
+        with precision.matmul(at):
+            roofs[name] = {"flops_per_s": matmul_roof(size, dtype=dtype), "dtype": dtype, "precision": at}
+    return {"roof_size": size, "roofs": roofs}
+
+
+def format_roofs(table: dict) -> str:
+    """Two lines for a table's head: the roofs, and what a row's network figures count."""
+    size = table["roof_size"]
+    rates = ", ".join(f"{name} {roof['flops_per_s'] / 1e9:,.1f}" for name, roof in table["roofs"].items())
     return (
-        f"roof: a {size}x{size} {roof['roof_dtype']} matrix product, {roof['roof_flops_per_s'] / 1e9:,.1f} GFLOP/s "
-        f"(median of {ROOF_RUNS} runs after a warm-up, this process, this device)\n"
-        "net GFLOP/s: the network's matrix-product and convolution FLOPs per second of iteration, counted from "
-        "the positions played and trained on (a lower bound; docs/benchmarks.md)"
+        f"roofs: a {size}x{size} matrix product, GFLOP/s: {rates} (median of {ROOF_RUNS} runs after a warm-up, "
+        "this process, this device)\n"
+        "net GFLOP/s: the network's matrix-product and convolution FLOPs per second, counted from the boards it "
+        "evaluated (docs/benchmarks.md); of roof: that over the roof of the row's precision"
     )
 
 
-def with_roof(row: dict, roof_flops_per_s: float) -> dict:
-    """``row`` with the roof measured in its process and its network FLOP/s as a fraction of it."""
-    row["roof_flops_per_s"] = roof_flops_per_s
-    row["roof_fraction"] = row["network_flops_per_s"] / roof_flops_per_s
+def with_roof(row: dict, table: dict) -> dict:
+    """``row`` with the roof of its ``precision`` from ``table`` (:func:`measure_roofs`) and its
+    network FLOP/s as a fraction of it (None where no network played)."""
+    name = roof_of(row["precision"])
+    row["roof"] = name
+    row["roof_flops_per_s"] = table["roofs"][name]["flops_per_s"]
+    flops = row["network_flops_per_s"]
+    row["roof_fraction"] = flops / row["roof_flops_per_s"] if flops > 0 else None
     return row
 
 
@@ -408,7 +557,7 @@ def format_train_row(row: dict) -> str:
     here = (
         f"{row['torch_games_per_s']:12,.0f} {row['vs_torch']:5.1f}x" if "vs_torch" in row else f"{'-':>12s} {'-':>6s}"
     )
-    roof = f"{row['roof_fraction']:7.1%}" if "roof_fraction" in row else f"{'-':>7s}"
+    roof = format_fraction(row)
     flow = row.get("control_flow", "auto")
     model = row["model"] + ("" if flow == "auto" else " " + flow)
     return (

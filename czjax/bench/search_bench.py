@@ -10,8 +10,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from czjax import game, players, search
-from czjax.bench.harness import time_interleaved
+from czjax import compaction, game, players, search
+from czjax.bench.harness import format_fraction, network_fields, step_fields, time_interleaved
 
 # ---------------------------------------------------------------------------------------------
 # Search: czjax's tree against mctx (over czjax's rules, and over pgx), the same network
@@ -159,7 +159,9 @@ def bench_search(algo: str, batch: int, sims: int, runs: int, peers: bool = True
     """Searches per second from ``batch`` mid-game positions (12 random plies), ``sims``
     simulations, the same network: czjax's tree, and with mctx installed mctx over czjax's
     rules and mctx over pgx's connect_four (with pgx installed), in this process, their timed
-    runs interleaved."""
+    runs interleaved. Every implementation evaluates the network on each search's root and once
+    a simulation, ``batch x (sims + 1)`` boards a call (the network's FLOPs); the compiled step
+    is the simulation (``step_s``: a call's time over ``sims``)."""
 
     params = search_network_params()
     moves = midgame_moves(batch)
@@ -182,6 +184,7 @@ def bench_search(algo: str, batch: int, sims: int, runs: int, peers: bool = True
                 for t in range(moves.shape[1]):
                     state = jax.vmap(env.step)(state, jnp.asarray(moves[:, t], jnp.int32))
                 impls.append(("mctx+pgx", _mctx_search(algo, sims, *_mctx_over_pgx(env)), state))
+    forward = compaction.flops_per_board(search_network_player, params)
     rows = []
     for impl, times, compile_s in time_interleaved(
         [(fn, lambda i, inputs=inputs: (params, inputs, jax.random.key(i))) for _, fn, inputs in impls],
@@ -200,6 +203,9 @@ def bench_search(algo: str, batch: int, sims: int, runs: int, peers: bool = True
                 "median_s": median,
                 "times_s": times,
                 "compile_s": compile_s,
+                **step_fields("simulation", median, sims),
+                "precision": "default",
+                **network_fields(forward, forward * batch * (sims + 1), median),
             }
         )
     czjax_rate = rows[0]["searches_per_s"]
@@ -210,12 +216,14 @@ def bench_search(algo: str, batch: int, sims: int, runs: int, peers: bool = True
 
 SEARCH_HEADER = (
     f"{'impl':17s} {'algo':7s} {'batch':>6s} {'sims':>5s} {'searches/s':>11s} {'simulations/s':>14s} "
-    f"{'median s':>9s} {'compile s':>9s} {'czjax/this':>10s}"
+    f"{'median s':>9s} {'s/sim':>9s} {'net GFLOP/s':>11s} {'of roof':>7s} {'compile s':>9s} {'czjax/this':>10s}"
 )
 
 
 def format_search_row(row: dict) -> str:
     return (
         f"{row['impl']:17s} {row['algo']:7s} {row['batch']:6d} {row['sims']:5d} {row['searches_per_s']:11,.0f} "
-        f"{row['simulations_per_s']:14,.0f} {row['median_s']:9.4f} {row['compile_s']:9.1f} {row['czjax_vs_this']:9.2f}x"
+        f"{row['simulations_per_s']:14,.0f} {row['median_s']:9.4f} {row['step_s']:9.6f} "
+        f"{row['network_flops_per_s'] / 1e9:11.2f} {format_fraction(row)} {row['compile_s']:9.1f} "
+        f"{row['czjax_vs_this']:9.2f}x"
     )

@@ -8,11 +8,13 @@ from pathlib import Path
 from czjax.cli import flags
 
 
-def _bench(args, what: str, header: str, settings, measure, fmt, notes=(), summary=None) -> int:
+def _bench(args, what: str, header: str, settings, measure, fmt, roofs_at=None) -> int:
     """Run ``measure`` for each setting, printing a table row as each finishes (to stderr with
-    ``--json``, whose JSON document goes to stdout). ``notes``: lines printed before the table;
-    ``summary``: fields of the whole run, added to the JSON document, which opens with where its
-    figures come from (:func:`czjax.bench.harness.provenance`: command, commit, machine, date)."""
+    ``--json``, whose JSON document goes to stdout, opening with where its figures come from:
+    :func:`czjax.bench.harness.provenance`, command, commit, machine, date). ``roofs_at``: the
+    precisions the rows run at; then the roof table (:func:`czjax.bench.harness.measure_roofs`,
+    ``--roof-size``) is measured once, before the rows, in this process, printed before the
+    table and added to the JSON document, and every row gets its roof and fraction."""
     from czjax.bench import harness
 
     log = harness.stderr if args.json else print
@@ -20,21 +22,26 @@ def _bench(args, what: str, header: str, settings, measure, fmt, notes=(), summa
         f"czjax bench {what} on {harness.machine_description()}; median of {args.runs} timed runs, compile time "
         "separate"
     )
-    for note in notes:
-        log(note)
+    roofs = harness.measure_roofs(args.roof_size, tuple(roofs_at)) if roofs_at is not None else {}
+    if roofs:
+        log(harness.format_roofs(roofs))
     log(header)
     rows = []
     for setting in settings:
         for row in measure(setting, log):
-            rows.append(row)
+            rows.append(harness.with_roof(row, roofs) if roofs else row)
             log(fmt(row))
     if args.json:
-        print(json.dumps({**harness.provenance(), **(summary or {}), "rows": rows}, indent=1))
+        print(json.dumps({**harness.provenance(), **roofs, "rows": rows}, indent=1))
     return 0
 
 
 def cmd_bench_rollout(args) -> int:
+    from czjax import agents
     from czjax.bench import harness, profiling
+
+    for spec in args.player:  # a wrong spec is said before anything is measured
+        agents.load_agent(spec)
 
     def measure(setting, log):
         player, batch = setting
@@ -43,6 +50,7 @@ def cmd_bench_rollout(args) -> int:
         if profile is not None:
             log(f"profile of one batch in {profile} (ui.perfetto.dev opens perfetto_trace.json.gz):")
             log(profiling.format_phases(list(row["phases"].items())))
+            log(profiling.format_kinds(row["op_kinds"]))
         rows = [row]
         if player == "random-punisher":
             row["vs_pytorch"] = row["games_per_s"] / harness.PYTORCH_PUNISHER_GAMES_PER_S
@@ -67,7 +75,7 @@ def cmd_bench_rollout(args) -> int:
         return harness.format_rollout_row(row) + extra
 
     settings = [(player, batch) for player in args.player for batch in args.batch]
-    return _bench(args, "rollout", harness.ROLLOUT_HEADER, settings, measure, fmt)
+    return _bench(args, "rollout", harness.ROLLOUT_HEADER, settings, measure, fmt, roofs_at=["default"])
 
 
 def cmd_bench_train(args) -> int:
@@ -81,19 +89,16 @@ def cmd_bench_train(args) -> int:
         for flow in args.control_flow
     ]
 
-    roof = harness.measure_roof(args.roof_size, args.precision)  # once, before the rows, in this process
-
     def measure(setting, log):
         model, games, n, flow = setting
         profile = Path(args.profile) / f"{model}-{games}-{n}dev-{flow}" if args.profile else None
         settings = {name: getattr(args, name) for name in ("precision", "compaction", "conv", "norm", "unroll")}
         settings["control_flow"] = flow
-        row = harness.with_roof(
-            harness.bench_train(model, games, args.runs, args.steps, n, profile, **settings), roof["roof_flops_per_s"]
-        )
+        row = harness.bench_train(model, games, args.runs, args.steps, n, profile, **settings)
         if profile is not None:
             log(f"profile of one chunk in {profile} (ui.perfetto.dev opens perfetto_trace.json.gz); per iteration:")
             log(profiling.format_phases(list(row["phases"].items())))
+            log(profiling.format_kinds(row["op_kinds"]))
         if not args.no_peer and not harness.add_torch_peer(row, args.runs, args.peer_steps or args.steps):
             log("  (PyTorch not installed: `pip install torch==2.13.0` to time the PyTorch iteration side by side)")
             args.no_peer = True
@@ -106,8 +111,7 @@ def cmd_bench_train(args) -> int:
         settings,
         measure,
         harness.format_train_row,
-        notes=[harness.format_roof(roof)],
-        summary=roof,
+        roofs_at=[args.precision],
     )
 
 
@@ -135,6 +139,7 @@ def cmd_bench_search(args) -> int:
         settings,
         lambda s, log: search_bench.bench_search(s[0], s[1], s[2], args.runs, peers=not args.no_peer),
         search_bench.format_search_row,
+        roofs_at=["default"],
     )
 
 
@@ -157,7 +162,9 @@ def _add_rollout_bench(bench_commands) -> None:
         description=(
             "Plays whole games (one compiled lax.scan over 42 plies) at each batch size and reports the median "
             "of several timed runs, with compile time separate. Random-vs-random is compared with pgx in the "
-            "same process when pgx is installed (pip install 'czjax[bench]')."
+            "same process when pgx is installed (pip install 'czjax[bench]'). s/ply is a call's time over the plies "
+            "its loop ran; a network player's rows count its FLOPs per move against the roof (net GFLOP/s, of roof; "
+            "see czjax bench train)."
         ),
     )
     rollout.add_argument(
@@ -171,8 +178,10 @@ def _add_rollout_bench(bench_commands) -> None:
         "--player",
         nargs="+",
         default=["random", "random-punisher"],
-        choices=["random", "random-punisher"],
-        help="players; both sides play the same one (default: %(default)s)",
+        metavar="SPEC",
+        help="players, as czjax play names them (random, random-punisher, untrained:MODEL, a checkpoint, a search "
+        "over one: a network's rows count its FLOPs against the roof); both sides play the same one "
+        "(default: %(default)s)",
     )
     rollout.add_argument(
         "--runs", type=flags.positive_int, default=5, help="timed runs per setting (default: %(default)s)"
@@ -185,6 +194,7 @@ def _add_rollout_bench(bench_commands) -> None:
         help="also trace one more batch per setting with jax.profiler into DIR/PLAYER-BATCH and print how its "
         "time splits (rules, sampling and the rest; see czjax bench train --profile)",
     )
+    _add_roof_flag(rollout)
     flags.add_json_flag(rollout, flags.JSON_TO_STDOUT)
     rollout.set_defaults(func=cmd_bench_rollout)
 
@@ -202,9 +212,10 @@ def _add_train_bench(bench_commands) -> None:
             "is timed in the same process for the same setting, and the ratio printed. net GFLOP/s is the "
             "network's matrix-product and convolution FLOPs per second of iteration: a forward pass per position "
             "played in the self-play games and a forward and backward pass (counted as 3 forward) per learner "
-            "position trained on, a lower bound on what the program computes (docs/benchmarks.md). 'of roof' is that "
-            "as a fraction of the roof, a large plain matrix product (--roof-size) timed once in the same process on "
-            "the same device."
+            "position trained on (a search's root and simulations per move where a search plays), a lower bound on "
+            "what the program computes (docs/benchmarks.md). 'of roof' is that as a fraction of the roof of the "
+            "run's precision, a large plain matrix product (--roof-size) timed once in the same process on the same "
+            "device."
         ),
     )
     flags.add_setting_flag(
@@ -235,21 +246,15 @@ def _add_train_bench(bench_commands) -> None:
         help="split each batch's games over N devices; several values are measured side by side (default: 1)",
     )
     _add_train_bench_settings(train_bench)
-    train_bench.add_argument(
-        "--roof-size",
-        type=flags.positive_int,
-        default=2048,
-        metavar="N",
-        help="the roof: an NxN by NxN matrix product at the run's precision, timed once before the rows "
-        "(default: %(default)s)",
-    )
+    _add_roof_flag(train_bench)
     train_bench.add_argument(
         "--profile",
         metavar="DIR",
         default=None,
         help="also trace one more chunk per setting with jax.profiler into DIR/MODEL-GAMES-Ndev and print how "
         "its time splits into phases (self-play: network, rules, compaction; update: targets, "
-        "gradient, optimizer; evaluation)",
+        "gradient, optimizer; evaluation) and into kinds of operation (convolutions, products, gathers and "
+        "scatters, reductions, host transfers and loop control, copies, elementwise, idle)",
     )
     flags.add_json_flag(train_bench, flags.JSON_TO_STDOUT)
     train_bench.set_defaults(func=cmd_bench_train)
@@ -279,6 +284,17 @@ def _add_train_bench_settings(train_bench) -> None:
         "compaction",
         default="auto",
         help="skipping of finished games and invalid positions " + see,
+    )
+
+
+def _add_roof_flag(parser) -> None:
+    parser.add_argument(
+        "--roof-size",
+        type=flags.positive_int,
+        default=2048,
+        metavar="N",
+        help="the roofs: an NxN by NxN matrix product at each precision the device offers (float32; on an NVIDIA "
+        "GPU also TF32 and bfloat16) and at the rows' precision, timed once before the rows (default: %(default)s)",
     )
 
 
@@ -317,7 +333,9 @@ def _add_search_bench(bench_commands) -> None:
             "of "
             "several runs, the implementations' runs interleaved, compile time separate; czjax/this is czjax's "
             "searches per "
-            "second over that row's."
+            "second over that row's. s/sim is a call's time over its simulations; net GFLOP/s counts the network's "
+            "evaluations, each search's root and one a simulation, and 'of roof' is that over the roof (see czjax "
+            "bench train)."
         ),
     )
     search_bench.add_argument(
@@ -337,5 +355,6 @@ def _add_search_bench(bench_commands) -> None:
         "--runs", type=flags.positive_int, default=5, help="timed runs per setting (default: %(default)s)"
     )
     search_bench.add_argument("--no-peer", action="store_true", help="czjax only (no mctx rows)")
+    _add_roof_flag(search_bench)
     flags.add_json_flag(search_bench, flags.JSON_TO_STDOUT)
     search_bench.set_defaults(func=cmd_bench_search)

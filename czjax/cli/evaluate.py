@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from czjax.cli import flags, output
+from czjax.util.specs import PlayerSpec
 
 
 def cmd_eval_accuracy(args) -> int:
@@ -29,7 +30,7 @@ def cmd_eval_pons(args) -> int:
     agent = output.announced(
         flags.load_player(spec), sum(len(data["boards"]) for data in sets.values()), "Pons' positions"
     )
-    report = solver.pons(agent, sets, log=output.stderr, protocol=args.protocol)
+    report = solver.pons(agent, sets, log=output.stderr, protocol=args.protocol, full_searches=args.full_searches)
     return output.print_report(args, report, solver.format_pons)
 
 
@@ -187,6 +188,12 @@ def add_evaluation_commands(commands) -> None:
         help="score as AlphaZero.jl's Pons benchmark (MCTS-600 around a network; the most likely move)",
     )
     pons.add_argument(
+        "--full-searches",
+        action="store_true",
+        help="with --protocol: run every search to its last simulation (by default a search over a network stops "
+        "once no later simulation can change its move: the same moves, the root values read at the stop)",
+    )
+    pons.add_argument(
         "--dir", default=None, metavar="DIR", help="a folder of Test_L*_R* files (default: the shipped sets)"
     )
     flags.add_json_flag(pons)
@@ -222,7 +229,9 @@ def add_play_commands(commands) -> None:
             "random-punisher) unless --temperature says otherwise; the table says how each chose its moves."
         ),
     )
-    tour.add_argument("players", nargs="+", metavar="PLAYER", help="players, each " + flags.player_help())
+    tour.add_argument(
+        "players", nargs="+", metavar="PLAYER", type=PlayerSpec.parse, help="players, each " + flags.player_help()
+    )
     tour.add_argument("--games", type=flags.game_batch, default=200, help="games per pair (default: %(default)s)")
     tour.add_argument("--anchor", default=None, help="the player rated 0 (default: the first)")
     tour.add_argument(

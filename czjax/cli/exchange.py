@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from czjax.cli import flags, output
+from czjax.util.specs import PlayerSpec
 
 
 def cmd_import_torch(args) -> int:
@@ -96,7 +97,7 @@ def add_commands(commands) -> None:
             "command."
         ),
     )
-    dist.add_argument("teacher", metavar="TEACHER", help="the teacher: " + flags.player_help())
+    dist.add_argument("teacher", metavar="TEACHER", type=PlayerSpec.parse, help="the teacher: " + flags.player_help())
     dist.add_argument("--model", default="mlp3", help="the student's model (default: %(default)s)")
     dist.add_argument(
         "--games", type=flags.game_batch, default=2000, help="self-play games of the teacher (default: %(default)s)"

@@ -6,6 +6,8 @@ import argparse
 import dataclasses
 from typing import Any
 
+from czjax.util.specs import PlayerSpec
+
 # JAX's integers are 32-bit unless x64 is enabled: a count or seed beyond this does not fit.
 INT32_MAX = 2**31 - 1
 
@@ -197,34 +199,24 @@ def player_help() -> str:
     )
 
 
-def check_search_sizes(search, spec: str) -> None:
-    """A one-line ValueError when an integer option of ``search`` (a player spec's or --search's)
-    does not fit the device's 32-bit integers: a tree of ``sims + 1`` nodes is indexed by them."""
-    if search is None:
-        return
-    for field in dataclasses.fields(search):
-        value = getattr(search, field.name)
-        if isinstance(value, int) and not isinstance(value, bool) and value > INT32_MAX - 1:
-            raise ValueError(
-                f"{spec}: {field.name}={value:,} does not fit: a search's sizes are 32-bit integers on the device, "
-                f"at most {INT32_MAX - 1:,}"
-            )
+def load_player(spec: PlayerSpec):
+    """The agent ``spec`` names (:func:`czjax.agents.load_agent`; a search's sizes are checked
+    where the search is made, before its network is loaded), JAX imported only now."""
+    from czjax import agents
 
-
-def load_player(spec: str):
-    """The agent ``spec`` names (:func:`czjax.agents.load_agent`), its search's sizes checked first."""
-    from czjax import agents, search
-
-    parsed = search.parse_spec(spec)
-    if parsed is not None:
-        check_search_sizes(parsed[0], spec)
     return agents.load_agent(spec)
 
 
 def add_player_arg(parser: argparse.ArgumentParser, default: str | None = None) -> None:
+    """The positional PLAYER, parsed here, once, into a :class:`czjax.util.specs.PlayerSpec`."""
     if default is None:
-        parser.add_argument("player", metavar="PLAYER", help=player_help())
+        parser.add_argument("player", metavar="PLAYER", type=PlayerSpec.parse, help=player_help())
     else:
         parser.add_argument(
-            "player", metavar="PLAYER", nargs="?", default=default, help=f"{player_help()} (default: {default})"
+            "player",
+            metavar="PLAYER",
+            nargs="?",
+            type=PlayerSpec.parse,
+            default=default,
+            help=f"{player_help()} (default: {default})",
         )

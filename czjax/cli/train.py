@@ -98,17 +98,6 @@ def train_spec(args):
     )
 
 
-def check_search_sizes(config) -> None:
-    """The training search's and the pool's search players' sizes fit the device's integers."""
-    from czjax import search
-
-    flags.check_search_sizes(config.searcher(), f"--search {config.search}")
-    for member in config.pool.members:
-        parsed = search.parse_spec(member)
-        if parsed is not None:
-            flags.check_search_sizes(parsed[0], member)
-
-
 def cmd_train(args) -> int:
     from czjax.run import folders, loop, sinks, stops
 
@@ -117,7 +106,6 @@ def cmd_train(args) -> int:
 
         devices.initialize_hosts(args.coordinator, args.num_processes, args.process_id)
     spec = train_spec(args)
-    check_search_sizes(spec.config)
     folders.prepare(spec)  # before the header, so that a refused run prints one line only
     if spec.resume and loop.target_reached(spec):
         print(finished_line(spec), flush=True)
@@ -175,7 +163,8 @@ def report_run(spec, summary) -> None:
             )
             + (f", {output.counted(summary['promotions'], 'league addition')}" if config.pool.league else "")
         )
-    written = [summary[k] for k in ("checkpoint", "metrics", "dashboard", "run_json") if Path(summary[k]).exists()]
+    files = ("checkpoint", "portable", "metrics", "dashboard", "run_json")
+    written = [summary[k] for k in files if Path(summary[k]).exists()]
     if written:
         print(f"outputs: {', '.join(written)}", flush=True)
     if summary["interrupted"]:  # what must be read after a stop goes to stderr: stdout may be a pipe already closed
@@ -212,7 +201,6 @@ def cmd_scan(args) -> int:
     grid = scan.parse_grid(args.grid)
     scan.check_sort(args.sort, list(grid))  # everything is checked before anything is written or run
     spec = scan_spec(args, preset, grid)
-    check_search_sizes(spec.config)
     folders.prepare(spec)  # before the header
     if args.wandb:
         sinks.check_wandb()

@@ -16,18 +16,22 @@ columns), so they carry no sampling noise.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 
-from czjax import game
+from czjax import game, minimax
 from czjax.agents import Agent, policy
-from czjax.search import SEARCHES
+from czjax.search import azjl_stream, is_search
+from czjax.search.azjl import AlphaZeroJlMCTS
 from czjax.util.progress import Progress
+from czjax.util.specs import PlayerSpec
 
 PLY_BIN = 5
 ACCURACY_KEYS = ("greedy_optimal", "greedy_keeps_outcome", "sampled_optimal", "sampled_keeps_outcome")
@@ -254,16 +258,15 @@ PONS_REFERENCE_LABELS = {
 PROTOCOLS = {"alphazero.jl": "azjl:sims=600,c=2.0"}
 
 
-def protocol_spec(protocol: str, spec: str) -> str:
+def protocol_spec(protocol: str, spec: PlayerSpec) -> PlayerSpec:
     """The player ``spec`` as ``protocol`` scores it: a network (or a built-in player) under the
     protocol's search; a search or minimax as it is. One-line ``ValueError`` for an unknown
     protocol."""
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
-    name = spec.partition(":")[0]
-    if name in SEARCHES or name == "minimax":
+    if is_search(spec) or spec.name == minimax.NAME:
         return spec
-    return f"{PROTOCOLS[protocol]}:{spec}"
+    return dataclasses.replace(PlayerSpec.parse(PROTOCOLS[protocol]), base=spec)
 
 
 def default_pons_dir() -> Path:
@@ -353,12 +356,38 @@ def move_errors(scores: np.ndarray, probs: np.ndarray, greedy: np.ndarray) -> tu
     ).sum(1)
 
 
-def _set_policies(agent: Agent, sets: dict, log=None):
+def _set_policies(agent: Agent, sets: dict, log=None, stop_when_decided: bool = False):
     """Per Pons set, ``(name, data, probs, value, greedy)`` of ``agent`` on its positions, with
-    one progress line over all the sets."""
+    one progress line over all the sets. ``stop_when_decided``: where the agent is AlphaZero.jl's
+    MCTS over a network, every position's search is stopped once its move is decided
+    (:mod:`czjax.search.azjl_stream`): the same moves, the probs and value those at the stop."""
     progress = Progress(log, "positions", sum(len(data["boards"]) for data in sets.values()))
+    if stop_when_decided and streams(agent) and agent.network is not None:
+        boards = np.concatenate([data["boards"] for data in sets.values()])
+        found = azjl_stream.stream_search(
+            agent.network,
+            agent.params,
+            boards,
+            jax.random.key(0),
+            sims=agent.search.sims,
+            c=agent.search.c,
+            progress=progress,
+        )
+        start = 0
+        for name, data in sets.items():
+            rows = slice(start, start + len(data["boards"]))
+            start = rows.stop
+            yield name, data, found.policy[rows], found.value[rows], found.action[rows]
+        return
     for name, data in sets.items():
         yield (name, data, *policy(agent, data["boards"], progress=progress))
+
+
+def streams(agent: Agent) -> bool:
+    """Whether ``agent``'s moves can come from searches stopped when decided: AlphaZero.jl's MCTS
+    (with transpositions) over a network, whose evaluations draw nothing at random."""
+    search = agent.search
+    return isinstance(search, AlphaZeroJlMCTS) and search.transpositions and agent.model_name is not None
 
 
 def pons_greedy_errors(agent: Agent, sets: dict, log=None) -> dict[str, np.ndarray]:
@@ -371,7 +400,7 @@ def pons_greedy_errors(agent: Agent, sets: dict, log=None) -> dict[str, np.ndarr
     }
 
 
-def pons(agent: Agent, sets: dict, log=None, protocol: str | None = None) -> dict:
+def pons(agent: Agent, sets: dict, log=None, protocol: str | None = None, full_searches: bool = False) -> dict:
     """Move error on Pons' sets as AlphaZero.jl measures it.
 
     An error is a move that does not keep the game-theoretic outcome (``optimal_on`` false).
@@ -384,7 +413,11 @@ def pons(agent: Agent, sets: dict, log=None, protocol: str | None = None) -> dic
         log: a callable for progress lines while a slow player (a search) works.
         protocol: the protocol the agent was built for (``"alphazero.jl"``): the move is always
             its most likely column, the lowest on ties (AlphaZero.jl's ``argmax(pi)``), and the
-            report says so.
+            report says so. Under it each MCTS over a network stops once its move is decided
+            (:mod:`czjax.search.azjl_stream`): the same moves in about two thirds of the
+            simulations; the root values read are those at the stop.
+        full_searches: run every search to its last simulation all the same (the root values
+            of the whole search).
 
     Returns:
         A report: per set ``move_error`` (%) beside AlphaZero.jl's reference rows, and, when the
@@ -393,16 +426,18 @@ def pons(agent: Agent, sets: dict, log=None, protocol: str | None = None) -> dic
     """
     with_value = agent.has_value or agent.search is not None
     samples = agent.temperature() > 0 and protocol is None
+    stop_when_decided = protocol is not None and not full_searches and streams(agent)
     report: dict = {
         "player": agent.name,
         "protocol": protocol,
         "draw_band": DRAW_BAND,
         "move": "expected over its draw" if samples else "greedy",
+        "searches": "stopped when decided" if stop_when_decided else "full",
         "reference": PONS_REFERENCE,
         "reference_labels": PONS_REFERENCE_LABELS,
         "sets": [],
     }
-    for name, data, probs, value, greedy in _set_policies(agent, sets, log):
+    for name, data, probs, value, greedy in _set_policies(agent, sets, log, stop_when_decided):
         row: dict = {"set": name, "name": PONS_NAMES.get(name, name), "n": int(len(data["boards"]))}
         if "scores" in data:
             greedy_error, expected_error = move_errors(data["scores"], probs, greedy)
@@ -433,6 +468,8 @@ def format_pons(report: dict) -> str:
 
     refs = list(report["reference"])
     protocol = f"; protocol {report['protocol']}" if report.get("protocol") else ""
+    if report.get("searches") == "stopped when decided":
+        protocol += ", each search stopped once its move was decided"
     lines = [
         f"{report['player']}: move error (%), a move that does not keep the game-theoretic outcome "
         f"(AlphaZero.jl's measure; {report['move']} move{protocol})"

@@ -18,10 +18,11 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from czjax import players, rollout
+from czjax import rollout
 from czjax.agents import load_agent
 from czjax.util.fields import setting
 from czjax.util.pytree import pytree_dataclass
+from czjax.util.specs import PlayerSpec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,10 +69,9 @@ class PoolState:
         return jnp.concatenate([jnp.ones((num_members,), bool), self.league_active])
 
 
-def load_member(spec: str):
-    """``(player, params)`` of a pool member: a built-in player's name or a checkpoint file."""
-    if spec in players.BUILTIN_PLAYERS:
-        return players.BUILTIN_PLAYERS[spec], None
+def load_member(spec: PlayerSpec):
+    """``(player, params)`` of a pool member: any player (:func:`czjax.agents.load_agent`), a
+    built-in one (params None) or a checkpoint file."""
     agent = load_agent(spec)
     return agent.player, agent.params
 

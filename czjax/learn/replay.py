@@ -108,13 +108,16 @@ def empty(capacity: int) -> ReplayBuffer:
     )
 
 
-def add(buffer: ReplayBuffer, boards: jax.Array, batch: LossInputs) -> ReplayBuffer:
+def add(buffer: ReplayBuffer, boards: jax.Array, batch: LossInputs, limit: jax.Array | None = None) -> ReplayBuffer:
     """``buffer`` with the valid rows of ``boards (N, 6, 7)`` / ``batch`` written at its
     cursor, in order, wrapping round; rows that did not happen are not written. A batch of more
-    valid rows than the capacity keeps its last ``capacity``."""
+    valid rows than the capacity keeps its last ``capacity``; with ``limit`` (at most the
+    capacity), only the first ``limit`` valid rows are written."""
     capacity = buffer.boards.shape[0]
     order, _ = compaction.valid_first(batch.valid)  # valid rows first, in their order
     count = batch.valid.sum().astype(jnp.int32)
+    if limit is not None:
+        count = jnp.clip(count, 0, limit)
     rank = jnp.arange(order.shape[0], dtype=jnp.int32)
     keep = (rank < count) & (rank >= count - capacity)
     slots = jnp.where(keep, (buffer.cursor + rank) % capacity, capacity)  # capacity: dropped
@@ -127,6 +130,15 @@ def add(buffer: ReplayBuffer, boards: jax.Array, batch: LossInputs) -> ReplayBuf
         inputs=jax.tree.map(write, buffer.inputs, batch),
         cursor=(buffer.cursor + count) % capacity,
         filled=jnp.minimum(buffer.filled + count, capacity),
+    )
+
+
+def without_rows(buffer: ReplayBuffer) -> ReplayBuffer:
+    """``buffer`` with none of its rows, its cursor and count of rows kept: what a portable
+    checkpoint holds of it (:func:`czjax.learn.trainer.portable`), a few bytes where the rows
+    are the bulk of a run's state."""
+    return dataclasses.replace(
+        buffer, boards=buffer.boards[:0], inputs=jax.tree.map(lambda rows: rows[:0], buffer.inputs)
     )
 
 

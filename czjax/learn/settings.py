@@ -8,12 +8,16 @@ form (``run.json``: :meth:`TrainConfig.to_dict` / :meth:`TrainConfig.from_dict`)
 dataclasses. Each algorithm's own settings (``Algorithm.settings`` in
 :data:`czjax.learn.algorithms.ALGORITHMS`) are a group named after it; a config stores the groups
 it was given and reads the others as their defaults (:meth:`TrainConfig.settings_of`).
+
+A config is data: it checks its fields against the tables they name (networks, searches,
+built-in players, minimax's options) and builds nothing; the trainer's set-up
+(:func:`czjax.learn.trainer.make_setup`) makes the network, the search and the opponents. Configs
+stored by earlier versions are read as today's by :mod:`czjax.learn.migration`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from typing import Any
 
@@ -21,16 +25,16 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from czjax import compaction, models, players, search
-from czjax.learn import algorithms
+# What the settings are checked against, never built from here: the tables of networks, searches
+# and built-in players, and minimax's settings (czjax.learn.trainer builds them).
+from czjax import compaction, minimax, models, players, search
+from czjax.learn import algorithms, migration
 from czjax.learn.pool import PoolSettings
 from czjax.learn.replay import ReplaySettings
-from czjax.minimax import Minimax
-from czjax.players import Player
 from czjax.util import precision
 from czjax.util.fields import setting
-from czjax.util.options import make_settings
 from czjax.util.pytree import pytree_dataclass
+from czjax.util.specs import PlayerSpec
 
 # self: a frozen copy of the learner, promoted when it is beaten; current: the learner itself
 # (AlphaZero's self-play: both sides play with the current parameters)
@@ -119,30 +123,6 @@ class PromotionSettings:
             raise ValueError("promotion every_games and window_games must be positive")
 
 
-# Flat names of settings that are now nested (configs stored before the nesting use them).
-FLAT_SETTINGS = {
-    "ppo_clip": ("ppo", "clip"),
-    "ppo_epochs": ("ppo", "epochs"),
-    "target_kl": ("ppo", "target_kl"),
-    "ppo_kl_stop": ("ppo", "kl_stop"),
-    "promote_every_games": ("promotion", "every_games"),
-    "promote_window_games": ("promotion", "window_games"),
-    "promote_threshold": ("promotion", "threshold"),
-    "pool": ("pool", "members"),
-    "pool_ema": ("pool", "ema"),
-    "league": ("pool", "league"),
-    "league_slots": ("pool", "league_slots"),
-    "league_threshold": ("pool", "league_threshold"),
-    "promote_draws_count_half": ("promotion", "draws_count_half"),
-    "ppo_bootstrap": ("ppo", "bootstrap"),
-}
-# What a stored config that predates a setting did (see TrainConfig.from_dict).
-SETTINGS_BEFORE_THEY_EXISTED = {
-    "init": "flax",
-    "ppo_kl_stop": "before-step",
-    "promote_draws_count_half": False,
-    "ppo_bootstrap": False,
-}
 NESTED = {"promotion": PromotionSettings, "pool": PoolSettings, "replay": ReplaySettings}
 
 
@@ -323,13 +303,15 @@ class TrainConfig:
     lr_final: float = setting(0.1, "the learning rate's final fraction under --lr-decay-games (default 0.1)")
 
     def __post_init__(self):
+        # Checks only: the config describes, and the trainer's set-up builds what it describes
+        # (czjax.learn.trainer.make_setup); a name is looked up in its table, never made.
         object.__setattr__(self, "algorithm_settings", checked_algorithm_settings(self.algorithm_settings))
-        model = self.build_model()  # one-line errors for an unknown model, conv or norm
-        models.check_init(self.init)
         precision.check(self.precision)
+        network, _ = models.model_options(self.model, self.conv, self.norm)  # an unknown model, option, conv, norm
+        models.check_init(self.init)
         compaction.check_mode(self.compaction)
         algorithm = algorithms.get_algorithm(self.algorithm)
-        if algorithm.needs_value_head and not models.has_value_head(model):
+        if algorithm.needs_value_head and not network.value_head:
             raise ValueError(
                 f"{self.algorithm} needs a model with a value head (cnn-mk4-value or mlp3), not {self.model}"
             )
@@ -347,7 +329,7 @@ class TrainConfig:
                 f"a replay buffer serves search-based training (alpha, alphazero); {self.algorithm} learns on-policy"
             )
         if self.search:
-            self.searcher()  # one-line error for a bad search
+            search.search_of(PlayerSpec.parse(self.search))  # one-line error for a bad search or size
             if self.opponent == "pool":
                 raise ValueError("search-based training plays self-play or a built-in opponent, not a pool")
         if self.opponent not in OPPONENTS:
@@ -356,12 +338,14 @@ class TrainConfig:
             raise ValueError("opponent 'pool' needs a list of pool members (--pool), and a pool needs opponent 'pool'")
         if self.pool.league and self.opponent != "pool":
             raise ValueError("a league grows an opponent pool: use it with opponent 'pool'")
+        for member in self.pool.members:  # a search's options and sizes now; its network is loaded by the set-up
+            search.split_search(PlayerSpec.parse(member))
         for name in ("games_per_batch", "eval_games"):
             if getattr(self, name) < 2:
                 raise ValueError(
                     f"{name} must be at least 2 (half of the games with each side first), got {getattr(self, name)}"
                 )
-        eval_opponent(self.eval_opponent)  # one-line error for an unknown opponent
+        eval_opponent_settings(self.eval_opponent)  # one-line error for an unknown opponent
         if self.unroll < 1:
             raise ValueError(f"unroll must be >= 1, got {self.unroll}")
         if not 0 <= self.lr_final <= 1 or self.lr_decay_games < 0:
@@ -384,23 +368,12 @@ class TrainConfig:
         if self.batches_per_chunk <= 0:
             raise ValueError(f"batches_per_chunk must be positive, got {self.batches_per_chunk}")
 
-    def build_model(self):
-        """The model as this config computes it (activation dtype from ``precision``, ``conv``, ``norm``)."""
-        return models.get_model(self.model, precision.activation_dtype(self.precision), self.conv, self.norm)
-
     @property
     def static(self) -> bool:
         """Whether the compiled iteration has no data-dependent branch (``control_flow``)."""
         if self.control_flow == "auto":
             return self.model in STATIC_BY_BACKEND.get(jax.default_backend(), ())
         return self.control_flow == "static"
-
-    def searcher(self):
-        """The search (czjax.search) named by ``search`` (``NAME`` or ``NAME:OPTIONS``), or None."""
-        if not self.search:
-            return None
-        name, _, options = self.search.partition(":")
-        return search.make_search(name, options)
 
     @property
     def promote_every(self) -> int:
@@ -477,20 +450,18 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, stored: dict) -> TrainConfig:
-        """The config stored in a run.json, scan.json or checkpoint. A setting added since an
-        old run was written reads as what that run did (``init`` as ``"flax"``, Flax's
-        defaults; ``ppo_kl_stop`` as ``"before-step"``), and flat names of settings that are now
-        nested are moved into their group, so an old run resumes as it began."""
+        """The config stored in a run.json, scan.json or checkpoint, an old one read as what its
+        run did (:func:`czjax.learn.migration.current_form`: ``init`` as ``"flax"``, flat names of
+        settings now nested moved into their group), so an old run resumes as it began."""
         classes = setting_groups()
-        if not any(isinstance(stored.get(group), dict) for group in classes):  # before the settings were nested
-            stored = {**SETTINGS_BEFORE_THEY_EXISTED, **stored}
-        groups = {group: dict(stored[group]) for group in classes if isinstance(stored.get(group), dict)}
-        for flat_name, (group, name) in FLAT_SETTINGS.items():
-            if flat_name in stored and not isinstance(stored[flat_name], dict):
-                groups.setdefault(group, {})[name] = stored[flat_name]
-        top = {k: v for k, v in stored.items() if k not in FLAT_SETTINGS and k not in classes}
-        nested = {group: NESTED[group](**values) for group, values in groups.items() if group in NESTED}
-        own = tuple((group, classes[group](**values)) for group, values in groups.items() if group not in NESTED)
+        current = migration.current_form(stored, classes)
+        top = {k: v for k, v in current.items() if k not in classes}
+        nested = {group: NESTED[group](**values) for group, values in current.items() if group in NESTED}
+        own = tuple(
+            (group, classes[group](**values))
+            for group, values in current.items()
+            if group in classes and group not in NESTED
+        )
         return cls(**top, **nested, algorithm_settings=own)
 
 
@@ -500,15 +471,15 @@ def json_ready(value):
     return list(value) if isinstance(value, tuple) else value
 
 
-@functools.cache
-def eval_opponent(spec: str) -> Player:
-    """The evaluation games' opponent: a built-in player or ``minimax[:OPTIONS]``; one-line
-    ``ValueError`` otherwise."""
-    name, sep, options = spec.partition(":")
-    if name == "minimax":
-        return make_settings("minimax", Minimax, options).player()
-    if spec in players.BUILTIN_PLAYERS:
-        return players.BUILTIN_PLAYERS[spec]
+def eval_opponent_settings(text: str) -> str | minimax.Minimax:
+    """What the evaluation games' opponent is: a built-in player's name, or ``minimax[:OPTIONS]``'s
+    settings (the trainer's set-up makes the player, :func:`czjax.learn.trainer.eval_opponent`);
+    one-line ``ValueError`` otherwise."""
+    spec = PlayerSpec.parse(text)
+    if spec.name == minimax.NAME:
+        return minimax.from_spec(spec)
+    if spec.plain and spec.name in players.BUILTIN_PLAYERS:
+        return spec.name
     raise ValueError(
-        f"unknown evaluation opponent {spec!r}; choose {', '.join(players.BUILTIN_PLAYERS)} or minimax:depth=N"
+        f"unknown evaluation opponent {text!r}; choose {', '.join(players.BUILTIN_PLAYERS)} or minimax:depth=N"
     )

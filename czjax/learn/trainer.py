@@ -11,6 +11,10 @@
   device; the host sees one set of metrics per chunk. With ``solver_eval`` on, ``bench`` is the
   solver benchmark (``trainer.solver_bench``), an argument of the program rather than constants
   compiled into it.
+- ``refill(state, hparams, key, rows) -> state``: a batch of games played as training plays them,
+  their positions written into the replay buffer up to ``rows`` rows, nothing else changed: how a
+  run resumed from a portable checkpoint (:func:`portable`, the state without the buffer's rows)
+  rebuilds its buffer (:func:`czjax.run.loop.rebuild_replay`).
 
 What is compiled (model, batch size, opponent, algorithm and their settings) is the
 :class:`~czjax.learn.settings.TrainConfig`; what is traced, the
@@ -25,6 +29,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import chex
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -32,10 +37,12 @@ from jax import lax
 from czjax import compaction, models, players, rollout, search
 from czjax.learn import algorithms, replay, solver_metrics
 from czjax.learn.pool import init_pool, load_member, play_against_pool, update_pool
-from czjax.learn.settings import HParams, TrainConfig, eval_opponent
-from czjax.util import compiling, counts, devices
+from czjax.learn.settings import HParams, TrainConfig, eval_opponent_settings
+from czjax.players import Player
+from czjax.util import compiling, counts, devices, precision
 from czjax.util.counts import WideCount
 from czjax.util.pytree import pytree_dataclass
+from czjax.util.specs import PlayerSpec
 
 
 @pytree_dataclass(frozen=True)
@@ -65,6 +72,7 @@ class Trainer(NamedTuple):
     update: Callable  # (params, opt_state, trajectory, outcome, hparams) -> (params, opt_state, metrics)
     run_chunk: Callable  # (state, hparams, num_batches, bench=None) -> (state, metrics)
     learner: Callable  # the model as a player
+    refill: Callable  # (state, hparams, key, rows) -> state: a batch of games into the replay buffer, up to rows
     # run_chunk's bench: czjax.learn.solver_metrics.SolverBenchmark when config.solver_eval is on, else None
     solver_bench: Any = None
 
@@ -87,10 +95,34 @@ class Setup(NamedTuple):
     )  # how a batch's rollout splits a player's boards: None the FLOP rule, 1 every board (czjax.compaction)
     eval_chunks: int | None  # the same for the evaluation games
     solver_bench: Any  # czjax.learn.solver_metrics.SolverBenchmark when config.solver_eval is on, else None
+    eval_opponent: Player  # the evaluation games' opponent (config.eval_opponent)
+
+
+def build_model(config: TrainConfig) -> nn.Module:
+    """The network ``config`` describes, as it computes (activation dtype from ``precision``,
+    ``conv``, ``norm``)."""
+    return models.get_model(config.model, precision.activation_dtype(config.precision), config.conv, config.norm)
+
+
+def build_search(config: TrainConfig) -> search.Search | None:
+    """The search ``config.search`` names (``NAME[:OPTIONS]``), which plays the learner's moves;
+    None without one."""
+    return search.search_of(PlayerSpec.parse(config.search)) if config.search else None
+
+
+@functools.cache
+def eval_opponent(text: str) -> Player:
+    """The evaluation games' opponent (``TrainConfig.eval_opponent``): a built-in player or
+    ``minimax[:OPTIONS]``; one-line ``ValueError`` otherwise
+    (:func:`czjax.learn.settings.eval_opponent_settings`)."""
+    opponent = eval_opponent_settings(text)
+    return players.BUILTIN_PLAYERS[opponent] if isinstance(opponent, str) else opponent.player()
 
 
 def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1) -> Setup:
-    model = config.build_model()
+    """What ``config`` describes, built: the network and its player, the search over it, the pool's
+    members, the solver benchmark, and how the work is split."""
+    model = build_model(config)
     learner = models.model_player(model)
     positions = (
         (rollout.PLIES // 2) * config.games_per_batch * (2 if config.mirror else 1) * (2 if config.both_sides else 1)
@@ -117,25 +149,22 @@ def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1)
         static=static,
         settings=config.settings_of(config.algorithm),
     )
-    members = [load_member(spec) for spec in config.pool.members]
-    slots = config.pool.league_slots if config.pool.league else 0
-    searcher = config.searcher()
-    actor = learner if searcher is None else search.search_player(searcher, learner)
-    bench = solver_metrics.load() if config.solver_eval != "off" else None
+    searcher = build_search(config)
     return Setup(
-        config,
-        model,
-        learner,
-        actor,
-        ctx,
-        algorithms.get_algorithm(config.algorithm),
-        members,
-        slots,
-        axis_name,
-        num_devices,
-        rollout_chunks(config.games_per_batch),
-        rollout_chunks(config.eval_games),
-        bench,
+        config=config,
+        model=model,
+        learner=learner,
+        actor=learner if searcher is None else search.search_player(searcher, learner),
+        ctx=ctx,
+        algorithm=algorithms.get_algorithm(config.algorithm),
+        members=[load_member(PlayerSpec.parse(member)) for member in config.pool.members],
+        slots=config.pool.league_slots if config.pool.league else 0,
+        axis_name=axis_name,
+        devices=num_devices,
+        rollout_chunks=rollout_chunks(config.games_per_batch),
+        eval_chunks=rollout_chunks(config.eval_games),
+        solver_bench=solver_metrics.load() if config.solver_eval != "off" else None,
+        eval_opponent=eval_opponent(config.eval_opponent),
     )
 
 
@@ -279,6 +308,24 @@ def scheduled(config: TrainConfig, hp: HParams, games: jax.Array) -> HParams:
     return dataclasses.replace(hp, learning_rate=hp.learning_rate * factor)
 
 
+def portable(state: TrainState) -> TrainState:
+    """``state`` without its replay buffer's rows (their count and cursor kept): everything else a
+    run continues from, a few times the network's size where the buffer is most of the state
+    (a 2M-position buffer: about 170 MB), small enough to move to another machine."""
+    return state if state.replay is None else dataclasses.replace(state, replay=replay.without_rows(state.replay))
+
+
+def refill_batch(setup: Setup, state: TrainState, hp: HParams, key, rows) -> TrainState:
+    """One batch of games played as :func:`train_step` plays them, their positions and targets
+    written into the replay buffer until it holds ``rows`` rows (the first of them, in order); no
+    gradient step, and the batch, game and promotion counts and the state's key are left as they
+    are, so training after a rebuild follows the schedule it would have followed."""
+    traj, results, _ = play_batch(setup, state, hp, key)
+    hp = scheduled(setup.config, hp, games_float(state.games))
+    boards, batch = algorithms.training_batch(setup.ctx, setup.algorithm, state.params, traj, results.outcome, hp)
+    return dataclasses.replace(state, replay=replay.add(state.replay, boards, batch, rows - state.replay.filled))
+
+
 def replay_update(setup: Setup, state: TrainState, traj, outcome, hp, key):
     """The batch's positions into the replay buffer, then ``replay.steps`` steps, each on a
     fresh uniform draw from it: ``(params, opt_state, metrics, buffer)``. ``replay_reuse`` is
@@ -336,7 +383,7 @@ def run_chunk(
             eval_key,
             setup.learner,
             state.params,
-            eval_opponent(setup.config.eval_opponent),
+            setup.eval_opponent,
             None,
             setup.config.eval_games,
             hp.temperature,
@@ -393,5 +440,6 @@ def make_trainer(config: TrainConfig, axis_name: str | None = None, num_devices:
         update=compiling.jit(update, convolutions=convolutions),
         run_chunk=compiling.jit(functools.partial(run_chunk, setup), convolutions=convolutions, static_argnums=2),
         learner=setup.learner,
+        refill=compiling.jit(functools.partial(refill_batch, setup), convolutions=convolutions),
         solver_bench=setup.solver_bench,
     )

@@ -36,6 +36,7 @@ from jax import lax
 from czjax import game
 from czjax.players import PlayerOutput
 from czjax.util.options import make_settings
+from czjax.util.specs import PlayerSpec
 
 TORCH_EPS = 1e-5
 
@@ -434,26 +435,31 @@ class ResNetOptions:
 class ModelEntry:
     """A network in :data:`MODELS`: ``build(options, dtype, conv, norm)`` makes the module;
     ``options`` is its options' dataclass (read from ``NAME:key=value,...`` by
-    :func:`czjax.util.options.make_settings`), None for a network without options."""
+    :func:`czjax.util.options.make_settings`), None for a network without options;
+    ``value_head`` says whether the module it makes has a value head, so that a config naming
+    the network is checked without making it (the modules' own ``has_value_head`` agrees, tested)."""
 
     build: Callable[[Any, Any, str, str], nn.Module]
     options: type | None = None
+    value_head: bool = False
 
 
 MODELS: dict[str, ModelEntry] = {
     "mlp": ModelEntry(lambda options, dtype, conv, norm: SimpleMLP(dtype=dtype)),
-    "mlp3": ModelEntry(lambda options, dtype, conv, norm: MLP3(dtype=dtype)),
+    "mlp3": ModelEntry(lambda options, dtype, conv, norm: MLP3(dtype=dtype), value_head=True),
     "cnn-mk4": ModelEntry(
         lambda options, dtype, conv, norm: CNNMk4(value_head=False, conv=conv, dtype=dtype, norm=norm)
     ),
     "cnn-mk4-value": ModelEntry(
-        lambda options, dtype, conv, norm: CNNMk4(value_head=True, conv=conv, dtype=dtype, norm=norm)
+        lambda options, dtype, conv, norm: CNNMk4(value_head=True, conv=conv, dtype=dtype, norm=norm),
+        value_head=True,
     ),
     "resnet": ModelEntry(
         lambda options, dtype, conv, norm: ResNet(
             blocks=options.blocks, channels=options.channels, conv=conv, dtype=dtype
         ),
         ResNetOptions,
+        value_head=True,
     ),
 }
 """Each network's name in specs (``--model``, ``untrained:MODEL``) -> how it is built."""
@@ -474,7 +480,7 @@ def is_model_name(name) -> bool:
     if not isinstance(name, str):
         return False
     try:
-        get_model(name)
+        model_options(name)
     except ValueError:
         return False
     return True
@@ -495,18 +501,25 @@ def get_model(name: str, dtype: str = "float32", conv: str = "auto", norm: str =
     Raises:
         ValueError: one line: an unknown name, method or option.
     """
+    entry, options = model_options(name, conv, norm)
+    return entry.build(options, COMPUTE_DTYPES[dtype], conv, norm)
+
+
+def model_options(name: str, conv: str = "auto", norm: str = "auto") -> tuple[ModelEntry, Any]:
+    """``(entry of MODELS, its options or None)`` of a network's spec, checked without making the
+    network (:func:`get_model` makes it from these); one-line ``ValueError`` for an unknown name,
+    option or method, as :func:`get_model`'s."""
     if conv not in CONV_METHODS:
         raise ValueError(f"unknown conv {conv!r}; choose one of {', '.join(CONV_METHODS)}")
     if norm not in NORM_METHODS:
         raise ValueError(f"unknown norm {norm!r}; choose one of {', '.join(NORM_METHODS)}")
-    base, _, text = name.partition(":")
-    if base not in MODELS:
+    spec = PlayerSpec.parse(name)
+    if spec.name not in MODELS or spec.base is not None:
         raise ValueError(f"unknown model {name!r}; choose one of {model_names()}")
-    entry = MODELS[base]
-    if entry.options is None and text.strip():
-        raise ValueError(f"model {base!r} takes no options, got {name!r}")
-    options = None if entry.options is None else make_settings(f"model {base}", entry.options, text)
-    return entry.build(options, COMPUTE_DTYPES[dtype], conv, norm)
+    entry = MODELS[spec.name]
+    if entry.options is None and spec.options.strip():
+        raise ValueError(f"model {spec.name!r} takes no options, got {name!r}")
+    return entry, None if entry.options is None else make_settings(f"model {spec.name}", entry.options, spec.options)
 
 
 def same_network(a: str, b: str) -> bool:

@@ -4,7 +4,9 @@ prepares them (:func:`prepare`).
 A run's folder holds ``run.json`` (what the run is: settings, seed, and its target in batches
 or seconds), ``checkpoint.msgpack`` (the same description and the TrainState, written
 atomically; the two before it kept as ``checkpoint.1.msgpack`` and ``checkpoint.2.msgpack``),
-``metrics.jsonl`` (one object per chunk) and ``dashboard.png``; a scan's,
+``metrics.jsonl`` (one object per chunk) and ``dashboard.png``, and where asked
+(``RunSpec.portable``) ``portable.msgpack``, the state without its replay buffer's rows, small
+enough to move to another machine (a resume from it rebuilds the buffer); a scan's,
 ``scan.json``, ``metrics.jsonl`` and a checkpoint per group of configurations.
 
 Nothing is lost silently:
@@ -36,7 +38,8 @@ CHECKPOINT = checkpoint.FILENAME
 METRICS = "metrics.jsonl"
 DASHBOARD = "dashboard.png"
 RUN = "run.json"
-RUN_FILES = (CHECKPOINT, METRICS, RUN, DASHBOARD)
+PORTABLE = "portable.msgpack"  # the state without its replay buffer's rows (czjax.learn.trainer.portable)
+RUN_FILES = (CHECKPOINT, METRICS, RUN, DASHBOARD, PORTABLE)
 SCAN = "scan.json"
 LOCK = ".lock"
 
@@ -240,12 +243,13 @@ def write_metrics(path, rows: list[dict]) -> None:
 
 def read_run(out_dir) -> dict:
     """What a run folder's run is (``config``, ``hparams``, ``run``: seed, batches,
-    time_budget_s, title): from its checkpoint, or from ``run.json`` when it was stopped
-    before its first checkpoint."""
+    time_budget_s, title): from its checkpoint (or its portable one, where only that came with
+    the folder), or from ``run.json`` when it was stopped before its first checkpoint."""
     out_dir = Path(out_dir)
-    if (out_dir / CHECKPOINT).exists():
-        meta, _ = checkpoint.read_meta(out_dir / CHECKPOINT)
-        return {"config": meta["config"], "hparams": meta["hparams"], "run": meta.get("extra", {})}
+    for name in (CHECKPOINT, PORTABLE):
+        if (out_dir / name).exists():
+            meta, _ = checkpoint.read_meta(out_dir / name)
+            return {"config": meta["config"], "hparams": meta["hparams"], "run": meta.get("extra", {})}
     if (out_dir / RUN).exists():
         return json.loads((out_dir / RUN).read_text())
-    raise ValueError(f"nothing to resume in {out_dir}: it holds no {CHECKPOINT} or {RUN}")
+    raise ValueError(f"nothing to resume in {out_dir}: it holds no {CHECKPOINT}, {PORTABLE} or {RUN}")

@@ -12,6 +12,12 @@ Nothing is lost silently:
 - ``resume=True`` continues from the checkpoint with the checkpoint's settings and target;
   rows logged after it are dropped first, so a resumed run gives the same metrics and
   parameters as an uninterrupted one with the same seed.
+- A run with a replay buffer can also keep a portable checkpoint (``portable=True``:
+  ``portable.msgpack``, everything but the buffer's rows), so that its folder moves to another
+  machine without the big checkpoints: a resume from it plays games with the current network
+  to fill the buffer again (:func:`rebuild_replay`; not training: no gradient step, no count
+  moved, not in the time of training), then goes on with the same schedule (learning rate,
+  games, promotions, keys) from the same batch.
 - Ctrl-C, ``SIGTERM`` and a broken output pipe stop the run after saving its last completed
   chunk, by the rule runs and scans share (:mod:`czjax.run.stops`); ``summary["interrupted"]``
   says why.
@@ -36,10 +42,11 @@ import jax
 import numpy as np
 
 from czjax import agents
+from czjax.learn import replay
 from czjax.learn.settings import HParams, TrainConfig
-from czjax.learn.trainer import make_trainer
+from czjax.learn.trainer import make_trainer, portable
 from czjax.run import folders, plots, stops
-from czjax.run.folders import CHECKPOINT, DASHBOARD, METRICS, RUN, RUN_FILES, read_metrics, write_metrics
+from czjax.run.folders import CHECKPOINT, DASHBOARD, METRICS, PORTABLE, RUN, RUN_FILES, read_metrics, write_metrics
 from czjax.run.sinks import log_rows
 from czjax.run.spec import RunSpec
 from czjax.util import checkpoint, devices, precision
@@ -173,38 +180,124 @@ def describe_target(batches: int | None, time_budget_s: float | None) -> str:
     return " or ".join(parts)
 
 
+def saved_batches(out_dir: Path) -> int | None:
+    """The batches of the newest state saved in ``out_dir`` (its checkpoint or its portable
+    checkpoint); None when it holds neither."""
+    paths = [out_dir / name for name in (CHECKPOINT, PORTABLE) if (out_dir / name).exists()]
+    return max((checkpoint.stored_count(checkpoint.read_meta(path)[1]["step"]) for path in paths), default=None)
+
+
 def target_reached(spec: RunSpec) -> bool:
     """Whether the run saved in ``spec.out_dir`` has reached ``spec``'s target: its checkpoint's
     batches, or its time in training by the metrics rows up to its checkpoint. False when it has
     no checkpoint yet."""
-    if not (spec.out_dir / CHECKPOINT).exists():
+    done = saved_batches(spec.out_dir)
+    if done is None:
         return False
-    _, raw = checkpoint.read_meta(spec.out_dir / CHECKPOINT)
-    done = checkpoint.stored_count(raw["step"])
     rows = [r for r in read_metrics(spec.out_dir / METRICS) if r["batches"] <= done]
     return spec.target_reached(done, rows[-1]["elapsed_s"] if rows else 0.0)
 
 
-def open_run(spec: RunSpec, start_params, log, num_devices: int = 1):
-    """``(trainer, state, rows, elapsed_before, init_from)`` to start or continue the run in
-    ``spec.out_dir``: from its checkpoint on ``resume`` (rows logged after it dropped), else fresh
-    (from ``start_params``, the weights of ``init_from``, if given)."""
-    ckpt_path, metrics_path = spec.out_dir / CHECKPOINT, spec.out_dir / METRICS
+class OpenedRun(NamedTuple):
+    """A run ready to train (:func:`open_run`): its trainer and state, the metrics rows before it
+    (``elapsed_before``: their time in training), the weights it started from, and the rebuild of
+    its replay buffer when it resumed from a portable checkpoint (:func:`rebuild_replay`)."""
+
+    trainer: Any
+    state: Any
+    rows: list[dict]
+    elapsed_before: float
+    init_from: str | None
+    rebuilt: dict | None = None
+
+
+def open_run(spec: RunSpec, start_params, log, num_devices: int = 1) -> OpenedRun:
+    """The run in ``spec.out_dir`` ready to start or continue: on ``resume`` from its newest saved
+    state (:func:`load_saved`; rows logged after it dropped), else fresh (from ``start_params``,
+    the weights of ``init_from``, if given)."""
+    metrics_path = spec.out_dir / METRICS
     spec.out_dir.mkdir(parents=True, exist_ok=True)
     trainer = make_trainer(spec.config, None, num_devices)
-    if spec.resume and ckpt_path.exists():
-        state, meta = checkpoint.load(ckpt_path, trainer.init(spec.seed), expected_model=spec.config.model)
+    saved = load_saved(spec, trainer) if spec.resume else None
+    if saved is not None:
+        path, state, meta = saved
         init_from = meta.get("extra", {}).get("init_from")  # already in the checkpoint's weights
         done = int(state.step)
         rows = [r for r in read_metrics(metrics_path) if r["batches"] <= done]
         if devices.is_main_process():
             write_metrics(metrics_path, rows)
-        log(f"resuming {ckpt_path} at batch {done:,} ({int(state.games):,} games)")
-        return trainer, state, rows, (rows[-1]["elapsed_s"] if rows else 0.0), init_from
+        log(f"resuming {path} at batch {done:,} ({int(state.games):,} games)")
+        rebuilt = None
+        if path.name == PORTABLE:
+            state, rebuilt = rebuild_replay(trainer, state, spec.hparams, log, num_devices)
+        return OpenedRun(trainer, state, rows, (rows[-1]["elapsed_s"] if rows else 0.0), init_from, rebuilt)
     if spec.resume and devices.is_main_process():  # over several hosts, process 0 clears the folder
         log(f"{spec.out_dir} has no checkpoint yet: starting its run from the beginning")
         metrics_path.unlink(missing_ok=True)
-    return trainer, trainer.init(spec.seed, start_params), [], 0.0, spec.init_from
+    return OpenedRun(trainer, trainer.init(spec.seed, start_params), [], 0.0, spec.init_from)
+
+
+def load_saved(spec: RunSpec, trainer):
+    """``(path, state, meta)`` of the newest state saved in ``spec.out_dir``: its checkpoint, or
+    its portable checkpoint where that is newer or the only one (the folder moved without its
+    checkpoints; its replay buffer without rows, for :func:`rebuild_replay`); None when it holds
+    neither."""
+    ckpt_path, portable_path = spec.out_dir / CHECKPOINT, spec.out_dir / PORTABLE
+    template, model = trainer.init(spec.seed), spec.config.model
+    full = checkpoint.load(ckpt_path, template, expected_model=model) if ckpt_path.exists() else None
+    if portable_path.exists():
+        _, raw = checkpoint.read_meta(portable_path)
+        if full is None or checkpoint.stored_count(raw["step"]) > int(full[0].step):
+            return (portable_path, *checkpoint.load(portable_path, portable(template), expected_model=model))
+    return None if full is None else (ckpt_path, *full)
+
+
+# Folded into a resumed state's key for the games that rebuild its replay buffer: a stream of
+# their own, so the training after the rebuild draws the keys it would have drawn.
+REBUILD_STREAM = 0x52454255
+
+
+def rebuild_replay(trainer, state, hparams: HParams, log, num_devices: int = 1) -> tuple[Any, dict | None]:
+    """``state`` from a portable checkpoint (its replay buffer without rows) with its buffer
+    filled again to the rows it held: batches of games of the current network, played as
+    training plays them (``trainer.refill``), their positions written until the buffer holds as
+    many rows as before, nothing else changed. Returns the state and a record of the rebuild
+    (rows, batches, games, seconds, compiling included), None when the buffer was empty."""
+    config, rows = trainer.config, int(state.replay.filled) if state.replay is not None else 0
+    if not rows:
+        return state, None
+    empty = replay.empty(config.replay.capacity)
+    state = devices.replicate(dataclasses.replace(state, replay=empty), num_devices)
+    hparams, limit = devices.replicate(hparams, num_devices), np.int32(rows)
+    key = jax.random.fold_in(state.key, REBUILD_STREAM)
+    start, batches, filled = time.perf_counter(), 0, 0
+    cache_key = ("refill", config, num_devices)
+    if cache_key not in _COMPILED:
+        with (
+            heartbeat(
+                log,
+                lambda: f"  ... compiling a batch to rebuild the replay buffer ({time.perf_counter() - start:.0f} s)",
+            ),
+            precision.matmul(config.precision),
+        ):
+            _COMPILED[cache_key] = trainer.refill.lower(state, hparams, key, limit).compile()
+    with heartbeat(
+        log,
+        lambda: (
+            f"  ... rebuilding the replay buffer: {filled:,} of {rows:,} rows ({time.perf_counter() - start:.0f} s)"
+        ),
+    ):
+        while filled < rows:
+            state = _COMPILED[cache_key](state, hparams, jax.random.fold_in(key, batches), limit)
+            batches += 1
+            filled = int(devices.local_view(state.replay.filled))
+    seconds = time.perf_counter() - start
+    record = {"rows": rows, "batches": batches, "games": batches * config.games_per_batch, "seconds": seconds}
+    log(
+        f"rebuilt the replay buffer: {rows:,} rows from {record['games']:,} games of the current network in "
+        f"{seconds:.1f} s (not training: no step taken, no game counted)"
+    )
+    return state, record
 
 
 def run_training(config: TrainConfig, hparams: HParams, out_dir, **options) -> dict:
@@ -217,11 +310,13 @@ def run_training(config: TrainConfig, hparams: HParams, out_dir, **options) -> d
             ``dashboard.png``).
         **options: the rest of a :class:`~czjax.run.spec.RunSpec`: ``seed``, ``batches`` or
             ``time_budget_s`` (one of them is needed), ``resume``, ``overwrite``, ``init_from``,
-            ``num_devices``, ``log``.
+            ``num_devices``, ``portable`` (also keep a checkpoint without the replay buffer's
+            rows, to move the run to another machine), ``stop_at`` (a deadline), ``log``.
 
     Returns:
         The run's summary (:func:`train`): batches and games done, wall time, the last metrics,
-        and ``interrupted`` (why it stopped early, or False).
+        ``interrupted`` (why it stopped early, or False), and ``replay_rebuilt`` (the rebuild of
+        the replay buffer it resumed with from a portable checkpoint, or None).
     """
     return train(RunSpec(config, hparams, out_dir, **options))
 
@@ -235,16 +330,19 @@ def train(spec: RunSpec) -> dict:
     # over several hosts the processes share the folder and process 0 writes: it holds the lock
     lock = folders.locked(spec.out_dir, "run", spec.spelling) if devices.is_main_process() else contextlib.nullcontext()
     with lock, stops.sigterm_as_stop():
-        resuming = spec.resume and (spec.out_dir / CHECKPOINT).exists()
+        resuming = spec.resume and any((spec.out_dir / name).exists() for name in (CHECKPOINT, PORTABLE))
         # the starting weights are read first: a bad file leaves the output folder as it was
         load = spec.init_from is not None and not resuming
         start_params = agents.load_weights(spec.init_from, spec.config.model) if load else None
         folders.prepare(spec)
         num_devices = devices.available(spec.num_devices)
-        rule = stops.stop_rule(spec.log, spec.notice)
-        trainer, state, rows, elapsed_before, init_from = open_run(spec, start_params, rule.log, num_devices)
-        training = _Training(dataclasses.replace(spec, init_from=init_from), trainer, rule, num_devices)
-        if resuming:  # the checkpoint resumed from is the one saved last
+        rule = stops.stop_rule(spec.log, spec.notice, spec.stop_at)
+        opened = open_run(spec, start_params, rule.log, num_devices)
+        trainer, state, rows, elapsed_before = opened.trainer, opened.state, opened.rows, opened.elapsed_before
+        keeps_portable = spec.portable or (spec.out_dir / PORTABLE).exists()  # kept current once there
+        spec = dataclasses.replace(spec, init_from=opened.init_from, portable=keeps_portable)
+        training = _Training(spec, trainer, rule, num_devices, rebuilt=opened.rebuilt)
+        if resuming and opened.rebuilt is None:  # the checkpoint resumed from is the one saved last
             training.saved_step = int(devices.local_view(state).step)
         discard = lambda: training.writes and not resuming and not training.saved  # noqa: E731
         with folders.discarded_on_failure(spec.out_dir, RUN_FILES, discard):
@@ -264,6 +362,7 @@ class _Training:
     writes: bool = dataclasses.field(default_factory=devices.is_main_process)  # over several hosts, process 0 writes
     saved: bool = False
     saved_step: int | None = None  # the batch of the checkpoint this process wrote last
+    rebuilt: dict | None = None  # the rebuild of the replay buffer it resumed with (rebuild_replay)
 
     @property
     def out_dir(self) -> Path:
@@ -284,14 +383,11 @@ class _Training:
             return
         if self.writes:  # over several hosts process 0 writes, and every process knows the batch
             spec = self.spec
-            checkpoint.save(
-                self.out_dir / CHECKPOINT,
-                devices.local_view(state),
-                spec.config.to_dict(),
-                spec.hparams.to_dict(),
-                spec.description(),
-                keep=KEEP_CHECKPOINTS,
-            )
+            state = devices.local_view(state)
+            stored = (spec.config.to_dict(), spec.hparams.to_dict(), spec.description())
+            checkpoint.save(self.out_dir / CHECKPOINT, state, *stored, keep=KEEP_CHECKPOINTS)
+            if spec.portable:  # after the checkpoint: a portable one is never newer than it
+                checkpoint.save(self.out_dir / PORTABLE, portable(state), *stored)
             self.saved = True
         self.saved_step = step
 
@@ -340,7 +436,8 @@ def _train(training: _Training, state, rows: list[dict], elapsed_before: float) 
         training.save(state)
     training.rule.report(f"the last completed chunk (batch {int(devices.local_view(state).step):,})")
     training.dashboard(rows)
-    return run_summary(training.out_dir, devices.local_view(state), rows, elapsed_before, training.rule.reason)
+    summary = run_summary(training.out_dir, devices.local_view(state), rows, elapsed_before, training.rule.reason)
+    return {**summary, "replay_rebuilt": training.rebuilt}
 
 
 def _train_chunks(training: _Training, state, rows: list[dict], elapsed_before: float):
@@ -421,6 +518,7 @@ def run_summary(out_dir: Path, state, rows: list[dict], elapsed_before: float, i
         "metrics": str(out_dir / METRICS),
         "dashboard": str(out_dir / DASHBOARD),
         "run_json": str(out_dir / RUN),
+        "portable": str(out_dir / PORTABLE),
     }
 
 

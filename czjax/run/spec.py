@@ -43,7 +43,11 @@ class RunSpec:
     ``num_devices``: each batch's games split across that many local devices (None: all of
     them). A checkpoint is written every ``checkpoint_every`` chunks or ``checkpoint_every_s``
     seconds, the dashboard redrawn every ``plot_every_s`` seconds. ``title`` names the run on
-    its dashboard."""
+    its dashboard. ``portable``: every checkpoint also written as ``portable.msgpack``, without
+    the replay buffer's rows (a run folder that holds one keeps it current anyway), so that the
+    folder moves to another machine without its checkpoints and resumes there, the buffer
+    rebuilt (:func:`czjax.run.loop.rebuild_replay`). ``stop_at``: a ``time.monotonic()``
+    deadline after which no new chunk starts (the run is then continued with ``resume``)."""
 
     config: TrainConfig
     hparams: HParams
@@ -59,6 +63,8 @@ class RunSpec:
     checkpoint_every: int = 10
     checkpoint_every_s: float = 60.0
     plot_every_s: float = 20.0
+    portable: bool = False
+    stop_at: float | None = None
     sinks: Any = ()
     log: Callable[[str], None] = print
     notice: Callable[[str], None] | None = None  # the line to read after a stop (default: log)

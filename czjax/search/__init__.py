@@ -45,7 +45,15 @@ from czjax.search.columns import col_argmax, col_max, col_min, col_softmax, col_
 from czjax.search.gumbel import GUMBEL_MOVES, Gumbel, gumbel_output
 from czjax.search.playouts import ROLLOUT_MASK, RolloutImprover, rollout_values
 from czjax.search.puct import PUCT, dirichlet_noise, visit_output
-from czjax.search.registry import SEARCHES, make_search, parse_spec, search_options, search_player
+from czjax.search.registry import (
+    SEARCHES,
+    is_search,
+    make_search,
+    search_of,
+    search_options,
+    search_player,
+    split_search,
+)
 from czjax.search.selection import completed_q, considered_visits, gumbel_select, puct_select, subtree_entropy
 from czjax.search.tree import (
     ROOT,
@@ -93,17 +101,19 @@ __all__ = [
     "gumbel_output",
     "gumbel_select",
     "init_tree",
+    "is_search",
     "make_recurrent_fn",
     "make_search",
     "network_value",
-    "parse_spec",
     "puct_select",
     "rollout_values",
     "root_q",
     "run_tree_search",
+    "search_of",
     "search_options",
     "search_player",
     "simulate",
+    "split_search",
     "subtree_entropy",
     "visit_output",
 ]

@@ -145,12 +145,25 @@ class Search(Protocol):
         ...
 
 
+# The largest integer option of a search: a tree of sims + 1 nodes is indexed by the device's
+# int32 (JAX's integers are 32-bit unless x64 is on), and so is every count a search keeps.
+MAX_SIZE = 2**31 - 2
+
+
 def check_ranges(settings: Search, at_least_one: Iterable[str] = (), non_negative: Iterable[str] = ()) -> None:
-    """One-line ``ValueError`` for the first field (in declaration order) below 1 among
-    ``at_least_one`` or negative (or NaN) among ``non_negative``."""
+    """One-line ``ValueError`` for the first field (in declaration order) that does not fit the
+    device's 32-bit integers (an integer above :data:`MAX_SIZE`), is below 1 among
+    ``at_least_one`` or negative (or NaN) among ``non_negative``. Every search's ``check`` calls
+    it, so a size the device cannot index is refused where the search is made, before anything
+    is loaded (not as JAX's OverflowError from inside the search)."""
     at_least_one, non_negative = set(at_least_one), set(non_negative)
     for field in dataclasses.fields(settings):
         value = getattr(settings, field.name)
+        if isinstance(value, int) and not isinstance(value, bool) and value > MAX_SIZE:
+            raise ValueError(
+                f"{field.name}={value:,} does not fit: a search's sizes are 32-bit integers on the device, "
+                f"at most {MAX_SIZE:,}"
+            )
         if field.name in at_least_one and value < 1:
             raise ValueError(f"{field.name} must be at least 1, got {value}")
         if field.name in non_negative and not value >= 0:

@@ -1,5 +1,6 @@
 """The table of searches (:data:`SEARCHES`), their options parsed from text
-(:func:`make_search`, :func:`parse_spec`), and a search as a player (:func:`search_player`).
+(:func:`make_search`; from a parsed spec, :func:`search_of` and :func:`split_search`), and a
+search as a player (:func:`search_player`).
 
 A new search is one module (a frozen settings dataclass with ``run``, ``logits`` and ``check``,
 see :class:`czjax.search.base.Search`) and one entry here.
@@ -22,6 +23,7 @@ from czjax.search.gumbel import Gumbel
 from czjax.search.playouts import RolloutImprover
 from czjax.search.puct import PUCT
 from czjax.util.options import OptionValue, make_settings
+from czjax.util.specs import PlayerSpec
 
 SEARCHES: dict[str, Callable[..., Search]] = {
     "playouts": RolloutImprover,
@@ -67,19 +69,31 @@ def search_options() -> str:
     return "; ".join(parts)
 
 
-def parse_spec(spec: str) -> tuple[Search, str] | None:
-    """``(search, base spec)`` for a player spec ``NAME:OPTIONS:BASE`` or ``NAME:BASE``
-    (``mcts:sims=64:runs/ex3``, ``gumbel:runs/ex3``, ``playouts:width=4,depth=4:runs/ex3``), or
-    None when ``spec`` does not start with a search's name."""
-    name, sep, rest = spec.partition(":")
-    if not sep or SEARCH_ALIASES.get(name, name) not in SEARCHES:
+def is_search(spec: PlayerSpec) -> bool:
+    """Whether ``spec``'s name is a search's (of :data:`SEARCHES` or :data:`SEARCH_ALIASES`)."""
+    return SEARCH_ALIASES.get(spec.name, spec.name) in SEARCHES
+
+
+def search_of(spec: PlayerSpec) -> Search:
+    """The search a spec without a player names, ``NAME[:OPTIONS]`` (``mcts:sims=32``: training's
+    ``--search``, which searches the learner); one-line ``ValueError`` for a player after it, or
+    as :func:`make_search`'s."""
+    if spec.base is not None:
+        raise ValueError(
+            f"{str(spec)!r}: this search plays with the learner's network; give {spec.name}[:OPTIONS] with no player"
+        )
+    return make_search(spec.name, spec.options)
+
+
+def split_search(spec: PlayerSpec) -> tuple[Search, PlayerSpec] | None:
+    """``(search, the player it searches)`` of a player spec ``NAME[:OPTIONS]:PLAYER``
+    (``mcts:sims=64:runs/ex3``, ``gumbel:runs/ex3``, ``playouts:width=4,depth=4:random``), or None
+    when its name is no search's; one-line ``ValueError`` for a search with no player or bad options."""
+    if not is_search(spec) or spec.plain:
         return None
-    options, sep, base = rest.partition(":")
-    if "=" not in options:  # no options: everything after the name is the player (which may hold colons)
-        options, base = "", rest
-    if not base:
-        raise ValueError(f"{spec!r} names no player to search with (e.g. {name}:sims=64:runs/ex3)")
-    return make_search(name, options), base
+    if spec.base is None or not str(spec.base):
+        raise ValueError(f"{str(spec)!r} names no player to search with (e.g. {spec.name}:sims=64:runs/ex3)")
+    return make_search(spec.name, spec.options), spec.base
 
 
 @functools.cache

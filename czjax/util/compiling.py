@@ -69,6 +69,8 @@ class _TopLevelOptions:
         return self._top.lower(*args, **kwargs)
 
 
-def compile_lowered(lowered: jax.stages.Lowered) -> jax.stages.Compiled:
-    """``lowered.compile`` with :func:`compiler_options` for what the program holds."""
-    return lowered.compile(compiler_options=compiler_options("stablehlo.convolution" in lowered.as_text()))
+def compile_lowered(lowered: jax.stages.Lowered, extra: dict[str, str | bool] | None = None) -> jax.stages.Compiled:
+    """``lowered.compile`` with :func:`compiler_options` for what the program holds, and ``extra``
+    (a caller's own, such as a profile's: they win)."""
+    options = {**(compiler_options("stablehlo.convolution" in lowered.as_text()) or {}), **(extra or {})}
+    return lowered.compile(compiler_options=options or None)

@@ -12,6 +12,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 HEARTBEAT_S = 5.0  # the longest silence while a compile or a slow compiled call runs
 
@@ -109,9 +110,10 @@ class Progress:
         self.log(self.line(now, label))
         self.last_line = now
 
-    def step(self, fn: Callable, units: int, label: str = ""):
-        """``fn()``, counted as ``units`` of the total; returns what it returns. ``label`` names
-        the step in the lines logged while it runs."""
+    def step(self, fn: Callable, units: int | Callable[[Any], int], label: str = ""):
+        """``fn()``, counted as ``units`` of the total (or as ``units(result)``, for a step that
+        learns its count as it runs); returns what it returns. ``label`` names the step in the
+        lines logged while it runs."""
         if self.log is None:
             return fn()
 
@@ -121,7 +123,7 @@ class Progress:
 
         with every(min(1.0, max(0.05, self.every_s)), tick):
             out = fn()
-        self._count(units)
+        self._count(units(out) if callable(units) else units)
         return out
 
     def _count(self, units: int) -> None:

@@ -1,0 +1,244 @@
+"""AlphaZero.jl's MCTS over many positions at once, each stopped as soon as its move is decided.
+
+Scoring a network under AlphaZero.jl's protocol runs its MCTS with 600 simulations on each of
+Pons' 6,000 positions, and only the move counts: the most visited root column, the lowest on
+ties. A simulation adds one visit to one root column, so once the leader is ahead of every
+lower column by more than the simulations left, and of every higher one by at least as many,
+no later simulation can change the move: the rest are spent for nothing. On czjax@3's network
+that point comes after about 380 of the 600 (docs/strength.md, "The yardstick").
+
+:func:`stream_search` therefore keeps a fixed pool of ``slots`` graphs (fixed shapes, one
+network call a step for the whole pool) and gives a slot the next position the step after
+its search stopped, so the network's batch stays full while every search stops at its own
+time. Each position's search is the one :func:`czjax.search.azjl.run_graph_search` runs (the
+first evaluation its root's, then the same selection, transpositions, expansion and back-up),
+cut where its move is decided: the moves are those of the full search. What the cut changes
+is the rest of the output: the root's visit shares and value are those at the stop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from czjax.players import Player
+from czjax.search.azjl import ROOT, UNLINKED, TranspositionTree, descend, expand_and_back_up, init_graph
+from czjax.search.base import CONNECT_FOUR, NUM_ACTIONS, Environment, network_value
+from czjax.search.columns import col_argmax
+from czjax.util.progress import Progress
+from czjax.util.pytree import pytree_dataclass
+
+STREAM_SLOTS = 1024  # graphs searched at once: the network's batch
+STEPS_PER_CALL = 64  # simulation steps per compiled call, between progress lines
+
+
+def decided(visits: jax.Array, legal: jax.Array, remaining: jax.Array) -> jax.Array:
+    """Whether the move, the most visited legal column (the lowest on ties), stays the move
+    whatever ``remaining`` more simulations do, each adding one visit to one column: it leads
+    every lower legal column by more than ``remaining`` and every higher one by at least that.
+    ``visits``, ``legal``: ``(S, 7)``; ``remaining``: ``(S,)``."""
+    best = col_argmax(jnp.where(legal, visits, -1))
+    lead = jnp.take_along_axis(visits, best[:, None], axis=1) - visits
+    columns = jnp.arange(NUM_ACTIONS)
+    needed = remaining[:, None] + (columns < best[:, None])  # a lower column wins a tie
+    return (~legal | (columns == best[:, None]) | (lead >= needed)).all(axis=-1)
+
+
+@pytree_dataclass(frozen=True)
+class Stream:
+    """A pool of ``S`` graphs working through ``M`` positions.
+
+    graph: the slots' graphs. item: ``int32 (S,)``, the position a slot searches (-1: none left
+    to give it). sims: ``int32 (S,)``, its simulations so far (0: its root's evaluation is due).
+    handed: positions given to slots so far. The outputs per position, written when its search
+    stops: action, visits ``(M, 7)`` at the root, value (the root's ``W / N``), sims_used.
+    """
+
+    graph: TranspositionTree
+    item: chex.Array
+    sims: chex.Array
+    handed: chex.Array
+    action: chex.Array
+    visits: chex.Array
+    value: chex.Array
+    sims_used: chex.Array
+
+    @property
+    def finished(self) -> jax.Array:
+        """Whether every position's search has stopped."""
+        return (self.item < 0).all() & (self.handed >= self.action.shape[0])
+
+
+def _where(mask: jax.Array, a, b):
+    """Per slot (the leading axis), ``a`` where ``mask`` else ``b``, over two pytrees."""
+    return jax.tree.map(lambda x, y: jnp.where(mask.reshape(mask.shape + (1,) * (x.ndim - 1)), x, y), a, b)
+
+
+def _hand_out(graph: TranspositionTree, item: jax.Array, free: jax.Array, handed: jax.Array, roots) -> tuple:
+    """The next positions given to the ``free`` slots in slot order: ``(graph, item, taken)``,
+    a taken slot's graph reset to its root alone (its evaluation due next step), a free slot
+    left without one when none is left."""
+    num = roots.mine_lo.shape[0]
+    wanted = handed + jnp.cumsum(free) - 1
+    taken = free & (wanted < num)
+    item = jnp.where(taken, wanted, jnp.where(free, -1, item))
+    root = jax.tree.map(lambda x: x[jnp.clip(wanted, 0, num - 1)], roots)
+    reset = dataclasses.replace(
+        graph,
+        positions=jax.tree.map(lambda nodes, r: nodes.at[:, ROOT].set(r), graph.positions, root),
+        children=jnp.full_like(graph.children, UNLINKED),
+        reward=jnp.zeros_like(graph.reward),
+        visits=jnp.zeros_like(graph.visits),
+        total=jnp.zeros_like(graph.total),
+        size=jnp.ones_like(graph.size),
+    )
+    return _where(taken, reset, graph), item, taken
+
+
+def start(roots, slots: int, sims: int) -> Stream:
+    """The pool before its first step: the first ``slots`` positions handed out."""
+    num = roots.mine_lo.shape[0]
+    empty_rows = jax.tree.map(lambda x: jnp.zeros((slots,) + x.shape[1:], x.dtype), roots)
+    graph = init_graph(
+        empty_rows,
+        jnp.zeros((slots, NUM_ACTIONS)),
+        jnp.zeros((slots,)),
+        jnp.zeros((slots, NUM_ACTIONS), bool),
+        sims,
+    )
+    graph, item, _ = _hand_out(graph, jnp.full((slots,), -1), jnp.ones((slots,), bool), jnp.int32(0), roots)
+    return Stream(
+        graph=graph,
+        item=item,
+        sims=jnp.zeros((slots,), jnp.int32),
+        handed=jnp.minimum(jnp.int32(slots), num),
+        action=jnp.zeros((num,), jnp.int32),
+        visits=jnp.zeros((num, NUM_ACTIONS), jnp.int32),
+        value=jnp.zeros((num,), jnp.float32),
+        sims_used=jnp.zeros((num,), jnp.int32),
+    )
+
+
+def step(
+    s: Stream, roots, player: Player, params: Any, key: jax.Array, sims: int, c: float, env: Environment
+) -> Stream:
+    """One network call for the pool: each busy slot evaluates its root (when due) or runs one
+    simulation; a search whose move is decided (or whose ``sims`` are done) writes its outputs
+    and its slot takes the next position."""
+    g = s.graph
+    fresh = s.sims == 0
+    d = jax.vmap(lambda one: descend(one, c, env))(g)
+    at_root = jax.tree.map(lambda x: x[:, ROOT], g.positions)
+    logits, value, legal = network_value(player, params, _where(fresh, at_root, d.next_position), key, env)
+    prior = jax.nn.softmax(logits)
+    grown = jax.vmap(expand_and_back_up)(g, d, prior, value, legal)
+    rooted = dataclasses.replace(
+        g,
+        prior=g.prior.at[:, ROOT].set(prior),
+        value=g.value.at[:, ROOT].set(value),
+        legal=g.legal.at[:, ROOT].set(legal),
+    )
+    g = _where(fresh, rooted, grown)
+
+    busy = s.item >= 0
+    done_sims = s.sims + busy
+    visits, root_legal = g.visits[:, ROOT], g.legal[:, ROOT]
+    stops = busy & ((done_sims >= sims) | decided(visits, root_legal, sims - done_sims))
+    count = visits.sum(-1)
+    root_value = jnp.where(count > 0, g.total[:, ROOT].sum(-1) / jnp.maximum(count, 1), g.value[:, ROOT])
+    out = jnp.where(stops, s.item, s.action.shape[0])  # past the end: dropped
+
+    def put(field, x):
+        return field.at[out].set(x, mode="drop")
+
+    g, item, taken = _hand_out(g, s.item, stops | ~busy, s.handed, roots)
+    return Stream(
+        graph=g,
+        item=item,
+        sims=jnp.where(taken, 0, done_sims),
+        handed=s.handed + taken.sum(dtype=jnp.int32),
+        action=put(s.action, col_argmax(jnp.where(root_legal, visits, -1))),
+        visits=put(s.visits, visits),
+        value=put(s.value, root_value),
+        sims_used=put(s.sims_used, done_sims),
+    )
+
+
+@functools.partial(jax.jit, static_argnames=("player", "sims", "c", "env", "steps"))
+def advance(
+    s: Stream, roots, player: Player, params: Any, key: jax.Array, sims: int, c: float, env: Environment, steps: int
+):
+    """At most ``steps`` steps of the pool, fewer when every search has stopped."""
+
+    def body(carry):
+        s, i = carry
+        return step(s, roots, player, params, jax.random.fold_in(key, i), sims, c, env), i + 1
+
+    s, _ = jax.lax.while_loop(lambda carry: (carry[1] < steps) & ~carry[0].finished, body, (s, jnp.int32(0)))
+    return s
+
+
+class StreamResult(NamedTuple):
+    """What :func:`stream_search` gives per position, on the host: the move (``int (M,)``), the
+    root's visit shares (``(M, 7)``) and value (``W / N``, the network's value where no visit)
+    at the stop, and the simulations it took (``int (M,)``, the root's evaluation the first)."""
+
+    action: np.ndarray
+    policy: np.ndarray
+    value: np.ndarray
+    sims_used: np.ndarray
+
+
+def stream_search(
+    player: Player,
+    params: Any,
+    boards,
+    key: jax.Array,
+    *,
+    sims: int = 600,
+    c: float = 2.0,
+    slots: int = STREAM_SLOTS,
+    env: Environment = CONNECT_FOUR,
+    progress: Progress | None = None,
+) -> StreamResult:
+    """AlphaZero.jl's MCTS (``sims`` simulations, exploration ``c``, transpositions) from each of
+    int8 ``boards (M, 6, 7)``, each stopped when its move is decided: the move that of the full
+    search, the policy and value those at the stop. ``progress`` counts the positions whose
+    search stopped."""
+    boards = np.asarray(boards, np.int8)
+    num = boards.shape[0]
+    if num == 0:
+        return StreamResult(
+            np.zeros(0, np.int32), np.zeros((0, NUM_ACTIONS)), np.zeros(0, np.float32), np.zeros(0, np.int32)
+        )
+    roots = env.encode(jnp.asarray(boards))
+    s = start(roots, max(1, min(slots, num)), sims)
+    progress = progress or Progress()
+    stopped = 0
+
+    def newly_stopped(s: Stream) -> int:
+        nonlocal stopped
+        now = int(s.handed) - int(np.sum(np.asarray(s.item) >= 0))
+        new, stopped = now - stopped, now
+        return new
+
+    call = 0
+    while not bool(s.finished):
+        key_call = jax.random.fold_in(key, call)
+        s = progress.step(
+            lambda s=s, k=key_call: advance(s, roots, player, params, k, sims, c, env, STEPS_PER_CALL), newly_stopped
+        )
+        call += 1
+    visits = np.asarray(s.visits)
+    return StreamResult(
+        action=np.asarray(s.action),
+        policy=visits / np.maximum(visits.sum(-1, keepdims=True), 1),
+        value=np.asarray(s.value),
+        sims_used=np.asarray(s.sims_used),
+    )
