@@ -5,7 +5,7 @@ The names a notebook uses, from the layer each lives in::
 
     import czjax
     boards = czjax.new_boards(8)                                   # the rules
-    traj, results = czjax.play_games(key, czjax.random_punisher, None, czjax.random_player, None, 8)
+    traj, results = czjax.play_games(key, czjax.Side(czjax.random_punisher), czjax.Side(czjax.random_player), 8)
     preset = czjax.get_preset("ex3-rwb")                           # settings
     summary = czjax.run_training(preset.config, czjax.HParams.create(**preset.hparams), "runs/ex3", batches=100)
     agent = czjax.load_agent("gumbel:sims=64:runs/ex3")            # players, searches
@@ -35,6 +35,7 @@ PUBLIC = {
     "random_punisher": ("czjax.players", "random_punisher"),
     "random_punisher_leftmost": ("czjax.players", "random_punisher_leftmost"),
     "play_games": ("czjax.rollout", "play_games"),
+    "Side": ("czjax.rollout", "Side"),
     "Agent": ("czjax.agents", "Agent"),
     "load_agent": ("czjax.agents", "load_agent"),
     "policy": ("czjax.agents", "policy"),

@@ -22,7 +22,7 @@ from flax.traverse_util import flatten_dict
 from czjax import game, minimax, models, search
 from czjax.models import torch_layout
 from czjax.players import BUILTIN_PLAYERS, Player, mask_for_sampling
-from czjax.rollout import Trajectory, play_games
+from czjax.rollout import Side, Trajectory, play_games
 from czjax.search import reuse as search_reuse
 from czjax.util import checkpoint
 from czjax.util.progress import Progress
@@ -327,7 +327,8 @@ def self_play(agent: Agent, num_games: int, key, temperature: float, progress: P
     keys = [key] if slices == 1 else [jax.random.fold_in(key, i) for i in range(slices)]
 
     def one_slice(k):
-        traj, _ = play_games(k, agent.player, agent.params, agent.player, agent.params, size, temperature, temperature)
+        side = Side(agent.player, agent.params, temperature)
+        traj, _ = play_games(k, side, side, size)
         return jax.device_get(traj)
 
     progress = progress or Progress()
@@ -357,7 +358,8 @@ def _searched(search, network: Player, params, boards: jax.Array):
 def _searched_reusing(search, network: Player, params, boards: jax.Array, previous, path, keep: int):
     """:func:`_searched` for a PUCT search that starts from ``previous``'s subtree below ``path``
     where there is one (:func:`czjax.search.reuse.puct_search`); also returns its tree."""
-    out, tree = search_reuse.puct_search(search, network, params, boards, jax.random.key(0), previous, path, keep)
+    previous_tree = search_reuse.PreviousTree(previous, path)
+    out, tree = search_reuse.puct_search(search, network, params, boards, jax.random.key(0), previous_tree, keep)
     return (*_reported(search.logits(out), out.value, boards), out.visits, tree)
 
 

@@ -187,7 +187,7 @@ def random_punisher_leftmost(params, boards: jax.Array, key: jax.Array) -> Playe
     wins now, else the leftmost that blocks the opponent's immediate win, else uniform over the
     legal columns. Its ties matter to a learner: a network trained against it learns to leave
     the threat it will not block (PyTorch's example-4 network wins 56% against it, 50% against
-    :func:`random_punisher`, docs/results/same-start-ex4/diagnosis.md).
+    :func:`random_punisher`, docs/results/same-start/ex4/diagnosis.md).
 
     Args and returns as :func:`random_punisher`'s.
     """

@@ -13,8 +13,9 @@ the games still going (:func:`evaluate_active`), which does gather them.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import chex
 import jax
@@ -72,6 +73,22 @@ class GameResults:
     length: chex.Array
     a_first: chex.Array
     final: game.Position
+
+
+@dataclasses.dataclass(frozen=True)
+class Side:
+    """One side of a match: its ``player``, a pure function ``(params, boards, key) ->
+    PlayerOutput``; its ``params`` (None for a built-in player); the ``temperature`` it samples
+    its moves at (0: the most likely legal column). A pytree whose player is static (part of the
+    compiled program, as a ``jit`` static argument is) and whose parameters and temperature are
+    traced (a new network or temperature does not compile again)."""
+
+    player: Player
+    params: Any = None
+    temperature: Any = 1.0
+
+
+jax.tree_util.register_dataclass(Side, data_fields=["params", "temperature"], meta_fields=["player"])
 
 
 def first_player_split(num_games: int) -> int:
@@ -134,7 +151,7 @@ def evaluate_active(
 class _Match(NamedTuple):
     """What every ply of :func:`play_games` reads that does not change during the games."""
 
-    players: tuple  # ((player, params, temperature) of A, of B)
+    sides: tuple[Side, Side]  # A, B
     halves: tuple[slice, slice]  # the games A starts, the games B starts
     chunks: list[int]  # per player: how evaluate_active splits its boards
     mover_is_a: dict  # movers (0, 1) or (1, 0) -> whether A moves, per game
@@ -142,16 +159,21 @@ class _Match(NamedTuple):
     axis_name: str | None
     record_targets: bool
 
+    @property
+    def a_first(self) -> jax.Array:
+        """``bool (B,)``: A made the game's first move."""
+        return self.mover_is_a[(0, 1)]
+
 
 def _mover_outputs(match: _Match, boards, keys, done, movers) -> tuple[jax.Array, jax.Array]:
     """The movers' outputs and temperatures for every game: each half's mover on its boards."""
     outputs, temps = [], []
     for half, mover in zip(match.halves, movers):
-        player, params, temp = match.players[mover]
+        side = match.sides[mover]
         outputs.append(
             evaluate_active(
-                player,
-                params,
+                side.player,
+                side.params,
                 boards[half],
                 keys[mover],
                 ~done[half],
@@ -160,7 +182,7 @@ def _mover_outputs(match: _Match, boards, keys, done, movers) -> tuple[jax.Array
                 match.record_targets,
             )
         )
-        temps.append(jnp.broadcast_to(jnp.asarray(temp, jnp.float32), (half.stop - half.start,)))
+        temps.append(jnp.broadcast_to(jnp.asarray(side.temperature, jnp.float32), (half.stop - half.start,)))
     return jnp.concatenate(outputs), jnp.concatenate(temps)
 
 
@@ -221,31 +243,45 @@ def _start(key, num_games: int, openings: int, devices: int) -> tuple:
     return jax.tree.map(lambda x: split_games(x, devices), init)
 
 
-@functools.partial(
-    jax.jit,
-    static_argnames=(
-        "player_a",
-        "player_b",
-        "num_games",
-        "axis_name",
-        "chunks",
-        "devices",
-        "record_targets",
-        "sample_plies",
-        "unroll",
-        "openings",
-        "skip_finished",
-    ),
+def _match(
+    sides: tuple[Side, Side],
+    num_games: int,
+    *,
+    chunks: int | None,
+    sample_plies: int | None,
+    axis_name: str | None,
+    record_targets: bool,
+) -> _Match:
+    """What every ply of a batch of ``num_games`` reads (see :func:`play_games`'s options)."""
+    split = first_player_split(num_games)
+    a_first = jnp.arange(num_games) < split
+    chunks_of = [default_chunks(s.player, s.params, num_games - split) if chunks is None else chunks for s in sides]
+    halves = (slice(0, split), slice(split, num_games))
+    mover_is_a = {(0, 1): a_first, (1, 0): ~a_first}
+    return _Match(sides, halves, chunks_of, mover_is_a, sample_plies, axis_name, record_targets)
+
+
+# play_games's size and options: each shapes the compiled program (as the sides' players do)
+_STATIC_ARGS = (
+    "num_games",
+    "axis_name",
+    "chunks",
+    "devices",
+    "record_targets",
+    "sample_plies",
+    "unroll",
+    "openings",
+    "skip_finished",
 )
+
+
+@functools.partial(jax.jit, static_argnames=_STATIC_ARGS)
 def play_games(
     key: jax.Array,
-    player_a: Player,
-    params_a,
-    player_b: Player,
-    params_b,
+    a: Side,
+    b: Side,
     num_games: int,
-    temperature_a=1.0,
-    temperature_b=1.0,
+    *,
     axis_name: str | None = None,
     chunks: int | None = None,
     devices: int = 1,
@@ -255,19 +291,16 @@ def play_games(
     openings: int = 0,
     skip_finished: bool = True,
 ) -> tuple[Trajectory, GameResults]:
-    """Play whole games between two players, as one compiled loop over the plies.
+    """Play whole games between two sides, as one compiled loop over the plies.
 
-    Games ``[0, ceil(num_games / 2))`` start with player A, the rest with player B. Players are
-    pure functions ``(params, boards, key) -> PlayerOutput``; they and ``num_games`` are static,
-    parameters and temperatures traced. The same key gives the same games on any number of
-    ``devices`` and any ``chunks``.
+    Games ``[0, ceil(num_games / 2))`` start with side A, the rest with side B. The sides'
+    players and ``num_games`` are static, their parameters and temperatures traced. The same
+    key gives the same games on any number of ``devices`` and any ``chunks``.
 
     Args:
         key: the games' random stream.
-        player_a, player_b: the two players (static).
-        params_a, params_b: their parameters (None for a built-in player).
+        a, b: the two sides (:class:`Side`: player, parameters, temperature).
         num_games: games in the batch (static).
-        temperature_a, temperature_b: sampling temperatures (0: the most likely legal column).
         axis_name: the vmapped axis of a scan, if any (:func:`all_configurations`).
         chunks: how :func:`evaluate_active` splits each player's boards (default
             :func:`default_chunks`).
@@ -291,19 +324,16 @@ def play_games(
     """
     if num_games < 2:
         raise ValueError(f"num_games must be at least 2 (half of the games with each side first), got {num_games}")
-    split = first_player_split(num_games)
-    a_first = jnp.arange(num_games) < split
-    players = ((player_a, params_a, temperature_a), (player_b, params_b, temperature_b))
-    chunks_of = [default_chunks(p, w, num_games - split) if chunks is None else chunks for p, w, _ in players]
-    halves = (slice(0, split), slice(split, num_games))
-    mover_is_a = {(0, 1): a_first, (1, 0): ~a_first}
-    match = _Match(players, halves, chunks_of, mover_is_a, sample_plies, axis_name, record_targets)
+    match = _match(
+        (a, b), num_games, chunks=chunks, sample_plies=sample_plies, axis_name=axis_name, record_targets=record_targets
+    )
     init = _start(key, num_games, openings, devices)
     player_keys, uniforms = game_randomness(key, num_games)
     randomness = (player_keys, split_games(uniforms, devices, axis=2), jnp.arange(PLIES // 2))
     step = functools.partial(_two_plies, match, num_games, skip_finished)
     (final, _, outcome, length), records = lax.scan(step, init, randomness, unroll=unroll)
-    return assemble(records, a_first), GameResults(outcome=outcome, length=length, a_first=a_first, final=final)
+    results = GameResults(outcome=outcome, length=length, a_first=match.a_first, final=final)
+    return assemble(records, match.a_first), results
 
 
 OPENINGS_STREAM = 0x09E1  # folded into a batch's key for its starting positions (a stream of its own)

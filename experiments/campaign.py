@@ -5,7 +5,8 @@ next time, so a long experiment runs as a series of short calls on whatever mach
 Every step
 - keeps its state in its work folder ``runs/campaign/<step>/`` (a later call continues from it,
   on this machine or on another one the folder is copied to);
-- after every call, done or not, writes its results to ``docs/results/<step>/``:
+- after every call, done or not, writes its results to ``docs/results/<study>/<step>/``, beside
+  the rest of its study's (``experiments/<study>/README.md``):
   ``summary.json`` (state, progress, command, wall time, machine), ``results.md`` (the milestone
   table), figures, and metrics small enough to commit (gzipped, decimated); ``--copy-to DIR``
   also copies those files to ``DIR/<step>/`` (for a machine whose outputs are read from one folder).
@@ -34,6 +35,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+import common
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "docs" / "results"
 WORK = ROOT / "runs" / "campaign"
@@ -42,7 +45,7 @@ METRICS_ROWS = 400  # rows of metrics kept per configuration when they are commi
 
 class Context(NamedTuple):
     work: Path  # the step's work folder (resumable state)
-    results: Path  # docs/results/<step>/
+    results: Path  # docs/results/<study>/<step>/
     stop_at: float  # time.monotonic() after which no new piece of work starts
     scale: float
     log: Callable[[str], None]
@@ -51,6 +54,7 @@ class Context(NamedTuple):
 class Step(NamedTuple):
     description: str
     run: Callable[[Context], dict]  # returns the summary: at least {"done": bool, "progress": float}
+    study: str  # the study it belongs to: experiments/<study>/, its results in docs/results/<study>/<step>/
     # False where a CPU does the step as fast as a GPU, measured: `run next` on a GPU skips it
     gains_from_gpu: bool = True
 
@@ -60,14 +64,17 @@ class Step(NamedTuple):
 
 def blog_example(number: int, seeds: int = 8) -> Step:
     from czjax.run import presets
-    from reproduce_blog import EXAMPLES
+
+    common.use("blog-examples")
+    from blog_examples import EXAMPLES
 
     preset_name = EXAMPLES[number]
     preset = presets.get_preset(preset_name)
 
     def run(ctx: Context) -> dict:
+        from blog_examples import BLOG, figure, format_table, milestone_rows
+
         from czjax.run import scan
-        from reproduce_blog import BLOG, figure, format_table, milestone_rows
 
         batches = max(1, round(preset.batches * ctx.scale))
         folder = ctx.work / preset_name
@@ -122,6 +129,7 @@ def blog_example(number: int, seeds: int = 8) -> Step:
     return Step(
         f"example {number} ({preset_name}) x {seeds} seeds vmapped, the preset's full length",
         run,
+        "blog-examples",
         gains_from_gpu=convnet,
     )
 
@@ -418,7 +426,7 @@ def profile_run(ctx: Context) -> dict:
     the roof of its precision (measured once a call) and the trace's kinds of operation. A
     cell's row is kept in the work folder, so a later call runs only the cells left; the
     results (``profile.json``, ``results.md``) hold every cell run so far."""
-    from czjax.bench import harness
+    from czjax.bench import harness, provenance, roofline
 
     cells = profile_cells(ctx.scale)
     programs = profile_programs(ctx.scale)
@@ -436,7 +444,7 @@ def profile_run(ctx: Context) -> dict:
         if now > deadline or (last and now + expected > deadline):
             continue
         precisions = tuple(dict.fromkeys(prec for _, _, prec in cells))
-        roofs = roofs or harness.measure_roofs(max(64, round(harness.ROOF_SIZE * ctx.scale)), precisions)
+        roofs = roofs or roofline.measure_roofs(max(64, round(roofline.ROOF_SIZE * ctx.scale)), precisions)
         ctx.log(f"profile: {program}, {games:,} games, precision {precision_name}")
         config = programs[program].override(
             {
@@ -448,7 +456,7 @@ def profile_run(ctx: Context) -> dict:
             }
         )
         row = harness.bench_config(config, 0, profile=ctx.work / "traces" / path.stem, each_kernel=True)
-        row = harness.with_roof(row, roofs)
+        row = roofline.with_roof(row, roofs)
         row.update(program=program, cell_s=time.monotonic() - now, machine=machine(), date=time.strftime("%Y-%m-%d"))
         path.write_text(json.dumps(row, default=str))
         last[program] = (games, time.monotonic() - now)
@@ -457,7 +465,7 @@ def profile_run(ctx: Context) -> dict:
         for path in (rows_folder / f"{p}-{g}-{prec}.json" for p, g, prec in cells)
         if path.exists()
     ]
-    (ctx.results / "profile.json").write_text(json.dumps({**harness.provenance(), "rows": rows}, indent=1))
+    (ctx.results / "profile.json").write_text(json.dumps({**provenance.provenance(), "rows": rows}, indent=1))
     (ctx.results / "results.md").write_text(profile_table(rows, len(cells)))
     return {
         "done": len(rows) == len(cells),
@@ -537,7 +545,7 @@ def is_json(text: str) -> bool:
     return True
 
 
-def command_step(description: str, commands: Callable[[Context], list[tuple[str, list[str]]]]) -> Step:
+def command_step(description: str, study: str, commands: Callable[[Context], list[tuple[str, list[str]]]]) -> Step:
     """A step that runs commands one after another, each output saved as ``<name>.log`` (and
     ``<name>.json`` when the command prints JSON); done when every command succeeded."""
 
@@ -572,7 +580,7 @@ def command_step(description: str, commands: Callable[[Context], list[tuple[str,
         (ctx.results / "results.md").write_text(f"# {description}\n\n" + "\n".join(lines) + "\n")
         return {"done": ok == len(results), "progress": ok / max(1, len(results)), "commands": results}
 
-    return Step(description, run)
+    return Step(description, run, study)
 
 
 def python(*args: str) -> list[str]:
@@ -589,17 +597,20 @@ STEPS: dict[str, Step] = {
         f"the strength recipe's iteration and Mk4's at {', '.join(f'{g:,}' for g in PROFILE_GAMES)} games, "
         f"{' and '.join(PROFILE_PRECISIONS)} precision, under jax.profiler: time by kind of operation",
         profile_run,
+        "benchmarks",
     ),
     "strength-10min": Step(
         f"czjax train --preset gumbel-az-gpu --time-budget {STRENGTH_BUDGET_S} (seed 0): the strength recipe for seven "
         "minutes, one call",
         strength_run,
+        "strength",
     ),
     # the strength issue's item 7: the same with the ablations' clearest gain, the search's prior
     # at temperature 1.5 (docs/strength.md); shipped if it beats czjax@4 under the protocol
     "strength-ptemp": Step(
         f"the strength recipe with prior_temperature=1.5 for {STRENGTH_BUDGET_S} s (seed 0), one call",
         functools.partial(strength_run, search_options="prior_temperature=1.5"),
+        "strength",
     ),
     # the strength issue's goal at full length: the recipe for 30 minutes of one GPU per seed,
     # over calls of at most --max-seconds whose state moves between machines (docs/results/README.md)
@@ -607,6 +618,7 @@ STEPS: dict[str, Step] = {
         f"the strength recipe for {STRENGTH_SEED_S} s of training per seed, seeds "
         f"{', '.join(map(str, STRENGTH_SEEDS))}, over as many calls as it takes",
         strength_seeds,
+        "strength",
     ),
     "ex3-8seeds": blog_example(3),
     "ex1-8seeds": blog_example(1),
@@ -616,6 +628,7 @@ STEPS: dict[str, Step] = {
     # the versions it passed with become constraints/gpu-h100.txt (scripts/refresh-constraints.sh gpu FILE)
     "suite-gpu": command_step(
         "the test suite on the GPU",
+        "test-suite",
         lambda ctx: [
             ("versions", python("-m", "pip", "freeze", "--exclude-editable")),
             # -v: a run stopped at the call's limit still names the tests that failed so far
@@ -624,6 +637,7 @@ STEPS: dict[str, Step] = {
     ),
     "bench": command_step(
         "benchmark tables",
+        "benchmarks",
         lambda ctx: [
             (
                 "bench-train",
@@ -648,11 +662,12 @@ STEPS: dict[str, Step] = {
     ),
     "same-start": command_step(
         "same_start.py --games 100000 --seeds 4 --sides czjax",
+        "same-start",
         lambda ctx: [
             (
                 "same-start",
                 python(
-                    "experiments/same_start.py",
+                    "experiments/same-start/same_start.py",
                     "--games",
                     str(max(2, round(100_000 * ctx.scale))),
                     "--seeds",
@@ -668,11 +683,12 @@ STEPS: dict[str, Step] = {
     ),
     "soft-vs-hard": command_step(
         "soft_vs_hard.py --recipe gumbel at scale",
+        "soft-vs-hard",
         lambda ctx: [
             (
                 "soft-vs-hard",
                 python(
-                    "experiments/soft_vs_hard.py",
+                    "experiments/soft-vs-hard/soft_vs_hard.py",
                     "--recipe",
                     "gumbel",
                     "--batches",
@@ -707,8 +723,13 @@ def write_rows(path: Path, rows: list[dict]) -> None:
         f.writelines(json.dumps(r) + "\n" for r in kept)
 
 
+def results_folder(results_root: Path, name: str) -> Path:
+    """Where step ``name`` writes its results: ``<results_root>/<study>/<step>/``."""
+    return results_root / STEPS[name].study / name
+
+
 def read_summary(results_root: Path, name: str) -> dict | None:
-    path = results_root / name / "summary.json"
+    path = results_folder(results_root, name) / "summary.json"
     try:
         return json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):
@@ -788,7 +809,7 @@ def run_step(
     copy_to: str | None = None,
 ) -> dict:
     step = STEPS[name]
-    results = results_root / name
+    results = results_folder(results_root, name)
     results.mkdir(parents=True, exist_ok=True)
     work = work_root / name
     work.mkdir(parents=True, exist_ok=True)

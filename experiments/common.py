@@ -1,72 +1,43 @@
-"""Shared command line for the experiment scripts: run a preset at a chosen scale."""
+"""Where the experiments' modules are found.
+
+``experiments/`` holds what the studies share (``campaign``, the runner of the named steps;
+``curves``, the statistics of seeds and milestones; ``index``, the studies' table; this module)
+and a folder per study, ``experiments/<study>/``, with its scripts and its README. A script runs
+as ``python experiments/<study>/<script>.py``, so Python puts its own folder on the import path
+and not ``experiments/``; a script that imports a shared module puts ``experiments/`` there
+first, in one line, and a module of another study by naming that study:
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # experiments/: common, curves
+    import common
+
+    common.use("recipe-ablations")
+    from ablations import PONS
+
+Every module name under ``experiments/`` is unique (``tests/test_studies.py``), so a bare name
+means one file whichever folders are on the path. The tests import from ``experiments/`` as a
+script does (``pythonpath`` in ``pyproject.toml``) and call :func:`use` for a study's modules.
+"""
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
-import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
-from czjax.learn.settings import HParams
-from czjax.run import loop, presets
+EXPERIMENTS = Path(__file__).resolve().parent
 
 
-def run_preset(name: str, doc: str, verdict: Callable[[list[dict]], str] | None = None, argv=None) -> dict:
-    preset = presets.get_preset(name)
-    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--batches", type=int, default=preset.batches, help="batches in all (default: %(default)s)")
-    parser.add_argument(
-        "--games-per-batch", type=int, default=preset.config.games_per_batch, help="(default: %(default)s)"
-    )
-    parser.add_argument("--time-budget", type=float, default=None, metavar="SECONDS", help="stop after this long")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=f"runs/{name}", help="output folder (default: %(default)s)")
-    parser.add_argument("--resume", action="store_true", help="continue the run in --out")
-    parser.add_argument("--overwrite", action="store_true", help="start again where --out already holds a run")
-    args = parser.parse_args(argv)
-    if args.batches <= 0 or args.games_per_batch < 2:
-        parser.error("--batches must be positive and --games-per-batch at least 2")
-    config = dataclasses.replace(preset.config, games_per_batch=args.games_per_batch)
-    print(
-        f"{name}: {preset.description}; {args.batches:,} batches of {args.games_per_batch} games; outputs in {args.out}/",
-        flush=True,
-    )
-    summary = loop.run_training(
-        config,
-        HParams.create(**preset.hparams),
-        args.out,
-        seed=args.seed,
-        batches=args.batches,
-        time_budget_s=args.time_budget,
-        resume=args.resume,
-        overwrite=args.overwrite,
-        log=lambda m: print(m, flush=True),
-        title=f"{name} (seed {args.seed}, {args.games_per_batch} games per batch)",
-    )
-    rows = loop.read_metrics(Path(args.out) / loop.METRICS)
-    summary["verdict"] = verdict(rows) if verdict and rows else ""
-    print(
-        json.dumps(
-            {k: summary[k] for k in ("batches", "games", "promotions", "elapsed_s", "dashboard", "verdict")}, indent=1
-        )
-    )
-    return summary
+def folder(study: str) -> Path:
+    """``experiments/<study>/``; a one-line error for a study that does not exist."""
+    path = EXPERIMENTS / study
+    if not (path / "README.md").is_file():
+        raise ValueError(f"no study {study!r}: experiments/{study}/README.md does not exist")
+    return path
 
 
-def win_rate_trend(rows: list[dict]) -> str:
-    """The evaluation win rate against RandomPunisher over the first and the last 10% of a run."""
-    head = rows[: max(1, len(rows) // 10)]
-    start = sum(r["eval_win_rate"] for r in head) / len(head)
-    return f"win rate against RandomPunisher {start:.2f} (first 10% of the run) -> {tail_mean(rows, 'eval_win_rate'):.2f} (last 10%)"
-
-
-def tail_mean(rows: list[dict], key: str, fraction: float = 0.1) -> float:
-    """Mean of ``key`` over the last ``fraction`` of the logged intervals."""
-    tail = rows[-max(1, int(len(rows) * fraction)) :]
-    return sum(r[key] for r in tail) / len(tail)
-
-
-if __name__ == "__main__":
-    sys.exit("run one of the ex*.py scripts")
+def use(*studies: str) -> None:
+    """Put these studies' folders on the import path (at its end, once), so that their modules
+    import by their bare names."""
+    for study in studies:
+        path = str(folder(study))
+        if path not in sys.path:
+            sys.path.append(path)

@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-.whl}
-freeze=${2:-docs/results/suite-gpu/versions.log}
+freeze=${2:-docs/results/test-suite/suite-gpu/versions.log}
 pins=constraints/cpu.txt
 packages=(wandb tensorboardX nbclient nbformat ipykernel mctx pgx)
 wanted=()

@@ -25,7 +25,7 @@ def ppo_games():
     trainer = make_trainer(config)
     state = trainer.init(0)
     traj, results = rollout.play_games(
-        jax.random.key(4), trainer.learner, state.params, players.random_punisher, None, 8
+        jax.random.key(4), rollout.Side(trainer.learner, state.params), rollout.Side(players.random_punisher), 8
     )
     return config, state, traj, results
 
@@ -141,7 +141,9 @@ def test_sparse_gradient_equals_the_dense_gradient():
 
     model = models.get_model("mlp3")
     params = models.init_params(model, jax.random.key(0))
-    traj, results = rollout.play_games(jax.random.key(4), players.random_player, None, players.random_player, None, 10)
+    traj, results = rollout.play_games(
+        jax.random.key(4), rollout.Side(players.random_player), rollout.Side(players.random_player), 10
+    )
     rng = np.random.default_rng(0)
     n = 210
     boards = np.asarray(traj.boards()).reshape(-1, 6, 7)[:n]
@@ -211,7 +213,11 @@ def test_value_mix_takes_the_recorded_values_into_the_returns(ppo_games):
     setup = make_setup(config, None)
     with precision.parity():  # the recorded values and the recomputed ones at the same (full) precision
         traj, results = rollout.play_games(
-            jax.random.key(6), setup.learner, state.params, players.random_punisher, None, 8, record_targets=True
+            jax.random.key(6),
+            rollout.Side(setup.learner, state.params),
+            rollout.Side(players.random_punisher),
+            8,
+            record_targets=True,
         )
     plain = traj.replace(values=None, policy_targets=None)
     _, expected = algorithms.learner_batch(setup.ctx, plain, results.outcome, GAMMA)
@@ -250,7 +256,8 @@ def test_the_rollout_records_the_searchs_policy_targets():
     params = models.init_params(model, jax.random.key(3))
     searched = search.search_player(search.PUCT(sims=6), models.model_player(model))
     with precision.parity():  # two programs compute the same values: full float32 on every backend
-        traj, _ = rollout.play_games(jax.random.key(0), searched, params, searched, params, 4, record_targets=True)
+        side = rollout.Side(searched, params)
+        traj, _ = rollout.play_games(jax.random.key(0), side, side, 4, record_targets=True)
         valid = np.asarray(traj.valid)
         boards = np.asarray(traj.boards())[valid]
         want = jax.jit(lambda b: search.PUCT(sims=6).run(models.model_player(model), params, b, jax.random.key(9)))(
@@ -263,7 +270,7 @@ def test_the_rollout_records_the_searchs_policy_targets():
     # and the root's value of every ply (what --value-mix mixes into the value target)
     np.testing.assert_allclose(np.asarray(traj.values)[valid], np.asarray(want.value), atol=1e-5)
     assert (np.asarray(traj.values)[~valid] == 0).all()
-    plain, _ = rollout.play_games(jax.random.key(0), searched, params, searched, params, 4)
+    plain, _ = rollout.play_games(jax.random.key(0), rollout.Side(searched, params), rollout.Side(searched, params), 4)
     assert plain.policy_targets is None and plain.values is None
 
 

@@ -35,7 +35,9 @@ def test_no_public_name_hides_a_module():
 def test_a_notebook_s_first_lines():
     board = czjax.apply_moves([3, 3, 4])  # columns 4, 4, 5 (0-based), then the side to move's view
     assert (board != 0).sum() == 3
-    traj, results = czjax.play_games(jax.random.key(0), czjax.random_punisher, None, czjax.random_player, None, 8)
+    traj, results = czjax.play_games(
+        jax.random.key(0), czjax.Side(czjax.random_punisher), czjax.Side(czjax.random_player), 8
+    )
     assert np.asarray(results.outcome).shape == (8,) and set(np.unique(results.outcome)) <= {-1, 0, 1}
     assert czjax.load_agent("random").name == "random"
 

@@ -9,7 +9,7 @@ import jax
 import pytest
 
 from czjax import cli, compaction, search
-from czjax.bench import harness, search_bench
+from czjax.bench import roofline, search_bench
 
 # SimpleMLP 42-128-64-7: one multiply and one add per weight of each Dense layer (biases and
 # ReLUs are not matrix products), written out from the layer sizes
@@ -31,19 +31,19 @@ ROW_KEYS = {
 
 
 def test_the_roof_is_a_positive_rate_of_a_small_product():
-    roof = harness.matmul_roof(64, runs=2)
+    roof = roofline.matmul_roof(64, runs=2)
     assert math.isfinite(roof) and roof > 0
 
 
 def test_the_roof_table_holds_each_arithmetic_the_backend_offers(monkeypatch):
     """A CPU offers float32 (bfloat16 only for a run at that precision); an NVIDIA GPU float32,
     TF32 (its default for float32 products) and bfloat16, whatever the run's precision."""
-    cpu = harness.measure_roofs(32, ("default",))
+    cpu = roofline.measure_roofs(32, ("default",))
     assert cpu["roof_size"] == 32 and set(cpu["roofs"]) == {"float32"}
     assert cpu["roofs"]["float32"]["dtype"] == "float32" and cpu["roofs"]["float32"]["flops_per_s"] > 0
-    assert set(harness.measure_roofs(32, ("mixed",))["roofs"]) == {"float32", "bfloat16"}
+    assert set(roofline.measure_roofs(32, ("mixed",))["roofs"]) == {"float32", "bfloat16"}
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")  # the table, timed on this device
-    gpu = harness.measure_roofs(32, ("default",))
+    gpu = roofline.measure_roofs(32, ("default",))
     assert set(gpu["roofs"]) == {"float32", "tf32", "bfloat16"}
     assert {name: (r["dtype"], r["precision"]) for name, r in gpu["roofs"].items()} == {
         "float32": ("float32", "highest"),
@@ -51,21 +51,21 @@ def test_the_roof_table_holds_each_arithmetic_the_backend_offers(monkeypatch):
         "bfloat16": ("bfloat16", "default"),
     }
     # the roof a run is held to: on a GPU float32 at the default precision runs as TF32
-    assert [harness.roof_of(p, "gpu") for p in ("default", "highest", "bf16", "mixed")] == [
+    assert [roofline.roof_of(p, "gpu") for p in ("default", "highest", "bf16", "mixed")] == [
         "tf32",
         "float32",
         "bfloat16",
         "bfloat16",
     ]
-    assert [harness.roof_of(p, "cpu") for p in ("default", "highest", "mixed")] == ["float32", "float32", "bfloat16"]
+    assert [roofline.roof_of(p, "cpu") for p in ("default", "highest", "mixed")] == ["float32", "float32", "bfloat16"]
 
 
 def test_network_flops_are_a_forward_per_position_played_and_three_per_position_trained_on():
     # 100 positions played, 50 of them the learner's: 100 forward passes, then 50 forward and 50
     # backward passes of twice the cost
-    assert harness.network_flops(1000.0, 100.0, 50.0) == 1000.0 * (100 + 50 + 2 * 50)
+    assert roofline.network_flops(1000.0, 100.0, 50.0) == 1000.0 * (100 + 50 + 2 * 50)
     # moves chosen by a search of 4 simulations: its root and 4 evaluations a move played
-    assert harness.network_flops(1000.0, 100.0, 50.0, 5000.0) == 5000.0 * 100 + 1000.0 * 3 * 50
+    assert roofline.network_flops(1000.0, 100.0, 50.0, 5000.0) == 5000.0 * 100 + 1000.0 * 3 * 50
 
 
 @pytest.fixture(scope="module")

@@ -36,8 +36,9 @@ def test_steps_in_the_issues_order_and_status_from_the_results(tmp_path):
         ("ex3-8seeds", {"done": False, "progress": 0.4, "scale": 1.0}),
         ("ex1-8seeds", {"done": True, "progress": 1.0, "scale": 0.01}),
     ]:
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "summary.json").write_text(json.dumps({**summary, "finished": "today", "machine": "cpu"}))
+        folder = campaign.results_folder(tmp_path, name)  # docs/results/<study>/<step>/
+        folder.mkdir(parents=True)
+        (folder / "summary.json").write_text(json.dumps({**summary, "finished": "today", "machine": "cpu"}))
     text = campaign.status(tmp_path)
     assert (
         "strength-10min   done" in text
@@ -85,10 +86,10 @@ def test_a_step_stopped_at_its_time_limit_resumes_to_the_same_result(tmp_path):
         copy_to=str(tmp_path / "out"),
     )
     assert second["done"] and second["calls"] == 2
-    a = rows_of(tmp_path / "a" / "results" / "ex1-8seeds" / "metrics.jsonl.gz")
-    b = rows_of(tmp_path / "b" / "results" / "ex1-8seeds" / "metrics.jsonl.gz")
+    a = rows_of(campaign.results_folder(tmp_path / "a" / "results", "ex1-8seeds") / "metrics.jsonl.gz")
+    b = rows_of(campaign.results_folder(tmp_path / "b" / "results", "ex1-8seeds") / "metrics.jsonl.gz")
     assert len(a) == 16 and a == b
-    results = tmp_path / "b" / "results" / "ex1-8seeds"
+    results = tmp_path / "b" / "results" / "blog-examples" / "ex1-8seeds"  # beside its study's other results
     assert {"summary.json", "results.md", "metrics.jsonl.gz", "ex1-collapse.png"} <= {p.name for p in results.iterdir()}
     out = tmp_path / "out" / "ex1-8seeds"
     assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in results.iterdir())
@@ -121,7 +122,7 @@ def test_the_strength_step_leaves_a_playable_model(tmp_path):
     from czjax.util import checkpoint
 
     summary = campaign.run_step("strength-ptemp", 600, 0.01, tmp_path / "results", tmp_path / "work", log=print)
-    results = tmp_path / "results" / "strength-ptemp"
+    results = campaign.results_folder(tmp_path / "results", "strength-ptemp")
     assert summary["done"] and {"czjax.msgpack", "dashboard.png", "results.md", "metrics.jsonl.gz", "summary.json"} <= {
         p.name for p in results.iterdir()
     }
@@ -160,17 +161,17 @@ def test_the_seeds_step_continues_each_seed_over_calls_from_its_portable_state(t
     monkeypatch.setattr(campaign, "STRENGTH_SEED_S", min(second["seeds"][0]["elapsed_s"], 0.5) / 0.01)
     last = campaign.run_step("strength-seeds", 600, 0.01, results, work, log=print)
     assert last["done"] and last["calls"] == 3 and [c["seed"] for c in last["this_call"]] == [1]
-    summary = json.loads((results / "strength-seeds" / "summary.json").read_text())
+    summary = json.loads((results / "strength" / "strength-seeds" / "summary.json").read_text())
     seeds = {int(k): v for k, v in summary["seeds"].items()}
     assert [seeds[s]["calls"] for s in (0, 1)] == [2, 1] and [seeds[s]["rebuilds"] for s in (0, 1)] == [1, 0]
     assert seeds[0]["batches"] == 2 and seeds[1]["batches"] >= 1 and all(seeds[s]["device_s"] > 0 for s in (0, 1))
-    rows = [json.loads(line) for line in gzip.open(results / "strength-seeds" / "metrics.jsonl.gz", "rt")]
+    rows = [json.loads(line) for line in gzip.open(results / "strength" / "strength-seeds" / "metrics.jsonl.gz", "rt")]
     for seed in (0, 1):  # every finished batch once, in order (a chunk is one batch here)
         assert [r["batches"] for r in rows if r["seed"] == seed] == list(range(1, seeds[seed]["batches"] + 1))
     for seed in (0, 1):
-        agent = agents.load_agent(str(results / "strength-seeds" / f"seed-{seed}.msgpack"))
+        agent = agents.load_agent(str(results / "strength" / "strength-seeds" / f"seed-{seed}.msgpack"))
         assert agent.model_name == "resnet:blocks=1,channels=8"
-    text = (results / "strength-seeds" / "results.md").read_text()
+    text = (results / "strength" / "strength-seeds" / "results.md").read_text()
     assert "| 0 | 2 |" in text and "| 1 | 1 |" in text
 
 
@@ -192,7 +193,7 @@ def test_the_profile_step_tabulates_each_programs_time_by_kind(tmp_path):
     results, work = tmp_path / "results", tmp_path / "work"
     summary = campaign.run_step("profile", 600, 1e-3, results, work, log=print)
     assert summary["done"] and summary["cells_done"] == summary["cells"] == 2
-    document = json.loads((results / "profile" / "profile.json").read_text())
+    document = json.loads((results / "benchmarks" / "profile" / "profile.json").read_text())
     assert {"command", "commit", "machine", "date"} <= set(document)
     rows = {row["program"]: row for row in document["rows"]}
     strength, mk4 = rows["strength"], rows["mk4"]
@@ -210,10 +211,13 @@ def test_the_profile_step_tabulates_each_programs_time_by_kind(tmp_path):
     steps = strength["op_kinds"]["steps"]
     assert strength["op_kinds"]["step"] == "simulation" and 2 * sims * 7 <= steps <= 2 * sims * 42 and steps % sims == 0
     assert mk4["op_kinds"]["step"] == "pair of plies" and 4 <= mk4["op_kinds"]["steps"] <= 21
-    text = (results / "profile" / "results.md").read_text()
+    text = (results / "benchmarks" / "profile" / "results.md").read_text()
     assert "2 of 2 cells" in text and text.count("| strength | 2 | default |") == 1 and "| mk4 | 2 |" in text
     again = campaign.run_step("profile", 600, 1e-3, results, work, log=print)
-    assert again["done"] and json.loads((results / "profile" / "profile.json").read_text())["rows"] == document["rows"]
+    assert (
+        again["done"]
+        and json.loads((results / "benchmarks" / "profile" / "profile.json").read_text())["rows"] == document["rows"]
+    )
 
 
 def test_a_command_step_keeps_json_from_stdout_alone(tmp_path):
@@ -222,6 +226,7 @@ def test_a_command_step_keeps_json_from_stdout_alone(tmp_path):
     emit = "import json, sys; print(json.dumps({'rows': [1, 2]})); print('a table', file=sys.stderr)"
     step = campaign.command_step(
         "two commands",
+        "benchmarks",
         lambda ctx: [("both", [sys.executable, "-c", emit]), ("plain", [sys.executable, "-c", "print('rows: 1 2')"])],
     )
     results = tmp_path / "results"

@@ -423,13 +423,13 @@ def test_the_figure_check_catches_what_it_should(tmp_path):
     page = DOCS / "example.md"  # links resolve from docs/, the page is never written
     text = (
         "| measure | czjax | ratio |\n| --- | ---: | ---: |\n"
-        "| a | 2,315,892 games/s | **167x** [r](results/bench/bench-train.json) |\n"
-        "| b | 2,315,000 games/s | **167x** [r](results/bench/bench-train.json) |\n"
+        "| a | 2,315,892 games/s | **167x** [r](results/benchmarks/bench/bench-train.json) |\n"
+        "| b | 2,315,000 games/s | **167x** [r](results/benchmarks/bench/bench-train.json) |\n"
         "| c | 9 games/s | 9x |\n"
         "| d | 9 games/s | 9x [r](results/nowhere/bench.json) |\n"
         "| e | 9 games/s | 9x [no result file](benchmarks.md#provenance) |\n\n"
         "The goal is 2x (the goals: 60k games/s), and 3x3 convolutions on 2048x2048 boards are no figures.\n\n"
-        "Searches: [the table](results/bench/bench-search.json)\n\n"
+        "Searches: [the table](results/benchmarks/bench/bench-search.json)\n\n"
         "| search | czjax searches/s |\n| --- | ---: |\n| gumbel | 652,406 |\n| mcts | 1,000 |\n"
     )
     source = tmp_path / "example.md"
@@ -448,7 +448,10 @@ def test_the_figure_check_catches_what_it_should(tmp_path):
 def test_a_table_in_a_list_item_relies_on_the_item(tmp_path):
     page = DOCS / "example.md"
     table = "\n  | search | czjax searches/s |\n  | --- | ---: |\n  | gumbel | 652,406 |\n"
-    for item, expected in (("- Searches ([r](results/bench/bench-search.json)):\n", 0), ("- Searches:\n", 1)):
+    for item, expected in (
+        ("- Searches ([r](results/benchmarks/bench/bench-search.json)):\n", 0),
+        ("- Searches:\n", 1),
+    ):
         source = tmp_path / "example.md"
         source.write_text(item + table)
         units = [dataclasses.replace(u, page=page) for u in units_of(source)]
@@ -495,7 +498,7 @@ def test_the_bench_json_opens_with_its_provenance(capsys):
 
 
 def test_the_command_is_recorded_as_typed():
-    from czjax.bench.harness import command_line
+    from czjax.bench.provenance import command_line
 
     assert command_line(["/x/.venv/bin/czjax", "bench", "train", "--model", "mlp"]) == "czjax bench train --model mlp"
     assert command_line(["/x/czjax/cli/__main__.py", "bench", "search", "--json"]) == "czjax bench search --json"

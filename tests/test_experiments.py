@@ -1,5 +1,5 @@
-"""The experiment scripts same_start.py and reproduce_blog.py at a tiny scale, and their pure helpers
-against hand-computed examples."""
+"""The experiment scripts (same_start.py, search_strength.py, soft_vs_hard.py) at a tiny scale, the
+blog's milestones, and their pure helpers against hand-computed examples."""
 
 import importlib.util
 import json
@@ -16,7 +16,8 @@ import curves
 
 
 def load_script(name: str):
-    spec = importlib.util.spec_from_file_location(f"experiment_{name}", EXPERIMENTS / f"{name}.py")
+    """The script ``experiments/<study>/<module>.py`` named ``"<study>/<module>"``."""
+    spec = importlib.util.spec_from_file_location(f"experiment_{Path(name).name}", EXPERIMENTS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -56,7 +57,7 @@ def test_agrees():
 
 
 def test_milestone_rows_by_hand():
-    blog = load_script("reproduce_blog")
+    blog = load_script("blog-examples/blog_examples")
     rows = [
         {"seed": 0, "games": 1000, "eval_win_rate": 0.2, "entropy": 1.0},
         {"seed": 0, "games": 2000, "eval_win_rate": 0.4, "entropy": 0.8},
@@ -84,14 +85,14 @@ def test_milestone_rows_by_hand():
 
 
 def test_same_start_milestones_fall_on_logged_rows():
-    same_start = load_script("same_start")
+    same_start = load_script("same-start/same_start")
     assert same_start.milestones(batches=5, log_every=2, games_per_batch=4, parts=4) == [8, 16, 20]
     assert same_start.milestones(batches=240, log_every=20, games_per_batch=50, parts=4) == [3000, 6000, 9000, 12000]
 
 
 def test_same_start_tiny(tmp_path, capsys):
     pytest.importorskip("torch")
-    same_start = load_script("same_start")
+    same_start = load_script("same-start/same_start")
     argv = [
         "--games",
         "8",
@@ -152,7 +153,7 @@ def test_same_start_keeps_a_stopped_czjax_side_unfinished(tmp_path, monkeypatch)
     done.json, so --resume goes on with it instead of keeping it as it is."""
     from czjax.run import loop
 
-    same_start = load_script("same_start")
+    same_start = load_script("same-start/same_start")
     stopped = {"interrupted": "SIGTERM", "batches": 3, "games": 12, "promotions": 0}
     monkeypatch.setattr(loop, "run_training", lambda *args, **kwargs: stopped)
     folder = tmp_path / "czjax"
@@ -161,40 +162,19 @@ def test_same_start_keeps_a_stopped_czjax_side_unfinished(tmp_path, monkeypatch)
     assert not (folder / "done.json").exists()
 
 
-def test_reproduce_blog_tiny(tmp_path):
-    blog = load_script("reproduce_blog")
-    summary = blog.main(
-        [
-            "--examples",
-            "1",
-            "3",
-            "--model",
-            "mlp",
-            "--batches",
-            "2",
-            "--games-per-batch",
-            "4",
-            "--seeds",
-            "2",
-            "--window",
-            "1",
-            "--out",
-            str(tmp_path),
-        ]
-    )
-    assert set(blog.SUMMARY_KEYS) <= set(summary) and list(summary["examples"]) == ["ex1-collapse", "ex3-rwb"]
-    assert json.loads((tmp_path / "summary.json").read_text()) == json.loads(json.dumps(summary))
-    for name, example in summary["examples"].items():
-        assert set(blog.EXAMPLE_KEYS) <= set(example) and example["games"] == 8
-        assert (tmp_path / f"{name}.png").stat().st_size > 0 and (tmp_path / name / "metrics.jsonl").exists()
-        blog_rows = [r for r in example["milestones"] if r["blog"]]
-        assert len(blog_rows) == len(blog.BLOG[name]) and all(
-            r["czjax"] is None for r in blog_rows
-        )  # far beyond 8 games
-        end = [r for r in example["milestones"] if not r["blog"]]
-        assert all(r["games"] == 8 and r["czjax"]["n"] == 2 for r in end)
-    with pytest.raises(SystemExit, match="A2C|a2c|value head"):
-        blog.main(["--examples", "4", "--model", "mlp", "--batches", "1", "--out", str(tmp_path / "bad")])
+def test_the_blog_examples_run_as_the_campaigns_steps_over_their_presets():
+    """The blog's examples run one way: their presets (``czjax train --preset ex1-collapse``, ...),
+    and at the blog's length with 8 seeds the campaign's ``exN-8seeds`` steps over those presets,
+    whose results sit with the blog-examples study; every example has its blog milestones."""
+    import campaign
+    from czjax.run import presets
+
+    blog = load_script("blog-examples/blog_examples")
+    for number, preset in blog.EXAMPLES.items():
+        step = campaign.STEPS[f"ex{number}-8seeds"]
+        assert step.study == "blog-examples" and f"({preset})" in step.description
+        assert presets.get_preset(preset).batches > 0 and preset in blog.BLOG
+    assert not list(EXPERIMENTS.rglob("ex[0-9]_*.py")) and not list(EXPERIMENTS.rglob("reproduce_blog.py"))
 
 
 def test_search_strength_scores_every_player_and_rates_them(model_checkpoints, tmp_path, capsys, monkeypatch):
@@ -205,7 +185,7 @@ def test_search_strength_scores_every_player_and_rates_them(model_checkpoints, t
     from czjax import agents
     from czjax.evaluate import solver
 
-    script = load_script("search_strength")
+    script = load_script("search-strength/search_strength")
     full = solver.load_pons
     sets = {name: {k: v[:10] for k, v in data.items()} for name, data in full().items()}
     monkeypatch.setattr(solver, "load_pons", lambda *a, **k: sets)
@@ -272,7 +252,7 @@ def test_seed_questions_arms_differ_only_in_their_setting_and_verdicts_need_an_i
 
     from czjax.run import presets
 
-    script = load_script("soft_vs_hard")
+    script = load_script("soft-vs-hard/soft_vs_hard")
     args = SimpleNamespace(model="mlp3", games_per_batch=8, sims=24, batches=5, recipe="gumbel")
     gumbel = presets.get_preset("gumbel-az")
     soft = script.arm_config(gumbel, "targets", "soft", args)

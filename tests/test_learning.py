@@ -15,7 +15,9 @@ def untrained_targets():
     model = models.get_model("mlp3")
     player = models.model_player(model)
     params = models.init_params(model, jax.random.key(0))
-    traj, _ = rollout.play_games(jax.random.key(1), players.random_player, None, players.random_player, None, 64)
+    traj, _ = rollout.play_games(
+        jax.random.key(1), rollout.Side(players.random_player), rollout.Side(players.random_player), 64
+    )
     boards = jnp.asarray(np.asarray(traj.boards())[np.asarray(traj.valid)])
     legal = np.asarray(game.legal_mask(boards))
 

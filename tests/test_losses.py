@@ -30,7 +30,7 @@ def test_returns_of_hand_worked_games():
 
 def test_player_plies_are_the_players_own_moves():
     traj, results = rollout.play_games(
-        jax.random.key(3), players.random_player, None, players.random_punisher, None, 21
+        jax.random.key(3), rollout.Side(players.random_player), rollout.Side(players.random_punisher), 21
     )
     for player in (0, 1):
         mine = rollout.player_plies(traj, 21, player)

@@ -9,6 +9,7 @@ import pytest
 from flax.traverse_util import flatten_dict
 
 from czjax import game, models, players, rollout
+from czjax.models import layers
 from czjax.run import loop
 from czjax.util import compiling, precision
 
@@ -67,7 +68,7 @@ def test_a_model_plays_as_a_player():
     model = models.get_model("mlp")
     params = models.init_params(model, jax.random.key(0))
     traj, results = rollout.play_games(
-        jax.random.key(1), models.model_player(model), params, players.random_player, None, 16
+        jax.random.key(1), rollout.Side(models.model_player(model), params), rollout.Side(players.random_player), 16
     )
     assert (np.asarray(results.length) >= 7).all()
     assert models.model_player(model) is models.model_player(models.get_model("mlp"))
@@ -75,12 +76,12 @@ def test_a_model_plays_as_a_player():
 
 def test_im2col_conv_equals_flax_conv():
     x = jax.random.normal(jax.random.key(0), (5, 6, 7, 3))
-    params = models.Conv3x3(16).init(jax.random.key(1), x)
+    params = layers.Conv3x3(16).init(jax.random.key(1), x)
     reference = __import__("flax").linen.Conv(16, (3, 3), padding=1, use_bias=False)
     with precision.parity():  # two formulations compared: full float32 on every backend
         expected = reference.apply({"params": {"kernel": params["params"]["kernel"]}}, x)
         for method in models.CONV_METHODS:  # every Conv3x3 method, the same kernel
-            got = models.Conv3x3(16, method).apply(params, x)
+            got = layers.Conv3x3(16, method).apply(params, x)
             np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-5, atol=1e-5, err_msg=method)
 
 
@@ -91,7 +92,7 @@ def test_canonical_conv_gradient_is_jax_own_gradient_of_lax_conv(monkeypatch, ch
     nonlinear loss (so the cotangent is not constant) and inside ``lax.scan`` (where the hand-written
     gradient is the point), for both the input and the kernel. With chunks of 3 boards the kernel's
     gradient of the 4 boards is summed over two chunks, the second padded."""
-    monkeypatch.setattr(models, "KERNEL_GRADIENT_CHUNK", chunk)
+    monkeypatch.setattr(layers, "KERNEL_GRADIENT_CHUNK", chunk)
     x = jax.random.normal(jax.random.key(0), (4, 6, 7, 5))
     kernel = jax.random.normal(jax.random.key(1), (3, 3, 5, 8))
     target = jax.random.normal(jax.random.key(2), (4, 6, 7, 8))
@@ -108,10 +109,10 @@ def test_canonical_conv_gradient_is_jax_own_gradient_of_lax_conv(monkeypatch, ch
 
     with precision.parity():
         np.testing.assert_allclose(
-            np.asarray(models.conv3x3_canonical(x, kernel)), np.asarray(plain(x, kernel)), rtol=1e-5, atol=1e-4
+            np.asarray(layers.conv3x3_canonical(x, kernel)), np.asarray(plain(x, kernel)), rtol=1e-5, atol=1e-4
         )
-        direct = (jax.grad(loss(plain), argnums=(0, 1)), jax.grad(loss(models.conv3x3_canonical), argnums=(0, 1)))
-        scanned = (in_scan(plain), in_scan(models.conv3x3_canonical))
+        direct = (jax.grad(loss(plain), argnums=(0, 1)), jax.grad(loss(layers.conv3x3_canonical), argnums=(0, 1)))
+        scanned = (in_scan(plain), in_scan(layers.conv3x3_canonical))
         for where, (reference, canonical) in (("direct", direct), ("in lax.scan", scanned)):
             for name, want, got in zip(("dx", "dkernel"), jax.jit(reference)(x, kernel), jax.jit(canonical)(x, kernel)):
                 want, got = np.asarray(want), np.asarray(got)
@@ -162,7 +163,7 @@ def test_group_norm_gradient_is_jax_own_gradient_of_flax_group_norm():
             return flax_norm.apply({"params": {"scale": scale, "bias": bias}}, x)
 
         def grouped(x, scale, bias):
-            return models.group_norm_nhwc(x, scale, bias, groups, models.TORCH_EPS)
+            return layers.group_norm_nhwc(x, scale, bias, groups, models.TORCH_EPS)
 
         def gradient(norm):
             return jax.grad(lambda *a: jnp.sum(jnp.sin(norm(*a)) * target), argnums=(0, 1, 2))
@@ -253,7 +254,7 @@ def test_a_function_compiled_with_options_runs_inside_other_programs_too():
     the nested calls must trace it without them; the values agree."""
     kernel = jax.random.normal(jax.random.key(0), (3, 3, 4, 4))
     boards = jax.random.normal(jax.random.key(1), (2, 6, 7, 4))
-    conv = compiling.jit(models.conv3x3_canonical, convolutions=True)
+    conv = compiling.jit(layers.conv3x3_canonical, convolutions=True)
     top = conv(boards, kernel)
     nested = jax.jit(lambda b, k: conv(b, k) * 1.0)(boards, kernel)
     mapped = jax.vmap(conv, in_axes=(0, None))(boards[:, None], kernel)[:, 0]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from czjax import agents, cli
-from czjax.rollout import play_games
+from czjax.rollout import Side, play_games
 from czjax.run import loop, scan
 from czjax.util import progress
 
@@ -94,7 +94,7 @@ def test_self_play_in_slices(monkeypatch):
     slice it is the one call it always was, so the same seed keeps its games."""
     player = agents.load_agent("random")
     key = jax.random.key(4)
-    whole, _ = play_games(key, player.player, None, player.player, None, 6, 1.0, 1.0)
+    whole, _ = play_games(key, Side(player.player), Side(player.player), 6)
     one = agents.self_play(player, 6, key, 1.0)
     assert np.array_equal(one.actions, whole.actions)
     monkeypatch.setattr(agents, "SELF_PLAY_SLICE", 8)
@@ -102,7 +102,7 @@ def test_self_play_in_slices(monkeypatch):
     sliced = agents.self_play(player, 20, key, 1.0, progress.Progress(lines.append, "games", 20, every_s=0.0))
     assert sliced.actions.shape[1] == 20
     for i in range(3):  # 20 games: three slices of 8 (7 rounded up to even), the last 4 dropped
-        part, _ = play_games(jax.random.fold_in(key, i), player.player, None, player.player, None, 8, 1.0, 1.0)
+        part, _ = play_games(jax.random.fold_in(key, i), Side(player.player), Side(player.player), 8)
         assert np.array_equal(sliced.actions[:, 8 * i : 8 * (i + 1)], np.asarray(part.actions)[:, : 20 - 8 * i][:, :8])
     assert lines[-1].startswith("  games: 20/20 (")
 

@@ -273,7 +273,7 @@ def test_searches_stopped_when_decided_make_the_full_searches_moves(pons_records
     player, params = mlp
     boards = boards_of(pons_records)
     full = jax.jit(lambda b: AlphaZeroJlMCTS(sims=40).run(player, params, b, jax.random.key(0)))(boards)
-    streamed = stream_search(player, params, np.asarray(boards), jax.random.key(0), sims=40, slots=8)
+    streamed = stream_search(AlphaZeroJlMCTS(sims=40), player, params, np.asarray(boards), jax.random.key(0), slots=8)
     np.testing.assert_array_equal(streamed.action, np.asarray(full.action))
     assert (streamed.sims_used <= 40).all() and (streamed.sims_used < 40).sum() >= 10, streamed.sims_used
     whole = streamed.sims_used == 40
@@ -290,3 +290,5 @@ def test_the_protocol_reads_the_same_move_errors_with_searches_stopped_when_deci
     full = solver.pons(agent, sets, protocol="alphazero.jl", full_searches=True)
     assert (fast["searches"], full["searches"]) == ("stopped when decided", "full")
     assert [r["move_error"] for r in fast["sets"]] == [r["move_error"] for r in full["sets"]]
+    assert all(1 <= r["simulations"] <= 60 for r in fast["sets"]) and not any("simulations" in r for r in full["sets"])
+    assert "each search stopped once its move was decided" in solver.format_pons(fast)

@@ -11,7 +11,7 @@ import pytest
 
 from czjax import game, search
 from czjax.search import reuse
-from czjax.search.tree import UNVISITED
+from czjax.search.tree import UNVISITED, edge_stats
 from tests import reference_search as ref
 from tests.test_search import BOARDS, PARAMS, POSITIONS, W, linear_player, ref_game, w
 
@@ -94,8 +94,8 @@ def check_against_python(old, new, found, paths, keep, num_nodes):
             assert unpack(new.ancestors[b, i], num_nodes) == expected, (b, i)
         if nodes and whole:  # the root's edge statistics are the old node's
             np.testing.assert_array_equal(
-                np.asarray(search.edge_stats(jax.tree.map(lambda x: x[b], new), 0)[0]),
-                np.asarray(search.edge_stats(jax.tree.map(lambda x: x[b], old), nodes[0])[0]),
+                np.asarray(edge_stats(jax.tree.map(lambda x: x[b], new), 0)[0]),
+                np.asarray(edge_stats(jax.tree.map(lambda x: x[b], old), nodes[0])[0]),
             )
 
 
@@ -153,7 +153,9 @@ def test_a_search_from_a_reused_tree_is_the_python_search_continued():
     previous = jax.tree.map(lambda x: x[np.asarray(playable)], tree)
     keep = SIMS + 1
     out, new = jax.jit(
-        lambda p, b, k, t, path: reuse.puct_search(settings, linear_player, p, b, k, t, path, keep=keep)
+        lambda p, b, k, t, path: reuse.puct_search(
+            settings, linear_player, p, b, k, reuse.PreviousTree(t, path), keep=keep
+        )
     )(PARAMS, boards, jax.random.key(1), previous, paths[playable])
     reused_visits = np.asarray(_reroot(previous, paths[playable], keep, keep + SIMS)[0].node_visits[:, 0])
     found = 0
@@ -193,9 +195,9 @@ def test_without_a_tree_to_reuse_it_is_the_plain_search(options):
         return
     lost = jnp.full((len(POSITIONS), 2), 7 - 1, jnp.int32).at[:, 1].set(-1)  # column 7, in no tree here:
     previous = tree.replace(children_index=jnp.full_like(tree.children_index, UNVISITED))
-    out, _ = jax.jit(lambda p, b, k, t: reuse.puct_search(settings, linear_player, p, b, k, t, lost, keep=9))(
-        PARAMS, BOARDS, jax.random.key(3), previous
-    )
+    out, _ = jax.jit(
+        lambda p, b, k, t: reuse.puct_search(settings, linear_player, p, b, k, reuse.PreviousTree(t, lost), keep=9)
+    )(PARAMS, BOARDS, jax.random.key(3), previous)
     np.testing.assert_array_equal(np.asarray(out.visits), np.asarray(plain.visits))
 
 

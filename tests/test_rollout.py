@@ -11,8 +11,10 @@ from tests.reference import RefGame
 NUM_GAMES = 301  # odd on purpose: A starts the first 151
 
 
-def play(key, a=players.random_punisher, b=players.random_player, n=NUM_GAMES, **kw):
-    traj, results = rollout.play_games(key, a, None, b, None, n, **kw)
+def play(key, a=players.random_punisher, b=players.random_player, n=NUM_GAMES, temperature=1.0, **kw):
+    traj, results = rollout.play_games(
+        key, rollout.Side(a, None, temperature), rollout.Side(b, None, temperature), n, **kw
+    )
     return jax.tree.map(np.asarray, traj), jax.tree.map(np.asarray, results), np.asarray(traj.boards())
 
 
@@ -99,9 +101,7 @@ def test_temperature_zero_makes_games_deterministic():
     def first_col_player(params, boards, key):
         return players.PlayerOutput(logits=jnp.broadcast_to(-jnp.arange(7.0), boards.shape[:-2] + (7,)))
 
-    traj, results, _ = play(
-        jax.random.key(1), a=first_col_player, b=first_col_player, n=4, temperature_a=0.0, temperature_b=0.0
-    )
+    traj, results, _ = play(jax.random.key(1), a=first_col_player, b=first_col_player, n=4, temperature=0.0)
     # both sides always play the leftmost free column (0,0,0,0,0,0,1,...): every game is the same
     assert (traj.actions == traj.actions[:, :1]).all()
     ref = RefGame()
@@ -116,9 +116,8 @@ def test_moves_are_greedy_after_the_sampled_plies():
     model = models.get_model("mlp")
     params = models.init_params(model, jax.random.key(2))
     player = models.model_player(model)
-    traj, _ = rollout.play_games(
-        jax.random.key(3), player, params, player, params, 64, 1.0, 1.0, record_targets=True, sample_plies=6
-    )
+    side = rollout.Side(player, params, temperature=1.0)
+    traj, _ = rollout.play_games(jax.random.key(3), side, side, 64, record_targets=True, sample_plies=6)
     valid, actions = np.asarray(traj.valid), np.asarray(traj.actions)
     legal = np.asarray(traj.boards())[..., 0, :] == 0
     greedy = np.argmax(
@@ -134,15 +133,18 @@ def test_unrolling_the_ply_loop_plays_the_same_games():
     model = models.get_model("mlp")
     params = models.init_params(model, jax.random.key(2))
     player = models.model_player(model)
-    plain = rollout.play_games(jax.random.key(4), player, params, players.random_punisher, None, 16)
-    unrolled = rollout.play_games(jax.random.key(4), player, params, players.random_punisher, None, 16, unroll=3)
+    a, b = rollout.Side(player, params), rollout.Side(players.random_punisher)
+    plain = rollout.play_games(jax.random.key(4), a, b, 16)
+    unrolled = rollout.play_games(jax.random.key(4), a, b, 16, unroll=3)
     for a, b in zip(jax.tree.leaves(plain), jax.tree.leaves(unrolled)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 def test_play_games_rejects_tiny_batches():
     with pytest.raises(ValueError, match="at least 2"):
-        rollout.play_games(jax.random.key(0), players.random_player, None, players.random_player, None, 1)
+        rollout.play_games(
+            jax.random.key(0), rollout.Side(players.random_player), rollout.Side(players.random_player), 1
+        )
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +166,8 @@ def test_evaluating_only_running_games_plays_the_same_games(mlp_pair):
     n = 21
 
     def games(key, pa, pb, chunks, axis_name=None):
-        traj, results = rollout.play_games(key, player, pa, player, pb, n, chunks=chunks, axis_name=axis_name)
+        a, b = rollout.Side(player, pa), rollout.Side(player, pb)
+        traj, results = rollout.play_games(key, a, b, n, chunks=chunks, axis_name=axis_name)
         return traj.actions, traj.valid, results.outcome, results.length
 
     keys = jax.random.split(jax.random.key(7), 2)
@@ -208,3 +211,18 @@ def test_games_start_from_openings_drawn_uniformly():
     # and without openings every game starts empty, as before (the openings draw a stream of their own)
     plain, _, plain_boards = play(jax.random.key(5), n=2000)
     assert (plain_boards[0] == 0).all()
+
+
+def test_a_side_s_parameters_and_temperature_are_traced_its_player_static(mlp_pair):
+    """New parameters or temperatures play without compiling again (they are traced); another
+    player is another program. The games follow the temperatures: at 0 the same key plays the
+    most likely columns, elsewhere samples."""
+    player, params_a, params_b = mlp_pair
+    key = jax.random.key(11)
+    before = rollout.play_games._cache_size()
+    greedy, _ = rollout.play_games(key, rollout.Side(player, params_a, 0.0), rollout.Side(player, params_b, 0.0), 6)
+    sampled, _ = rollout.play_games(key, rollout.Side(player, params_b, 1.5), rollout.Side(player, params_a, 0.7), 6)
+    assert rollout.play_games._cache_size() == before + 1
+    assert not np.array_equal(np.asarray(greedy.actions), np.asarray(sampled.actions))
+    rollout.play_games(key, rollout.Side(players.random_player), rollout.Side(player, params_a, 0.0), 6)
+    assert rollout.play_games._cache_size() == before + 2

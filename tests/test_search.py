@@ -9,6 +9,10 @@ import pytest
 
 from czjax import agents, game, search
 from czjax.players import PlayerOutput, random_player
+from czjax.search.playouts import RolloutImprover, rollout_values
+from czjax.search.puct import dirichlet_noise
+from czjax.search.selection import considered_visits, gumbel_select, puct_select, subtree_entropy
+from czjax.search.tree import RootPerturbation, init_tree, run_tree_search
 from tests import reference_search as ref
 from tests.reference import replay
 
@@ -43,7 +47,8 @@ BOARDS = boards_of(POSITIONS)
 
 @jax.jit
 def _rollout(params, boards, key, temperature):
-    return search.rollout_values(linear_player, params, game.pack(boards), key, 512, 3, 0.9, temperature)
+    improver = RolloutImprover(width=512, depth=3, gamma=0.9, temperature=temperature)
+    return rollout_values(improver, linear_player, params, game.pack(boards), key)
 
 
 def test_rollout_improver_matches_the_python_transcription_greedy():
@@ -162,11 +167,11 @@ def test_illegal_columns_are_never_chosen_at_any_depth():
     on full columns, and 64 simulations on a board with two empty columns stay in the tree."""
     for name in ("mcts", "entropy-mcts", "gumbel"):
         s = search.make_search(name, "sims=40")
-        select = search.puct_select(s.c, s.entropy) if name != "gumbel" else search.gumbel_select(40, 16, 50.0, 0.1)
+        select = puct_select(s.c, s.entropy) if name != "gumbel" else gumbel_select(40, 16, 50.0, 0.1)
         gumbel = jnp.zeros((len(POSITIONS), 7)) if name == "gumbel" else None
         tree = jax.jit(
-            lambda b, select=select, gumbel=gumbel: search.run_tree_search(
-                linear_player, PARAMS, b, jax.random.key(0), 40, select, gumbel=gumbel
+            lambda b, select=select, gumbel=gumbel: run_tree_search(
+                linear_player, PARAMS, b, jax.random.key(0), 40, select, RootPerturbation(gumbel=gumbel)
             )
         )(BOARDS)
         used = np.asarray(tree.parents) >= 0
@@ -192,7 +197,7 @@ def test_the_same_key_gives_the_same_search():
 def test_dirichlet_noise_stays_on_legal_columns_and_sums_to_one():
     legal = jnp.asarray([[True, False, True, True, False, True, True]] * 3)
     probs = jax.nn.softmax(jnp.where(legal, 0.0, -1e9))
-    noisy = np.asarray(search.dirichlet_noise(0.3, 0.25)(jax.random.key(0), probs, legal))
+    noisy = np.asarray(dirichlet_noise(0.3, 0.25)(jax.random.key(0), probs, legal))
     np.testing.assert_allclose(noisy.sum(-1), 1.0, atol=1e-6)
     assert (noisy[:, [1, 4]] < 1e-6).all() and not np.allclose(noisy, np.asarray(probs))
 
@@ -200,8 +205,8 @@ def test_dirichlet_noise_stays_on_legal_columns_and_sums_to_one():
 def test_sequential_halving_schedule():
     """mctx's documented example: 4 actions, 8 simulations -> 0,0,0,0 then 1,1 then 2,2 (two
     kept after halving), and every action visited once before any twice."""
-    assert search.considered_visits(4, 8) == (0, 0, 0, 0, 1, 1, 2, 2)
-    assert search.considered_visits(1, 3) == (0, 1, 2)
+    assert considered_visits(4, 8) == (0, 0, 0, 0, 1, 1, 2, 2)
+    assert considered_visits(1, 3) == (0, 1, 2)
 
 
 def test_subtree_entropy_of_hand_built_children():
@@ -209,7 +214,7 @@ def test_subtree_entropy_of_hand_built_children():
     uniform prior over 7 columns has E = 1; a terminal child has E = 0."""
     pos = game.pack(boards_of([""]))
     uniform = jnp.zeros((1, 7))
-    tree = search.init_tree(pos, uniform, jnp.zeros((1,)), jnp.ones((1, 7), bool), 3)
+    tree = init_tree(pos, uniform, jnp.zeros((1,)), jnp.ones((1, 7), bool), 3)
     # node 1: a child of the root through column 0 with a uniform prior and 7 legal columns
     tree = tree.replace(
         children_index=tree.children_index.at[0, 0, 0].set(1).at[0, 0, 1].set(2),
@@ -217,10 +222,10 @@ def test_subtree_entropy_of_hand_built_children():
         prior_logits=tree.prior_logits.at[0, 1].set(0.0),
         prior=tree.prior.at[0, 1].set(1 / 7),
     )
-    e = np.asarray(search.subtree_entropy(jax.tree.map(lambda x: x[0], tree), 0))
+    e = np.asarray(subtree_entropy(jax.tree.map(lambda x: x[0], tree), 0))
     assert e[0] == pytest.approx(1.0, abs=1e-6) and e[1] == 0.0 and (e[2:] == 0).all()
     terminal = tree.replace(terminal=tree.terminal.at[0, 1].set(True))
-    assert float(search.subtree_entropy(jax.tree.map(lambda x: x[0], terminal), 0)[0]) == 0.0
+    assert float(subtree_entropy(jax.tree.map(lambda x: x[0], terminal), 0)[0]) == 0.0
 
 
 def test_search_specs_and_their_errors(model_checkpoints):

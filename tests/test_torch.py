@@ -185,7 +185,8 @@ def test_one_update_matches_pytorch(algorithm, name, lr, value_weight, ppo_steps
     )
     opt_state = trainer.init(3).opt_state  # Adam's moments start at 0 whatever the parameters
     hp = HParams.create(learning_rate=lr, entropy_bonus=beta, value_weight=value_weight, discount=gamma)
-    traj, results = rollout.play_games(jax.random.key(5), trainer.learner, params, trainer.learner, params, n)
+    side = rollout.Side(trainer.learner, params)
+    traj, results = rollout.play_games(jax.random.key(5), side, side, n)
     batch = learner_batch(traj, results.outcome, gamma)
     ppo_settings = config.settings_of("ppo")
     update = functools.partial(

@@ -17,6 +17,7 @@ import torch  # the test extra installs it: pip install -e ".[test]"
 
 from czjax import game, models, players
 from czjax.bench import torch_peer
+from czjax.bench.torch_peer import updates
 from czjax.learn import losses
 from czjax.models import torch_layout
 from czjax.util import precision
@@ -119,11 +120,11 @@ def test_a2c_loss_and_gradient_match_czjax():
     batch = hand_made_batch()
     model = torch_model(name, seed=1)
     params = czjax_params(name, model)
-    t = torch_peer.learner_tensors(batch, GAMMA, bootstrap=True, device="cpu")
-    log_p, taken, entropy, values = torch_peer.policy_outputs(model, t["states"], t["actions"])
-    targets = torch_peer.value_targets(values, t["rewards"], t["done"], GAMMA, bootstrap=True)
-    weight = torch_peer.terminal_weight(t["rewards"])
-    loss, *_ = torch_peer.policy_gradient_loss(taken, entropy, values, targets, weight, BETA, VALUE_WEIGHT)
+    t = updates.learner_tensors(batch, GAMMA, bootstrap=True, device="cpu")
+    log_p, taken, entropy, values = updates.policy_outputs(model, t["states"], t["actions"])
+    targets = updates.value_targets(values, t["rewards"], t["done"], GAMMA, bootstrap=True)
+    weight = updates.terminal_weight(t["rewards"])
+    loss, *_ = updates.policy_gradient_loss(taken, entropy, values, targets, weight, BETA, VALUE_WEIGHT)
     grads = torch_grads(model, loss)
 
     net, states = models.get_model(name), t["states"].numpy()
@@ -154,14 +155,14 @@ def test_ppo_loss_and_gradient_match_czjax():
         torch.manual_seed(9)
         for p in moved.parameters():
             p.add_(0.02 * torch.randn_like(p))
-    t = torch_peer.learner_tensors(batch, GAMMA, bootstrap=True, device="cpu")
+    t = updates.learner_tensors(batch, GAMMA, bootstrap=True, device="cpu")
     with torch.no_grad():
-        old_log_p, old_taken, _, old_values = torch_peer.policy_outputs(start, t["states"], t["actions"])
-    targets = torch_peer.value_targets(old_values, t["rewards"], t["done"], GAMMA, bootstrap=True)
+        old_log_p, old_taken, _, old_values = updates.policy_outputs(start, t["states"], t["actions"])
+    targets = updates.value_targets(old_values, t["rewards"], t["done"], GAMMA, bootstrap=True)
     advantage = targets - old_values
-    _, taken, entropy, values = torch_peer.policy_outputs(moved, t["states"], t["actions"])
-    weight = torch_peer.terminal_weight(t["rewards"])
-    loss, _, _, clipped = torch_peer.ppo_loss(
+    _, taken, entropy, values = updates.policy_outputs(moved, t["states"], t["actions"])
+    weight = updates.terminal_weight(t["rewards"])
+    loss, _, _, clipped = updates.ppo_loss(
         taken, entropy, values, old_taken, advantage, targets, weight, CLIP, BETA, VALUE_WEIGHT
     )
     grads = torch_grads(moved, loss)
@@ -287,7 +288,7 @@ def test_random_punisher_agrees_with_the_reference_and_czjax():
 
 
 def load_same_start():
-    path = Path(__file__).resolve().parent.parent / "experiments" / "same_start.py"
+    path = Path(__file__).resolve().parent.parent / "experiments" / "same-start" / "same_start.py"
     spec = importlib.util.spec_from_file_location("experiment_same_start", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -343,8 +344,11 @@ def test_same_start_diagnose_checks_run_and_agree_after_one_step(tmp_path):
     weights frozen and reads both sides' metrics; ``updates`` gives the peer czjax's own games
     (its batch built from czjax's trajectory), so after one step both sides have moved the same
     way: apart by float error only, the policies' KL ~0."""
-    import same_start_diagnose as diagnose
+    import common
     from czjax.util import checkpoint
+
+    common.use("same-start")  # experiments/same-start/: the script's folder on the import path
+    import same_start_diagnose as diagnose
 
     path = tmp_path / "start.msgpack"
     checkpoint.save_weights(path, "mlp3", czjax_params("mlp3", torch_model("mlp3", 7)))

@@ -72,9 +72,9 @@ def rollout_program() -> str:
     """The StableHLO of 8 games of RandomPunisher against random, names of private functions
     numbered in order of appearance (a moved or renamed helper is the same program)."""
     from czjax.players import random_player, random_punisher
-    from czjax.rollout import play_games
+    from czjax.rollout import Side, play_games
 
-    lowered = jax.jit(lambda key: play_games(key, random_punisher, None, random_player, None, 8)).lower(
+    lowered = jax.jit(lambda key: play_games(key, Side(random_punisher), Side(random_player), 8)).lower(
         jax.random.key(0)
     )
     text = lowered.as_text()

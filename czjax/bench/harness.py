@@ -1,21 +1,18 @@
-"""Benchmarks (host side). Speed is measured here, never in tests.
+"""Benchmarks (host side): ``czjax bench rollout``, ``train`` and ``scan``, with pgx's games and
+the PyTorch project's iteration timed in the same process. Speed is measured here, never in tests.
 
 Each setting is compiled once (``compile_s``, reported separately) and then timed over
-``runs`` calls with different keys; the figure reported is the median.
+``runs`` calls with different keys (:mod:`czjax.bench.timing`); the figure reported is the
+median. Each row counts its network's FLOPs (:mod:`czjax.bench.roofline`).
 """
 
 from __future__ import annotations
 
-import datetime
-import platform
-import shlex
 import statistics
-import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import cast
 
 import jax
 import jax.numpy as jnp
@@ -24,150 +21,16 @@ from jax import lax
 
 from czjax import agents, compaction, rollout, search
 from czjax.bench import profiling, torch_peer
+from czjax.bench.roofline import format_fraction, network_fields, network_flops
+from czjax.bench.timing import peak_bytes, step_fields, time_compiled
 from czjax.learn.settings import HParams, TrainConfig
 from czjax.learn.trainer import build_search, make_trainer
 from czjax.run import scan
-from czjax.util import compiling, devices, precision
+from czjax.util import devices, precision
 
 # The PyTorch project's RandomPunisher-vs-RandomPunisher games on the 2-core development CPU
 # (issue 2): the figure czjax's RandomPunisher games are compared with.
 PYTORCH_PUNISHER_GAMES_PER_S = 250.0
-
-
-class Timed(NamedTuple):
-    compile_s: float
-    times: list[float]
-    output: Any  # the last timed call's: what fn returns
-    phases: list[tuple[str, float]] | None  # czjax.bench.profiling.phase_times of one more call, when profiled
-    kinds: dict | None  # czjax.bench.profiling.op_kind_table of that call, when profiled
-
-
-def _compile(fn: Callable, make_args: Callable[[int], tuple], options: dict | None = None):
-    """``(compiled, compile_s)``: ``fn`` compiled for ``make_args(0)`` (with the compiler
-    ``options``, or without them where this jaxlib refuses them) and run once on it (the warm-up
-    run's allocations are not timed)."""
-    start = time.perf_counter()
-    lowered = jax.jit(fn).lower(*make_args(0))
-    try:
-        compiled = compiling.compile_lowered(lowered, options)
-    except Exception:  # noqa: BLE001 - any refusal of the extra options: compiled as usual
-        if not options:
-            raise
-        compiled = compiling.compile_lowered(lowered)
-    compile_s = time.perf_counter() - start
-    jax.block_until_ready(compiled(*make_args(0)))
-    return compiled, compile_s
-
-
-def _timed_call(compiled, args) -> tuple[float, Any]:
-    """``(seconds, output)`` of one call, waited for."""
-    start = time.perf_counter()
-    out = jax.block_until_ready(compiled(*args))
-    return time.perf_counter() - start, out
-
-
-def time_compiled(
-    fn: Callable,
-    make_args: Callable[[int], tuple],
-    runs: int,
-    profile: str | Path | None = None,
-    step: profiling.LoopStep | None = None,
-    options: dict | None = None,
-) -> Timed:
-    """Compile ``fn`` for ``make_args(0)`` (with the compiler ``options``, see :func:`_compile`),
-    then time ``runs`` calls. With ``profile`` (a folder), one more call runs under the
-    profiler, its trace written there and its time split into phases and kinds of operation
-    (czjax.bench.profiling; ``step`` as in :func:`czjax.bench.profiling.kind_table`); with
-    ``runs=0`` that call's own time is the timing."""
-    if runs < 1 and profile is None:
-        raise ValueError("time_compiled needs runs >= 1, or a profile whose call is timed")
-    compiled, compile_s = _compile(fn, make_args, options)
-    times, out = [], None
-    for i in range(runs):
-        seconds, out = _timed_call(compiled, make_args(i + 1))
-        times.append(seconds)
-    phases = kinds = None
-    if profile is not None:
-        args = make_args(runs + 1)
-        with profiling.trace(profile):
-            seconds, profiled = _timed_call(compiled, args)
-        if not times:
-            times, out = [seconds], profiled
-        text = compiled.as_text()
-        phases = profiling.phase_times(profile, [text])
-        busy = profiling.device_busy(profile)
-        if busy is not None:
-            phases.append(("(device busy)", busy[0]))
-            phases.append(("(device span)", busy[1]))
-        kinds = profiling.op_kind_table(profile, text, step)
-    return Timed(compile_s, times, out, phases, kinds)
-
-
-def peak_bytes() -> int | None:
-    """The first device's peak memory in use so far, or None where the backend keeps no count."""
-    stats = jax.devices()[0].memory_stats() or {}
-    return stats.get("peak_bytes_in_use")
-
-
-def time_interleaved(settings, runs: int, names):
-    """``[(name, times, compile_s)]`` for ``settings`` (``(fn, make_args)`` pairs), each compiled
-    once, then timed in turn run after run, so that a shared machine's drift reaches them alike."""
-    compiled, compile_times = zip(*(_compile(fn, make_args) for fn, make_args in settings))
-    times: list[list[float]] = [[] for _ in settings]
-    for i in range(runs):
-        for k, (c, (_, make_args)) in enumerate(zip(compiled, settings)):
-            times[k].append(_timed_call(c, make_args(i + 1))[0])
-    return list(zip(names, times, compile_times))
-
-
-def machine_description() -> str:
-    found = jax.devices()
-    return f"{platform.machine()} {found[0].platform}:{found[0].device_kind} x{len(found)}, jax {jax.__version__}"
-
-
-def command_line(argv: list[str] | None = None) -> str:
-    """The command that ran (``sys.argv``), quoted for a shell; czjax's own entry points
-    (``.venv/bin/czjax``, ``python -m czjax`` or ``-m czjax.cli``) read as ``czjax``."""
-    argv = list(sys.argv if argv is None else argv)
-    if not argv:
-        return ""
-    program = Path(argv[0])
-    if program.name == "czjax" or (program.name == "__main__.py" and program.parent.name in ("czjax", "cli")):
-        argv[0] = "czjax"
-    return shlex.join(argv)
-
-
-def source_commit() -> str | None:
-    """``git rev-parse --short HEAD`` of the checkout czjax is imported from, or None when it is
-    not one (an installed package, no git)."""
-    package = Path(__file__).resolve().parent.parent
-    try:
-        found = [
-            subprocess.run(
-                ["git", "-C", str(package), "rev-parse", *query],
-                capture_output=True,
-                text=True,
-                timeout=10,
-                check=True,
-            ).stdout.strip()
-            for query in (["--show-toplevel"], ["--short", "HEAD"])
-        ]
-    except (OSError, subprocess.SubprocessError):
-        return None
-    top, commit = found
-    # a package installed under some other repository's folder (a venv inside a checkout) is not that checkout's
-    return commit if top and Path(top).resolve() / "czjax" == package else None
-
-
-def provenance(argv: list[str] | None = None) -> dict[str, Any]:
-    """Where a benchmark's figures come from, the first fields of ``czjax bench ... --json``:
-    ``command``, ``commit``, ``machine`` (:func:`machine_description`) and ``date`` (UTC, ISO 8601)."""
-    return {
-        "command": command_line(argv),
-        "commit": source_commit(),
-        "machine": machine_description(),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-    }
 
 
 def bench_rollout_czjax(player_spec: str, batch: int, runs: int, profile: str | Path | None = None) -> dict:
@@ -181,7 +44,9 @@ def bench_rollout_czjax(player_spec: str, batch: int, runs: int, profile: str | 
     agent = agents.load_agent(player_spec)
 
     def run(key):
-        return rollout.play_games(key, agent.player, agent.params, agent.player, agent.params, batch)
+        return rollout.play_games(
+            key, rollout.Side(agent.player, agent.params), rollout.Side(agent.player, agent.params), batch
+        )
 
     compile_s, times, (traj, results), phases, kinds = time_compiled(run, lambda i: (jax.random.key(i),), runs, profile)
     median = statistics.median(times)
@@ -205,23 +70,6 @@ def bench_rollout_czjax(player_spec: str, batch: int, runs: int, profile: str | 
         **network_fields(forward, forward * moves, median),
         **({"phases": dict(phases)} if phases is not None else {}),
         **({"op_kinds": kinds} if kinds is not None else {}),
-    }
-
-
-def step_fields(step: str, call_s: float, steps_per_call: int) -> dict:
-    """A row's compiled step: what it is (``step``) and its time (``step_s``: a call's time over
-    the steps it runs)."""
-    return {"step": step, "step_s": call_s / steps_per_call}
-
-
-def network_fields(forward_per_board: float, flops_per_call: float, call_s: float) -> dict:
-    """A row's network FLOPs: per board (``forward_flops_per_board``), per call of its compiled
-    program (``network_flops_per_call``) and per second of the call's time
-    (``network_flops_per_s``)."""
-    return {
-        "forward_flops_per_board": forward_per_board,
-        "network_flops_per_call": flops_per_call,
-        "network_flops_per_s": flops_per_call / call_s,
     }
 
 
@@ -278,12 +126,6 @@ def format_rollout_row(row: dict) -> str:
         f"{row['moves_per_s']:13,.0f} {row['median_s']:9.4f} {row['step_s']:9.6f} "
         f"{row['network_flops_per_s'] / 1e9:11.2f} {format_fraction(row)} {row['compile_s']:9.2f}"
     )
-
-
-def format_fraction(row: dict) -> str:
-    """A row's roof fraction as the tables print it, ``-`` where it has none."""
-    fraction = row.get("roof_fraction")
-    return f"{fraction:7.1%}" if fraction is not None else f"{'-':>7s}"
 
 
 def stderr(msg: str) -> None:
@@ -416,106 +258,6 @@ def _train_row(
         },
         "devices": num_devices,
     }
-
-
-# --- The network's FLOP/s against the machine's roof -----------------------------------------
-
-# The backward pass of a layer is two products as large as its forward one (the gradients of its
-# weights and of its input), the usual convention. The first layer's input gradient is never
-# computed, so this overstates a learner position's forward and backward by that one product:
-# mlp 10.8 of 84.1 kFLOP, mlp3 0.9%, cnn-mk4 0.3%.
-BACKWARD_OVER_FORWARD = 2.0
-
-
-def network_flops(
-    forward_per_board: float, positions_played: float, learner_positions: float, acting_per_board: float | None = None
-) -> float:
-    """Matrix-product and convolution FLOPs of one self-play training iteration's network passes,
-    counted from what was played: per position played in the rollout, the evaluations of the
-    player that moved (``acting_per_board``: one forward pass of the mover's copy of the network,
-    the default, or a search's root and simulations) and, in the update, a forward and a
-    backward pass (:data:`BACKWARD_OVER_FORWARD`) per learner position trained on. But for the
-    convention's first layer, a lower bound on the work the program does: it also evaluates
-    finished games' boards (every board of a batch each ply, or the rest of a chunk of running
-    ones, czjax.compaction) and, with the plain gradient, the learner's positions that did not
-    happen; the chunk's evaluation games are left out."""
-    acting = forward_per_board if acting_per_board is None else acting_per_board
-    return acting * positions_played + forward_per_board * (1.0 + BACKWARD_OVER_FORWARD) * learner_positions
-
-
-ROOF_SIZE = 2048
-ROOF_RUNS = 5
-
-
-def matmul_roof(size: int = ROOF_SIZE, runs: int = ROOF_RUNS, dtype: str = "float32") -> float:
-    """FLOP/s of one plain ``(size, size) @ (size, size)`` matrix product on the default device:
-    ``2 size^3`` FLOPs over the median of ``runs`` timed calls of the compiled product, after a
-    warm-up call. The arithmetic roof that the network's FLOP/s are a fraction of."""
-    a = jax.random.normal(jax.random.key(0), (size, size), dtype)
-    b = jax.random.normal(jax.random.key(1), (size, size), dtype)
-    compiled, _ = _compile(jnp.matmul, lambda i: (a, b))
-    times = [_timed_call(compiled, (a, b))[0] for _ in range(runs)]
-    return 2.0 * size**3 / statistics.median(times)
-
-
-# The arithmetic of a product at each --precision (czjax.util.precision), per backend: XLA's
-# default runs float32 products through TF32 tensor cores on an NVIDIA GPU, exactly on a CPU.
-# Backends not listed: as a CPU.
-ARITHMETIC = {
-    "cpu": {"default": "float32", "highest": "float32", "bf16": "bfloat16", "mixed": "bfloat16"},
-    "gpu": {"default": "tf32", "highest": "float32", "bf16": "bfloat16", "mixed": "bfloat16"},
-}
-# How each arithmetic's roof is timed: the product's dtype and the --precision it is compiled at
-ROOF_PRODUCTS = {"float32": ("float32", "highest"), "tf32": ("float32", "default"), "bfloat16": ("bfloat16", "default")}
-# The roofs measured in every benchmark's process, per backend (any other: float32's), beside the
-# one of each precision a benchmark runs at; a CPU's bfloat16 product is slow to time and is
-# measured only for a run at that precision.
-BACKEND_ROOFS = {"gpu": ("float32", "tf32", "bfloat16")}
-
-
-def roof_of(precision_name: str, backend: str | None = None) -> str:
-    """The name of the roof (:data:`ROOF_PRODUCTS`) a program at ``precision_name`` runs under."""
-    precision.check(precision_name)
-    backend = backend or jax.default_backend()
-    return ARITHMETIC.get(backend, ARITHMETIC["cpu"])[precision_name]
-
-
-def measure_roofs(size: int = ROOF_SIZE, precisions: tuple[str, ...] = ("default",)) -> dict:
-    """The roof table of this process and device, the JSON document's fields: ``roof_size`` and
-    ``roofs``, ``{name: {flops_per_s, dtype, precision}}`` for each roof the backend offers
-    (:data:`BACKEND_ROOFS`) and the roof of each of ``precisions`` (:func:`roof_of`), each
-    :func:`matmul_roof` of its dtype at its precision."""
-    backend = jax.default_backend()
-    names = dict.fromkeys([*BACKEND_ROOFS.get(backend, ("float32",)), *(roof_of(p, backend) for p in precisions)])
-    roofs = {}
-    for name in names:
-        dtype, at = ROOF_PRODUCTS[name]
-        with precision.matmul(at):
-            roofs[name] = {"flops_per_s": matmul_roof(size, dtype=dtype), "dtype": dtype, "precision": at}
-    return {"roof_size": size, "roofs": roofs}
-
-
-def format_roofs(table: dict) -> str:
-    """Two lines for a table's head: the roofs, and what a row's network figures count."""
-    size = table["roof_size"]
-    rates = ", ".join(f"{name} {roof['flops_per_s'] / 1e9:,.1f}" for name, roof in table["roofs"].items())
-    return (
-        f"roofs: a {size}x{size} matrix product, GFLOP/s: {rates} (median of {ROOF_RUNS} runs after a warm-up, "
-        "this process, this device)\n"
-        "net GFLOP/s: the network's matrix-product and convolution FLOPs per second, counted from the boards it "
-        "evaluated (docs/benchmarks.md); of roof: that over the roof of the row's precision"
-    )
-
-
-def with_roof(row: dict, table: dict) -> dict:
-    """``row`` with the roof of its ``precision`` from ``table`` (:func:`measure_roofs`) and its
-    network FLOP/s as a fraction of it (None where no network played)."""
-    name = roof_of(row["precision"])
-    row["roof"] = name
-    row["roof_flops_per_s"] = table["roofs"][name]["flops_per_s"]
-    flops = row["network_flops_per_s"]
-    row["roof_fraction"] = flops / row["roof_flops_per_s"] if flops > 0 else None
-    return row
 
 
 def _with_pytorch_reference(row: dict) -> dict:

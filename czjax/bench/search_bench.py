@@ -11,7 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from czjax import compaction, game, players, search
-from czjax.bench.harness import format_fraction, network_fields, step_fields, time_interleaved
+from czjax.bench.roofline import format_fraction, network_fields
+from czjax.bench.timing import step_fields, time_interleaved
 
 # ---------------------------------------------------------------------------------------------
 # Search: czjax's tree against mctx (over czjax's rules, and over pgx), the same network

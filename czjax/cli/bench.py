@@ -11,28 +11,28 @@ from czjax.cli import flags
 def _bench(args, what: str, header: str, settings, measure, fmt, roofs_at=None) -> int:
     """Run ``measure`` for each setting, printing a table row as each finishes (to stderr with
     ``--json``, whose JSON document goes to stdout, opening with where its figures come from:
-    :func:`czjax.bench.harness.provenance`, command, commit, machine, date). ``roofs_at``: the
-    precisions the rows run at; then the roof table (:func:`czjax.bench.harness.measure_roofs`,
+    :func:`czjax.bench.provenance.provenance`, command, commit, machine, date). ``roofs_at``: the
+    precisions the rows run at; then the roof table (:func:`czjax.bench.roofline.measure_roofs`,
     ``--roof-size``) is measured once, before the rows, in this process, printed before the
     table and added to the JSON document, and every row gets its roof and fraction."""
-    from czjax.bench import harness
+    from czjax.bench import harness, provenance, roofline
 
     log = harness.stderr if args.json else print
     log(
-        f"czjax bench {what} on {harness.machine_description()}; median of {args.runs} timed runs, compile time "
+        f"czjax bench {what} on {provenance.machine_description()}; median of {args.runs} timed runs, compile time "
         "separate"
     )
-    roofs = harness.measure_roofs(args.roof_size, tuple(roofs_at)) if roofs_at is not None else {}
+    roofs = roofline.measure_roofs(args.roof_size, tuple(roofs_at)) if roofs_at is not None else {}
     if roofs:
-        log(harness.format_roofs(roofs))
+        log(roofline.format_roofs(roofs))
     log(header)
     rows = []
     for setting in settings:
         for row in measure(setting, log):
-            rows.append(harness.with_roof(row, roofs) if roofs else row)
+            rows.append(roofline.with_roof(row, roofs) if roofs else row)
             log(fmt(row))
     if args.json:
-        print(json.dumps({**harness.provenance(), **roofs, "rows": rows}, indent=1))
+        print(json.dumps({**provenance.provenance(), **roofs, "rows": rows}, indent=1))
     return 0
 
 

@@ -133,6 +133,13 @@ def add_evaluation_commands(commands) -> None:
         "eval", help="measure a model: solver-labelled accuracy, tactical puzzles, move error on Pons' sets"
     )
     eval_commands = evaluate.add_subparsers(dest="eval_command", metavar="WHAT", required=True)
+    _add_accuracy(eval_commands)
+    _add_puzzles(eval_commands)
+    _add_pons(eval_commands)
+    _add_make_puzzles(eval_commands)
+
+
+def _add_accuracy(eval_commands) -> None:
     acc = eval_commands.add_parser(
         "accuracy",
         help="how often the move is optimal or keeps the outcome, on solver-labelled positions",
@@ -149,6 +156,9 @@ def add_evaluation_commands(commands) -> None:
     )
     flags.add_json_flag(acc)
     acc.set_defaults(func=cmd_eval_accuracy)
+
+
+def _add_puzzles(eval_commands) -> None:
     puz = eval_commands.add_parser(
         "puzzles",
         help="success on tactical puzzles: win now, or block the single threat",
@@ -162,6 +172,9 @@ def add_evaluation_commands(commands) -> None:
     puz.add_argument("--puzzles", default=None, metavar="FILE", help="a puzzles file from `czjax eval make-puzzles`")
     flags.add_json_flag(puz)
     puz.set_defaults(func=cmd_eval_puzzles)
+
+
+def _add_pons(eval_commands) -> None:
     pons = eval_commands.add_parser(
         "pons",
         help="move error on Pascal Pons' benchmark sets (AlphaZero.jl's measure), and the outcome read from the value",
@@ -198,7 +211,6 @@ def add_evaluation_commands(commands) -> None:
     )
     flags.add_json_flag(pons)
     pons.set_defaults(func=cmd_eval_pons)
-    _add_make_puzzles(eval_commands)
 
 
 def _add_make_puzzles(eval_commands) -> None:

@@ -20,7 +20,7 @@ from czjax.util.progress import Progress
 QUIT = ("q", "quit", "exit")
 REUSE_PLIES = 2  # a search's tree serves the next search this many plies later: its move and the reply
 # Whether play and serve keep a PUCT search's tree between moves by default (czjax.search.reuse):
-# not, by measurement (experiments/tree_reuse.py, docs/search.md "Tree reuse"): at equal
+# not, by measurement (experiments/tree-reuse/tree_reuse.py, docs/search.md "Tree reuse"): at equal
 # simulations a PUCT search over the shipped networks that reuses its tree loses to one that does
 # not (it has more visits, and more visits alone lose too at these settings)
 REUSE_TREES = False

@@ -31,7 +31,7 @@ from czjax import game
 from czjax.agents import Agent, policy
 from czjax.evaluate.solver import read_game_records
 from czjax.players import random_player, winning_columns
-from czjax.rollout import play_games
+from czjax.rollout import Side, play_games
 from czjax.util.progress import Progress
 
 KINDS = ("win", "block")
@@ -53,7 +53,7 @@ def _classify(boards: jax.Array):
 def _candidate_positions(key: jax.Array, num_games: int):
     """Every position of ``num_games`` random games: ``(moves (N, 42) int8 with -1 padding,
     plies (N,), boards (N, 6, 7))``, in ply-major order."""
-    traj, _ = play_games(key, random_player, None, random_player, None, num_games)
+    traj, _ = play_games(key, Side(random_player), Side(random_player), num_games)
     actions = np.asarray(traj.actions)  # (42, G)
     valid = np.asarray(traj.valid)
     boards = np.asarray(traj.boards())  # (42, G, 6, 7), the mover's view before each ply

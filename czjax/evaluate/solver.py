@@ -357,30 +357,25 @@ def move_errors(scores: np.ndarray, probs: np.ndarray, greedy: np.ndarray) -> tu
 
 
 def _set_policies(agent: Agent, sets: dict, log=None, stop_when_decided: bool = False):
-    """Per Pons set, ``(name, data, probs, value, greedy)`` of ``agent`` on its positions, with
-    one progress line over all the sets. ``stop_when_decided``: where the agent is AlphaZero.jl's
+    """Per Pons set, ``(name, data, probs, value, greedy, sims)`` of ``agent`` on its positions,
+    with one progress line over all the sets (``sims``: each search's simulations where they
+    were stopped when decided, else None). ``stop_when_decided``: where the agent is AlphaZero.jl's
     MCTS over a network, every position's search is stopped once its move is decided
     (:mod:`czjax.search.azjl_stream`): the same moves, the probs and value those at the stop."""
     progress = Progress(log, "positions", sum(len(data["boards"]) for data in sets.values()))
     if stop_when_decided and streams(agent) and agent.network is not None:
         boards = np.concatenate([data["boards"] for data in sets.values()])
         found = azjl_stream.stream_search(
-            agent.network,
-            agent.params,
-            boards,
-            jax.random.key(0),
-            sims=agent.search.sims,
-            c=agent.search.c,
-            progress=progress,
+            agent.search, agent.network, agent.params, boards, jax.random.key(0), progress=progress
         )
         start = 0
         for name, data in sets.items():
             rows = slice(start, start + len(data["boards"]))
             start = rows.stop
-            yield name, data, found.policy[rows], found.value[rows], found.action[rows]
+            yield name, data, found.policy[rows], found.value[rows], found.action[rows], found.sims_used[rows]
         return
     for name, data in sets.items():
-        yield (name, data, *policy(agent, data["boards"], progress=progress))
+        yield (name, data, *policy(agent, data["boards"], progress=progress), None)
 
 
 def streams(agent: Agent) -> bool:
@@ -396,7 +391,7 @@ def pons_greedy_errors(agent: Agent, sets: dict, log=None) -> dict[str, np.ndarr
     per-position errors behind :func:`pons`'s rates, for paired comparisons of two players."""
     return {
         name: move_errors(data["scores"], probs, greedy)[0]
-        for name, data, probs, _, greedy in _set_policies(agent, sets, log)
+        for name, data, probs, _, greedy, _ in _set_policies(agent, sets, log)
     }
 
 
@@ -422,7 +417,8 @@ def pons(agent: Agent, sets: dict, log=None, protocol: str | None = None, full_s
     Returns:
         A report: per set ``move_error`` (%) beside AlphaZero.jl's reference rows, and, when the
         player has a value (a value head, or a search's root value), how often it reads the
-        outcome right; ``mean_move_error`` over the sets.
+        outcome right; ``mean_move_error`` over the sets; with searches stopped when decided, each
+        set's mean ``simulations`` a search.
     """
     with_value = agent.has_value or agent.search is not None
     samples = agent.temperature() > 0 and protocol is None
@@ -437,29 +433,40 @@ def pons(agent: Agent, sets: dict, log=None, protocol: str | None = None, full_s
         "reference_labels": PONS_REFERENCE_LABELS,
         "sets": [],
     }
-    for name, data, probs, value, greedy in _set_policies(agent, sets, log, stop_when_decided):
+    for name, data, probs, value, greedy, sims in _set_policies(agent, sets, log, stop_when_decided):
         row: dict = {"set": name, "name": PONS_NAMES.get(name, name), "n": int(len(data["boards"]))}
+        if sims is not None:  # the network evaluations the protocol's searches took, on average
+            row["simulations"] = float(sims.mean())
         if "scores" in data:
             greedy_error, expected_error = move_errors(data["scores"], probs, greedy)
             row["move_error"] = 100.0 * float((expected_error if samples else greedy_error).mean())
             row["greedy_error"] = 100.0 * float(greedy_error.mean())
         row.update({f"ref_{k}": v.get(name) for k, v in PONS_REFERENCE.items()})
         if with_value:
-            truth = np.sign(data["value"])
-            guess = value_outcome(value)
-            decided = truth != 0
-            row.update(
-                outcome=float((guess == truth).mean()),
-                sign_on_decided=float((np.sign(value[decided]) == truth[decided]).mean()) if decided.any() else None,
-            )
-            for outcome, label in zip((-1, 0, 1), OUTCOMES):
-                mask = truth == outcome
-                row[f"n_{label}"] = int(mask.sum())
-                row[label] = float((guess[mask] == outcome).mean()) if mask.any() else None
+            row.update(outcome_read(data["value"], value))
         report["sets"].append(row)
     errors = [r["move_error"] for r in report["sets"] if "move_error" in r]
     report["mean_move_error"] = float(np.mean(errors)) if errors else None
     return report
+
+
+def outcome_read(true_value: np.ndarray, value: np.ndarray) -> dict:
+    """How often ``value`` reads the outcome of ``true_value`` right (:func:`value_outcome`):
+    over every position (``outcome``), by its sign alone on the decided ones
+    (``sign_on_decided``), and per true outcome (``loss``, ``draw``, ``win``, with their counts
+    ``n_loss``, ...); None where no position has that outcome."""
+    truth = np.sign(true_value)
+    guess = value_outcome(value)
+    decided = truth != 0
+    read: dict = {
+        "outcome": float((guess == truth).mean()),
+        "sign_on_decided": float((np.sign(value[decided]) == truth[decided]).mean()) if decided.any() else None,
+    }
+    for outcome, label in zip((-1, 0, 1), OUTCOMES):
+        mask = truth == outcome
+        read[f"n_{label}"] = int(mask.sum())
+        read[label] = float((guess[mask] == outcome).mean()) if mask.any() else None
+    return read
 
 
 def format_pons(report: dict) -> str:
@@ -487,6 +494,11 @@ def format_pons(report: dict) -> str:
         )
     labels = report.get("reference_labels", {})
     lines.extend(f"  {k}: {labels[k]}" for k in refs if k in labels)
+    if all("simulations" in r for r in report["sets"]) and report["sets"]:
+        lines.append(
+            "simulations per search until its move was decided, mean: "
+            + ", ".join(f"{r['set']} {r['simulations']:.0f}" for r in report["sets"])
+        )
     if any("outcome" in r for r in report["sets"]):
         lines.append(f"outcome read from the value (a draw within +-{report['draw_band']:.2f}):")
         lines.append(

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from czjax.agents import Agent
-from czjax.rollout import play_games
+from czjax.rollout import Side, play_games
 from czjax.util.progress import Progress
 
 ELO = 400.0 / math.log(10.0)  # Elo points per unit of log-odds
@@ -69,7 +69,7 @@ def round_robin(
         temps_b = jnp.asarray([temperatures[pairs[p][1]] for p in members], jnp.float32)
 
         def match(key, pa, pb, ta, tb, player_a=player_a, player_b=player_b):
-            _, res = play_games(key, player_a, pa, player_b, pb, games, ta, tb)
+            _, res = play_games(key, Side(player_a, pa, ta), Side(player_b, pb, tb), games)
             return jnp.stack([(res.outcome > 0).sum(), (res.outcome == 0).sum(), (res.outcome < 0).sum()])
 
         matches = jax.jit(jax.vmap(match))
@@ -169,29 +169,38 @@ def tournament(
         "players": names,
         "temperatures": temperatures,
         "plays": [how_it_plays(agent, t) for agent, t in zip(agents, temperatures)],
-        "results": [
-            {
-                "a": names[i],
-                "b": names[j],
-                "wins_a": int(results[i, j, 0]),
-                "draws": int(results[i, j, 1]),
-                "wins_b": int(results[i, j, 2]),
-            }
-            for i, j in itertools.combinations(range(len(names)), 2)
-        ],
-        "ratings": sorted(
-            (
-                {
-                    "player": name,
-                    "elo": float(r),
-                    "ci95": float(h),
-                    "score": float((results[k, :, 0] + 0.5 * results[k, :, 1]).sum() / results[k].sum()),
-                }
-                for k, (name, r, h) in enumerate(zip(names, ratings, half))
-            ),
-            key=lambda row: -row["elo"],
-        ),
+        "results": pair_rows(names, results),
+        "ratings": rating_rows(names, results, ratings, half),
     }
+
+
+def pair_rows(names: list[str], results: np.ndarray) -> list[dict]:
+    """The report's row per pair ``i < j``: its wins, draws and losses (see :func:`round_robin`)."""
+    return [
+        {
+            "a": names[i],
+            "b": names[j],
+            "wins_a": int(results[i, j, 0]),
+            "draws": int(results[i, j, 1]),
+            "wins_b": int(results[i, j, 2]),
+        }
+        for i, j in itertools.combinations(range(len(names)), 2)
+    ]
+
+
+def rating_rows(names: list[str], results: np.ndarray, ratings: np.ndarray, half: np.ndarray) -> list[dict]:
+    """The report's row per player, the strongest first: its rating, the half-width of its 95%
+    interval, and its score (wins and half the draws, per game)."""
+    rows = (
+        {
+            "player": name,
+            "elo": float(r),
+            "ci95": float(h),
+            "score": float((results[k, :, 0] + 0.5 * results[k, :, 1]).sum() / results[k].sum()),
+        }
+        for k, (name, r, h) in enumerate(zip(names, ratings, half))
+    )
+    return sorted(rows, key=lambda row: -row["elo"])
 
 
 def format_tournament(report: dict) -> str:

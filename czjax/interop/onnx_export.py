@@ -30,7 +30,7 @@ from czjax import models
 from czjax.agents import load_params
 from czjax.models import torch_layout
 from czjax.players import random_player
-from czjax.rollout import play_games
+from czjax.rollout import Side, play_games
 from czjax.util import precision
 
 OPSET = 17
@@ -274,7 +274,7 @@ def export(checkpoint_path, out_path, batched: bool = False) -> str:
 def sample_boards(n: int, seed: int = 0) -> np.ndarray:
     """``n`` positions (int8, canonical) from random games, for checking an export."""
 
-    traj, _ = play_games(jax.random.key(seed), random_player, None, random_player, None, max(2, n // 8))
+    traj, _ = play_games(jax.random.key(seed), Side(random_player), Side(random_player), max(2, n // 8))
     boards = np.asarray(traj.boards())[np.asarray(traj.valid)]
     return boards[np.random.default_rng(seed).permutation(len(boards))[:n]]
 

@@ -126,9 +126,9 @@ def update_pool(pool: PoolState, params, chosen, batch_win_rate, num_members: in
     return pool, add
 
 
-def play_against_pool(key, pool: PoolState, members: list, learner, params, num_games: int, temperature, **options):
-    """One batch of the learner against a member drawn by weight (a league slot plays the
-    learner's model with the slot's parameters); returns ``(trajectory, results, chosen)``.
+def play_against_pool(key, pool: PoolState, members: list, learner: rollout.Side, num_games: int, **options):
+    """One batch of the ``learner`` (side A) against a member drawn by weight (a league slot plays
+    the learner's model with the slot's parameters); returns ``(trajectory, results, chosen)``.
     ``options``: how the games are played (:func:`czjax.rollout.play_games`'s ``axis_name``,
     ``devices``, ``chunks``)."""
     choice_key, key = jax.random.split(key)
@@ -136,24 +136,14 @@ def play_against_pool(key, pool: PoolState, members: list, learner, params, num_
     num_members = len(members)
 
     def against(player, member_params):
-        return rollout.play_games(
-            key,
-            learner,
-            params,
-            player,
-            member_params,
-            num_games,
-            temperature,
-            1.0,
-            **options,
-        )
+        return rollout.play_games(key, learner, rollout.Side(player, member_params), num_games, **options)
 
     branches: list[Callable[..., Any]] = [
         lambda pool, k=k: against(members[k][0], pool.member_params[k]) for k in range(num_members)
     ]
     if pool.league_active.shape[0]:  # one branch for every league slot: same player, the slot's parameters
         branches.append(
-            lambda pool: against(learner, jax.tree.map(lambda x: x[chosen - num_members], pool.league_params))
+            lambda pool: against(learner.player, jax.tree.map(lambda x: x[chosen - num_members], pool.league_params))
         )
     traj, results = lax.switch(jnp.minimum(chosen, len(branches) - 1), branches, pool)
     return traj, results, chosen

@@ -311,6 +311,12 @@ class TrainConfig:
         models.check_init(self.init)
         compaction.check_mode(self.compaction)
         algorithm = algorithms.get_algorithm(self.algorithm)
+        self._check_algorithm(algorithm, network)
+        self._check_opponents()
+        self._check_games(algorithm)
+
+    def _check_algorithm(self, algorithm: algorithms.Algorithm, network: models.ModelEntry) -> None:
+        """What the algorithm needs of the network and of the search, and what it cannot use."""
         if algorithm.needs_value_head and not network.value_head:
             raise ValueError(
                 f"{self.algorithm} needs a model with a value head (cnn-mk4-value or mlp3), not {self.model}"
@@ -328,6 +334,9 @@ class TrainConfig:
             raise ValueError(
                 f"a replay buffer serves search-based training (alpha, alphazero); {self.algorithm} learns on-policy"
             )
+
+    def _check_opponents(self) -> None:
+        """The search, the opponent and the pool: each known, and together as training plays them."""
         if self.search:
             search.search_of(PlayerSpec.parse(self.search))  # one-line error for a bad search or size
             if self.opponent == "pool":
@@ -340,6 +349,9 @@ class TrainConfig:
             raise ValueError("a league grows an opponent pool: use it with opponent 'pool'")
         for member in self.pool.members:  # a search's options and sizes now; its network is loaded by the set-up
             search.split_search(PlayerSpec.parse(member))
+
+    def _check_games(self, algorithm: algorithms.Algorithm) -> None:
+        """How the games are played, evaluated and compiled: each setting in its range."""
         for name in ("games_per_batch", "eval_games"):
             if getattr(self, name) < 2:
                 raise ValueError(

@@ -10,7 +10,7 @@ from czjax.learn.settings import PromotionSettings, TrainConfig
 
 # The blog's examples play and measure against the PyTorch project's RandomPunisher, whose ties
 # go to the leftmost column; czjax's random-punisher spreads them, and a learner trained against
-# the project's exploits its ties (docs/results/same-start-ex4/diagnosis.md).
+# the project's exploits its ties (docs/results/same-start/ex4/diagnosis.md).
 PROJECT_PUNISHER = "random-punisher-leftmost"
 
 

@@ -20,16 +20,24 @@ The modules:
   at the root and a visit-count policy; ``entropy-mcts``, entropy-guided PUCT: PUCT whose
   exploration damps a column's visits by its child's policy entropy),
   ``gumbel`` (``gumbel``, Gumbel MuZero's root with its deterministic interior selection, as
-  in ``mctx.gumbel_muzero_policy``);
+  in ``mctx.gumbel_muzero_policy``), ``azjl`` (``azjl``, AlphaZero.jl's MCTS with
+  transpositions; ``azjl_stream`` runs it over many positions, each stopped once its move is
+  decided);
 - ``registry``: the :data:`SEARCHES` table, options from text, and a search as a player
   (:func:`search_player`), so every evaluation command can use it
   (``agents.load_agent("mcts:sims=64:runs/ex3")``);
 - ``reuse``: a searched subtree kept between moves (re-rooted, and PUCT continued from it), for
   ``play`` and ``serve``.
+
+This package names what a user calls (as mctx's does): the searches' settings, the table and its
+parsers, a search as a player, :class:`SearchOutput` and the :class:`Environment` a search is
+given; the machinery is imported from its module (``from czjax.search.tree import
+run_tree_search``).
 """
 
 from __future__ import annotations
 
+from czjax.search.azjl import AlphaZeroJlMCTS
 from czjax.search.base import (
     CONNECT_FOUR,
     Environment,
@@ -41,10 +49,9 @@ from czjax.search.base import (
     make_recurrent_fn,
     network_value,
 )
-from czjax.search.columns import col_argmax, col_max, col_min, col_softmax, col_sum
-from czjax.search.gumbel import GUMBEL_MOVES, Gumbel, gumbel_output
-from czjax.search.playouts import ROLLOUT_MASK, RolloutImprover, rollout_values
-from czjax.search.puct import PUCT, dirichlet_noise, visit_output
+from czjax.search.gumbel import Gumbel
+from czjax.search.playouts import RolloutImprover
+from czjax.search.puct import PUCT
 from czjax.search.registry import (
     SEARCHES,
     is_search,
@@ -54,29 +61,13 @@ from czjax.search.registry import (
     search_player,
     split_search,
 )
-from czjax.search.selection import completed_q, considered_visits, gumbel_select, puct_select, subtree_entropy
-from czjax.search.tree import (
-    ROOT,
-    UNVISITED,
-    Selection,
-    Tree,
-    backup,
-    descend,
-    edge_stats,
-    init_tree,
-    root_q,
-    run_tree_search,
-    simulate,
-)
+from czjax.search.tree import Tree
 
 __all__ = [
     "CONNECT_FOUR",
-    "GUMBEL_MOVES",
     "PUCT",
-    "ROLLOUT_MASK",
-    "ROOT",
     "SEARCHES",
-    "UNVISITED",
+    "AlphaZeroJlMCTS",
     "Environment",
     "Gumbel",
     "RecurrentFn",
@@ -84,36 +75,14 @@ __all__ = [
     "RolloutImprover",
     "Search",
     "SearchOutput",
-    "Selection",
     "StepFn",
     "Tree",
-    "backup",
-    "col_argmax",
-    "col_max",
-    "col_min",
-    "col_softmax",
-    "col_sum",
-    "completed_q",
-    "considered_visits",
-    "descend",
-    "dirichlet_noise",
-    "edge_stats",
-    "gumbel_output",
-    "gumbel_select",
-    "init_tree",
     "is_search",
     "make_recurrent_fn",
     "make_search",
     "network_value",
-    "puct_select",
-    "rollout_values",
-    "root_q",
-    "run_tree_search",
     "search_of",
     "search_options",
     "search_player",
-    "simulate",
     "split_search",
-    "subtree_entropy",
-    "visit_output",
 ]

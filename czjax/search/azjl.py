@@ -130,6 +130,34 @@ class Descent:
     linked: chex.Array
 
 
+def _record(d: Descent, add: jax.Array | bool = True) -> Descent:
+    """``d``'s edge ``(node, action)`` appended to its path where ``add``."""
+    at = jnp.minimum(d.length, MAX_PATH - 1)
+    return dataclasses.replace(
+        d,
+        path_nodes=d.path_nodes.at[at].set(jnp.where(add, d.node, d.path_nodes[at])),
+        path_actions=d.path_actions.at[at].set(jnp.where(add, d.action, d.path_actions[at])),
+        length=d.length + jnp.asarray(add, jnp.int32),
+    )
+
+
+def _at_root(graph: TranspositionTree) -> Descent:
+    """A walk down ``graph`` before its first edge: at the root, nothing recorded."""
+    return Descent(
+        node=jnp.int32(ROOT),
+        action=jnp.int32(0),
+        path_nodes=jnp.zeros((MAX_PATH,), jnp.int32),
+        path_actions=jnp.zeros((MAX_PATH,), jnp.int32),
+        length=jnp.int32(0),
+        children=graph.children,
+        untried=jnp.array(False),
+        next_position=jax.tree.map(lambda x: x[ROOT], graph.positions),
+        won=jnp.array(False),
+        done=jnp.array(False),
+        linked=jnp.array(True),
+    )
+
+
 def descend(graph: TranspositionTree, c: float, env: Environment, transpositions: bool = True) -> Descent:
     """One graph's walk from the root: follow the selected edges while they lead to a node;
     an untried edge whose position is already a node is linked to it (a transposition) and the
@@ -139,21 +167,11 @@ def descend(graph: TranspositionTree, c: float, env: Environment, transpositions
     def select(d: Descent, node: jax.Array) -> jax.Array:
         return uct_select(dataclasses.replace(graph, children=d.children), node, c)
 
-    def record(d: Descent, add: jax.Array | bool = True) -> Descent:
-        """``d``'s edge ``(node, action)`` appended to its path where ``add``."""
-        at = jnp.minimum(d.length, MAX_PATH - 1)
-        return dataclasses.replace(
-            d,
-            path_nodes=d.path_nodes.at[at].set(jnp.where(add, d.node, d.path_nodes[at])),
-            path_actions=d.path_actions.at[at].set(jnp.where(add, d.action, d.path_actions[at])),
-            length=d.length + jnp.asarray(add, jnp.int32),
-        )
-
     def follows_a_link(d: Descent) -> jax.Array:
         return d.children[d.node, d.action] >= 0
 
     def step_along_link(d: Descent) -> Descent:
-        d = record(d)
+        d = _record(d)
         node = d.children[d.node, d.action]
         return dataclasses.replace(d, node=node, action=select(d, node))
 
@@ -169,7 +187,7 @@ def descend(graph: TranspositionTree, c: float, env: Environment, transpositions
         transposition = untried & ~done & found
         # a transposition: link the edge to the node and walk on from it
         d = dataclasses.replace(
-            record(d, transposition),
+            _record(d, transposition),
             children=d.children.at[d.node, d.action].set(jnp.where(transposition, index, d.children[d.node, d.action])),
             untried=untried,
             next_position=next_position,
@@ -179,20 +197,7 @@ def descend(graph: TranspositionTree, c: float, env: Environment, transpositions
         )
         return dataclasses.replace(d, node=jnp.where(transposition, index, d.node))
 
-    start = Descent(
-        node=jnp.int32(ROOT),
-        action=jnp.int32(0),
-        path_nodes=jnp.zeros((MAX_PATH,), jnp.int32),
-        path_actions=jnp.zeros((MAX_PATH,), jnp.int32),
-        length=jnp.int32(0),
-        children=graph.children,
-        untried=jnp.array(False),
-        next_position=jax.tree.map(lambda x: x[ROOT], graph.positions),
-        won=jnp.array(False),
-        done=jnp.array(False),
-        linked=jnp.array(True),
-    )
-    return record(jax.lax.while_loop(lambda d: d.linked, try_edge, start))
+    return _record(jax.lax.while_loop(lambda d: d.linked, try_edge, _at_root(graph)))
 
 
 def expand_and_back_up(graph: TranspositionTree, d: Descent, prior, value, legal) -> TranspositionTree:

@@ -28,7 +28,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from czjax.players import Player
-from czjax.search.azjl import ROOT, UNLINKED, TranspositionTree, descend, expand_and_back_up, init_graph
+from czjax.search.azjl import (
+    ROOT,
+    UNLINKED,
+    AlphaZeroJlMCTS,
+    TranspositionTree,
+    descend,
+    expand_and_back_up,
+    init_graph,
+)
 from czjax.search.base import CONNECT_FOUR, NUM_ACTIONS, Environment, network_value
 from czjax.search.columns import col_argmax
 from czjax.util.progress import Progress
@@ -126,14 +134,15 @@ def start(roots, slots: int, sims: int) -> Stream:
 
 
 def step(
-    s: Stream, roots, player: Player, params: Any, key: jax.Array, sims: int, c: float, env: Environment
+    s: Stream, roots, search: AlphaZeroJlMCTS, player: Player, params: Any, key: jax.Array, env: Environment
 ) -> Stream:
     """One network call for the pool: each busy slot evaluates its root (when due) or runs one
-    simulation; a search whose move is decided (or whose ``sims`` are done) writes its outputs
-    and its slot takes the next position."""
+    simulation of ``search``; a search whose move is decided (or whose ``sims`` are done) writes
+    its outputs and its slot takes the next position."""
+    sims = search.sims
     g = s.graph
     fresh = s.sims == 0
-    d = jax.vmap(lambda one: descend(one, c, env))(g)
+    d = jax.vmap(lambda one: descend(one, search.c, env, search.transpositions))(g)
     at_root = jax.tree.map(lambda x: x[:, ROOT], g.positions)
     logits, value, legal = network_value(player, params, _where(fresh, at_root, d.next_position), key, env)
     prior = jax.nn.softmax(logits)
@@ -170,15 +179,15 @@ def step(
     )
 
 
-@functools.partial(jax.jit, static_argnames=("player", "sims", "c", "env", "steps"))
+@functools.partial(jax.jit, static_argnames=("search", "player", "env", "steps"))
 def advance(
-    s: Stream, roots, player: Player, params: Any, key: jax.Array, sims: int, c: float, env: Environment, steps: int
+    s: Stream, roots, search: AlphaZeroJlMCTS, player: Player, params: Any, key: jax.Array, env: Environment, steps: int
 ):
     """At most ``steps`` steps of the pool, fewer when every search has stopped."""
 
     def body(carry):
         s, i = carry
-        return step(s, roots, player, params, jax.random.fold_in(key, i), sims, c, env), i + 1
+        return step(s, roots, search, player, params, jax.random.fold_in(key, i), env), i + 1
 
     s, _ = jax.lax.while_loop(lambda carry: (carry[1] < steps) & ~carry[0].finished, body, (s, jnp.int32(0)))
     return s
@@ -196,18 +205,17 @@ class StreamResult(NamedTuple):
 
 
 def stream_search(
+    search: AlphaZeroJlMCTS,
     player: Player,
     params: Any,
     boards,
     key: jax.Array,
     *,
-    sims: int = 600,
-    c: float = 2.0,
     slots: int = STREAM_SLOTS,
     env: Environment = CONNECT_FOUR,
     progress: Progress | None = None,
 ) -> StreamResult:
-    """AlphaZero.jl's MCTS (``sims`` simulations, exploration ``c``, transpositions) from each of
+    """AlphaZero.jl's MCTS ``search`` (its ``sims`` simulations, exploration ``c``) from each of
     int8 ``boards (M, 6, 7)``, each stopped when its move is decided: the move that of the full
     search, the policy and value those at the stop. ``progress`` counts the positions whose
     search stopped."""
@@ -218,7 +226,7 @@ def stream_search(
             np.zeros(0, np.int32), np.zeros((0, NUM_ACTIONS)), np.zeros(0, np.float32), np.zeros(0, np.int32)
         )
     roots = env.encode(jnp.asarray(boards))
-    s = start(roots, max(1, min(slots, num)), sims)
+    s = start(roots, max(1, min(slots, num)), search.sims)
     progress = progress or Progress()
     stopped = 0
 
@@ -232,7 +240,7 @@ def stream_search(
     while not bool(s.finished):
         key_call = jax.random.fold_in(key, call)
         s = progress.step(
-            lambda s=s, k=key_call: advance(s, roots, player, params, k, sims, c, env, STEPS_PER_CALL), newly_stopped
+            lambda s=s, k=key_call: advance(s, roots, search, player, params, k, env, STEPS_PER_CALL), newly_stopped
         )
         call += 1
     visits = np.asarray(s.visits)

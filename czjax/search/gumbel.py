@@ -13,7 +13,7 @@ import jax.numpy as jnp
 from czjax.players import LOSS_MASK_VALUE, Player, PlayerOutput
 from czjax.search.base import CONNECT_FOUR, NUM_ACTIONS, Environment, SearchOutput, check_ranges
 from czjax.search.selection import completed_q, considered_score, gumbel_select
-from czjax.search.tree import ROOT, Tree, edge_stats, root_q, run_tree_search
+from czjax.search.tree import ROOT, RootPerturbation, Tree, edge_stats, root_q, run_tree_search
 
 GUMBEL_MOVES = ("action", "policy")
 
@@ -109,7 +109,7 @@ class Gumbel:
         if self.prior_temperature != 1.0:
             player = tempered(player, self.prior_temperature)
         selection = gumbel_select(self.sims, self.considered, self.c_visit, self.c_scale, self.rescale)
-        tree = run_tree_search(player, params, boards, key, self.sims, selection, gumbel=gumbel, env=env)
+        tree = run_tree_search(player, params, boards, key, self.sims, selection, RootPerturbation(gumbel=gumbel), env)
         return gumbel_output(tree, self.c_visit, self.c_scale, self.rescale)
 
     def logits(self, out: SearchOutput) -> jax.Array:

@@ -18,17 +18,15 @@ ROLLOUT_MASK = -1e12  # the rollout improver's logits off its chosen column (the
 
 
 def rollout_values(
+    improver: RolloutImprover,
     player: Player,
     params: Any,
     pos: game.Position,
     key: jax.Array,
-    width: int,
-    depth: int,
-    gamma: float,
-    temperature: float,
     env: Environment = CONNECT_FOUR,
 ) -> jax.Array:
-    """``float (B, 7)``: the rollout improver's value of every column, ``-inf`` where illegal.
+    """``float (B, 7)``: the rollout improver's value of every column, ``-inf`` where illegal;
+    its ``width``, ``depth``, ``gamma`` and ``temperature`` are ``improver``'s.
 
     As ``treesearch.multiple_rollouts``: a column that wins now is worth 1 (a full board 0);
     otherwise ``width`` rollouts of at most ``depth`` plies with the policy at
@@ -38,6 +36,7 @@ def rollout_values(
     leaf for the searching side. The column's value is the mean over its rollouts. Moves are
     made by ``env.step``.
     """
+    width, depth, gamma, temperature = improver.width, improver.depth, improver.gamma, improver.temperature
     batch = pos.heights.shape[0]
     legal = env.legal_mask(pos)
     cols = jnp.broadcast_to(jnp.arange(NUM_ACTIONS, dtype=jnp.int32), (batch, NUM_ACTIONS))
@@ -93,7 +92,7 @@ class RolloutImprover:
         """The column with the best mean over its rollouts, from int8 ``boards (B, 6, 7)``."""
         pos = env.encode(boards)
         key, root_key = jax.random.split(key)
-        values = rollout_values(player, params, pos, key, self.width, self.depth, self.gamma, self.temperature, env)
+        values = rollout_values(self, player, params, pos, key, env)
         _, root_value, legal = network_value(player, params, pos, root_key, env)
         action = jnp.argmax(values, -1).astype(jnp.int32)
         visits = jnp.where(legal, self.width, 0).astype(jnp.int32)

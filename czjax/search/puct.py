@@ -13,7 +13,7 @@ import jax.numpy as jnp
 from czjax.players import LOSS_MASK_VALUE, Player
 from czjax.search.base import CONNECT_FOUR, Environment, SearchOutput, check_ranges
 from czjax.search.selection import puct_select
-from czjax.search.tree import ROOT, RootNoise, Tree, edge_stats, root_q, run_tree_search
+from czjax.search.tree import ROOT, RootNoise, RootPerturbation, Tree, edge_stats, root_q, run_tree_search
 
 
 def dirichlet_noise(alpha: float, fraction: float) -> RootNoise:
@@ -67,7 +67,7 @@ class PUCT:
         """The search from int8 ``boards (B, 6, 7)`` with ``player``'s network in ``env``."""
         noise = dirichlet_noise(self.noise_alpha, self.noise) if self.noise > 0 else None
         selection = puct_select(self.c, self.entropy)
-        tree = run_tree_search(player, params, boards, key, self.sims, selection, noise, env=env)
+        tree = run_tree_search(player, params, boards, key, self.sims, selection, RootPerturbation(noise=noise), env)
         return visit_output(tree)
 
     def logits(self, out: SearchOutput) -> jax.Array:

@@ -24,7 +24,7 @@ empty (no parent points to them, no backup touches them).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -150,26 +150,33 @@ def reroot(tree: Tree, path: jax.Array, keep: int, num_nodes: int) -> tuple[Tree
     return jax.vmap(lambda t, p: _reroot_one(t, p, keep, num_nodes))(tree, jnp.asarray(path, jnp.int32))
 
 
+class PreviousTree(NamedTuple):
+    """An earlier search's ``tree`` and the moves ``path (B, P)`` from its root to the boards
+    searched now (negative entries: no move; see :func:`reroot`)."""
+
+    tree: Tree
+    path: jax.Array
+
+
 def puct_search(
     search: PUCT,
     player: Player,
     params: Any,
     boards: jax.Array,
     key: jax.Array,
-    previous: Tree | None = None,
-    path: jax.Array | None = None,
+    previous: PreviousTree | None = None,
     keep: int = 1,
     env: Environment = CONNECT_FOUR,
 ) -> tuple[SearchOutput, Tree]:
     """``search`` (PUCT) from int8 ``boards (B, 6, 7)`` with ``player``'s network:
     ``(output, tree)``, the tree of ``keep + search.sims`` slots that the next search reuses.
 
-    Where ``previous`` (a tree of an earlier search) holds the position after the moves ``path
-    (B, P)`` from its root (:func:`reroot`), the search starts from that subtree (up to ``keep``
-    of its nodes) and its ``sims`` simulations add to it; elsewhere it starts from the network's
-    evaluation of the board, as ``PUCT.run``. ``boards`` must be the positions the paths lead
-    to. Root noise (``search.noise``) perturbs the root's prior either way. The network is
-    evaluated ``sims + 1`` times per board in both cases."""
+    Where the ``previous`` tree holds the position after the moves of its path from its root
+    (:func:`reroot`), the search starts from that subtree (up to ``keep`` of its nodes) and its
+    ``sims`` simulations add to it; elsewhere it starts from the network's evaluation of the
+    board, as ``PUCT.run``. ``boards`` must be the positions the paths lead to. Root noise
+    (``search.noise``) perturbs the root's prior either way. The network is evaluated
+    ``sims + 1`` times per board in both cases."""
     if search.noise > 0:
         noise = dirichlet_noise(search.noise_alpha, search.noise)
     num_nodes = keep + search.sims
@@ -179,9 +186,7 @@ def puct_search(
     logits, value, legal = network_value(player, params, positions, root_key, env)
     tree = init_tree(positions, logits, value, legal, num_nodes)
     if previous is not None:
-        if path is None:
-            raise ValueError("a previous tree needs the path of moves from its root")
-        reused, found = reroot(previous, path, keep, num_nodes)
+        reused, found = reroot(previous.tree, previous.path, keep, num_nodes)
         tree = jax.tree.map(lambda r, f: jnp.where(found.reshape((-1,) + (1,) * (r.ndim - 1)), r, f), reused, tree)
     if search.noise > 0:
         legal_root = tree.legal[:, ROOT]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import chex
 import jax
@@ -240,6 +240,18 @@ RootNoise = Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
 """``(key, prior_probs, legal) -> prior_probs``: a perturbation of the root's prior."""
 
 
+class RootPerturbation(NamedTuple):
+    """What a search adds at the root to the network's evaluation: ``noise`` perturbs the
+    root's prior (PUCT's Dirichlet noise); ``gumbel (B, 7)``, the Gumbel noise a Gumbel
+    selection reads, is stored in the tree."""
+
+    noise: RootNoise | None = None
+    gumbel: jax.Array | None = None
+
+
+UNPERTURBED = RootPerturbation()  # the root as the network evaluates it
+
+
 def run_tree_search(
     player: Player,
     params: Any,
@@ -247,21 +259,19 @@ def run_tree_search(
     key: jax.Array,
     num_simulations: int,
     selection: Selection,
-    root_noise: RootNoise | None = None,
-    gumbel: jax.Array | None = None,
+    root: RootPerturbation = UNPERTURBED,
     env: Environment = CONNECT_FOUR,
 ) -> Tree:
     """The tree after ``num_simulations`` simulations from int8 ``boards (B, 6, 7)``, with
     ``player``'s network in ``env`` (its step given to every simulation as the recurrent
-    function of :func:`czjax.search.base.make_recurrent_fn`). ``root_noise`` perturbs the
-    root's prior; ``gumbel (B, 7)`` is stored in the tree for a Gumbel selection."""
+    function of :func:`czjax.search.base.make_recurrent_fn`), its root perturbed by ``root``."""
     positions = env.encode(boards)
     key, root_key, noise_key = jax.random.split(key, 3)
     logits, value, legal = network_value(player, params, positions, root_key, env)
-    if root_noise is not None:
-        probs = root_noise(noise_key, jax.nn.softmax(logits), legal)
+    if root.noise is not None:
+        probs = root.noise(noise_key, jax.nn.softmax(logits), legal)
         logits = jnp.where(legal, jnp.log(jnp.maximum(probs, 1e-30)), LOSS_MASK_VALUE)
-    tree = init_tree(positions, logits, value, legal, num_simulations + 1, gumbel)
+    tree = init_tree(positions, logits, value, legal, num_simulations + 1, root.gumbel)
     keys = jax.random.split(key, num_simulations)
     recurrent_fn = make_recurrent_fn(player, env)
     return jax.lax.fori_loop(

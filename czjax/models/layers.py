@@ -1,0 +1,264 @@
+"""The layers the networks are built of, with the gradients written for them where JAX's own
+are slow on XLA's CPU backend: the 3x3 convolution (:class:`Conv3x3`, computed by one of
+:data:`CONV_METHODS`; :func:`conv3x3_canonical`, its gradient in the canonical layout), Mk4's
+GroupNorm (:func:`group_norm`: Flax's, or :class:`GroupedNorm` with its own gradient,
+:data:`NORM_METHODS`) and Mk4's column convolution as a matrix product (:class:`ColumnConv`).
+
+Their parameters are the Flax layers' they stand for, whatever computes them, so checkpoints and
+PyTorch's weights map the same way; "auto" picks each backend's method by measurement.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+# PyTorch's normalisation epsilon (LayerNorm, GroupNorm), kept so that weights are exchanged both ways
+TORCH_EPS = 1e-5
+
+# How :class:`Conv3x3` computes: "im2col" (patches + one matmul), "xla" (lax.conv, cuDNN on an
+# NVIDIA GPU) or "canonical" (lax.conv whose gradient's convolutions are written in the NHWC/HWIO
+# layout, :func:`conv3x3_canonical`; with it Mk4's (6, 1) column convolution is a matrix product,
+# :class:`ColumnConv`); "auto" by backend, chosen by measurement (czjax bench train --conv
+# compares them; backends not measured yet use im2col). On the CPU "canonical" is the choice
+# since its kernel gradient is summed over chunks of boards and Mk4's GroupNorm has its own
+# gradient (--norm grouped): Mk4's 50-game iteration on one core 64 games/s against 43 with
+# im2col and Flax's GroupNorm; on both cores of the quiet 2-core CPU 90 games/s, compiled with
+# YNNPACK kept for matrix products (czjax.util.compiling: with jaxlib's default fusions YNNPACK
+# runs a convolution on one thread, and canonical was no faster than im2col, 61 against 63).
+CONV_METHODS = ("auto", "im2col", "xla", "canonical")
+BACKEND_CONV = {"cpu": "canonical"}
+
+
+def backend_method(method: str, by_backend: dict, unmeasured: str) -> str:
+    """``method``, or for "auto" this backend's measured choice (``unmeasured`` if none yet)."""
+    return by_backend.get(jax.default_backend(), unmeasured) if method == "auto" else method
+
+
+def one_hot_planes(boards):
+    """int8 boards ``(B, 6, 7)`` -> float ``(B, 6, 7, 3)``: own, opponent, empty."""
+    return jnp.stack([boards == 1, boards == -1, boards == 0], axis=-1).astype(jnp.float32)
+
+
+_NHWC = ("NHWC", "HWIO", "NHWC")
+_SAME = ((1, 1), (1, 1))
+
+
+def _conv_nhwc(x, kernel, padding=_SAME):
+    return lax.conv_general_dilated(x, kernel, (1, 1), padding, dimension_numbers=_NHWC)
+
+
+@jax.custom_vjp
+def conv3x3_canonical(x, kernel):
+    """``lax.conv`` of ``x (B, H, W, in)`` with a 3x3 ``kernel (3, 3, in, out)``, 'same' padding,
+    whose gradient is computed by two convolutions in the canonical NHWC/HWIO layout.
+
+    JAX's own gradient of a convolution is a pair of convolutions in other layouts (features
+    first, a reversed kernel). XLA's CPU backend rewrites those into the canonical layout, which
+    it hands to its fast kernels (YNNPACK), only in a program's entry computation: inside a loop
+    or a conditional, where the training iteration computes every gradient, they stay in XLA's
+    generic convolution loop, about 7x slower. Written here in the canonical layout they get the
+    fast kernels everywhere. The forward pass is ``lax.conv``'s; the gradient is the same sums.
+    """
+    return _conv_nhwc(x, kernel)
+
+
+def _conv3x3_forward(x, kernel):
+    return _conv_nhwc(x, kernel), (x, kernel)
+
+
+def _conv3x3_backward(residuals, dy):
+    x, kernel = residuals
+    # dx[b, r, s, c] = sum_{i, j, o} dy[b, r + 1 - i, s + 1 - j, o] kernel[i, j, c, o]: the
+    # convolution of dy with the kernel flipped in space and its features swapped
+    dx = _conv_nhwc(dy, jnp.transpose(kernel[::-1, ::-1], (0, 1, 3, 2)))
+    return dx, _conv3x3_kernel_gradient(x, dy)
+
+
+# Boards per convolution of the kernel's gradient: the games are that convolution's input
+# features, and XLA's CPU kernels (YNNPACK) run it 2.5x slower with 550 of them than in chunks
+# of 50 summed (37 against 91 GFLOP/s on one core of the 2-core CPU, Mk4's update).
+KERNEL_GRADIENT_CHUNK = 50
+
+
+def _kernel_gradient_conv(x, dy):
+    # dkernel[i, j, c, o] = sum_{b, r, s} x[b, r + i - 1, s + j - 1, c] dy[b, r, s, o]: a
+    # convolution with the input's channels as its batch, the games as its features, and dy as
+    # an (H, W) kernel; the output (in, 3, 3, out) is the kernel's layout after a transpose
+    dkernel = _conv_nhwc(jnp.transpose(x, (3, 1, 2, 0)), jnp.transpose(dy, (1, 2, 0, 3)))
+    return jnp.transpose(dkernel, (1, 2, 0, 3))
+
+
+def _conv3x3_kernel_gradient(x, dy):
+    """The 3x3 kernel's gradient, summed over chunks of :data:`KERNEL_GRADIENT_CHUNK` boards
+    (the last padded with zero boards, which add nothing)."""
+    chunk = KERNEL_GRADIENT_CHUNK
+    if x.shape[0] <= chunk:
+        return _kernel_gradient_conv(x, dy)
+    count = -(-x.shape[0] // chunk)
+    pad = ((0, count * chunk - x.shape[0]),) + ((0, 0),) * (x.ndim - 1)
+
+    def chunks(a):
+        return jnp.pad(a, pad).reshape((count, chunk) + a.shape[1:])
+
+    def add(total, pair):
+        return total + _kernel_gradient_conv(*pair), None
+
+    zero = jnp.zeros((3, 3, x.shape[-1], dy.shape[-1]), jnp.result_type(x, dy))
+    return lax.scan(add, zero, (chunks(x), chunks(dy)))[0]
+
+
+conv3x3_canonical.defvjp(_conv3x3_forward, _conv3x3_backward)
+
+
+class Conv3x3(nn.Module):
+    """A bias-free 3x3 'same' convolution, computed by ``method`` (CONV_METHODS): im2col + one
+    matmul, ``lax.conv``, or ``lax.conv`` with a gradient in the canonical layout
+    (:func:`conv3x3_canonical`).
+
+    The kernel has ``nn.Conv``'s layout and initialiser, ``(3, 3, in, out)``; only the
+    computation differs.
+    """
+
+    features: int
+    method: str = "auto"  # one of CONV_METHODS
+    dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, x):
+        kernel = self.param("kernel", nn.initializers.lecun_normal(), (3, 3, x.shape[-1], self.features))
+        x, kernel = x.astype(self.dtype), kernel.astype(self.dtype)
+        method = backend_method(self.method, BACKEND_CONV, "im2col")
+        if method == "xla":
+            return _conv_nhwc(x, kernel)
+        if method == "canonical":
+            return conv3x3_canonical(x, kernel)
+        padded = jnp.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+        rows, cols = x.shape[1], x.shape[2]
+        patches = jnp.concatenate(
+            [padded[:, i : i + rows, j : j + cols, :] for i in range(3) for j in range(3)], axis=-1
+        )
+        return patches @ kernel.reshape(-1, self.features)
+
+
+def _channel_sums(x):
+    """``(B, H, W, C)`` -> ``(B, C)``: each channel summed over the board."""
+    return x.reshape(x.shape[0], -1, x.shape[-1]).sum(1)
+
+
+def _group_sums(per_channel, groups: int):
+    """``(B, C)`` -> ``(B, G)``: summed over each group's channels."""
+    return per_channel.reshape(per_channel.shape[0], groups, -1).sum(-1)
+
+
+def _group_stats(x, groups: int, epsilon: float):
+    """Per board and group of ``x (B, H, W, C)``: the mean and 1/sqrt(variance + epsilon), ``(B, G)``,
+    from per-channel sums (the variance as E[x^2] - E[x]^2, as Flax computes it)."""
+    size = x.size // (x.shape[0] * groups)
+    mean = _group_sums(_channel_sums(x), groups) / size
+    var = jnp.maximum(_group_sums(_channel_sums(x * x), groups) / size - mean * mean, 0.0)
+    return mean, lax.rsqrt(var + epsilon)
+
+
+def _per_channel(values, channels: int):
+    """``(B, G)`` -> ``(B, C)``: each group's value on its channels."""
+    return jnp.repeat(values, channels // values.shape[1], axis=1)
+
+
+def _on_board(per_channel):
+    """``(B, C)`` -> ``(B, 1, 1, C)``, to broadcast over the board."""
+    return per_channel[:, None, None, :]
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4))
+def group_norm_nhwc(x, scale, bias, groups: int, epsilon: float):
+    """GroupNorm of ``x (B, H, W, C)`` (float32) over ``(H, W, C/G)``, then ``* scale + bias``.
+
+    Computed from per-channel sums over the board, with a hand-written gradient of the same
+    shape (one pass over ``dy`` and ``dy * x`` for per-channel sums, one elementwise pass):
+    XLA's CPU backend runs Flax's GroupNorm, and the gradient JAX derives for it, as several
+    passes of reductions and broadcasts, 4-6x slower (Mk4's 550-position update on one core of
+    the 2-core CPU: 3.1 against 0.7 ms forward, 12.0 against 2.1 ms with the gradient)."""
+    return _group_norm_forward(x, scale, bias, groups, epsilon)[0]
+
+
+def _group_norm_forward(x, scale, bias, groups, epsilon):
+    mean, rstd = _group_stats(x, groups, epsilon)
+    gain = _per_channel(rstd, x.shape[-1]) * scale
+    shift = bias - _per_channel(mean, x.shape[-1]) * gain
+    return x * _on_board(gain) + _on_board(shift), (x, scale, mean, rstd)
+
+
+def _group_norm_backward(groups, epsilon, residuals, dy):
+    x, scale, mean, rstd = residuals
+    channels = x.shape[-1]
+    size = x.size // (x.shape[0] * groups)
+    sum_dy, sum_dy_x = _channel_sums(dy), _channel_sums(dy * x)  # (B, C)
+    mean_c, rstd_c = _per_channel(mean, channels), _per_channel(rstd, channels)
+    dscale = (rstd_c * (sum_dy_x - mean_c * sum_dy)).sum(0)
+    dbias = sum_dy.sum(0)
+    # With g = dy * scale and xhat the normalised x, dx = rstd (g - mean(g) - xhat mean(g xhat)),
+    # the means over each group; written as dy * a + x * b + c with a per channel, b and c per group.
+    sum_g = _group_sums(scale * sum_dy, groups)
+    mean_g_xhat = rstd * (_group_sums(scale * sum_dy_x, groups) - mean * sum_g) / size
+    coef_x = -rstd * rstd * mean_g_xhat
+    coef_1 = -rstd * sum_g / size - mean * coef_x
+    dx = dy * _on_board(rstd_c * scale) + x * _on_board(_per_channel(coef_x, channels))
+    return dx + _on_board(_per_channel(coef_1, channels)), dscale, dbias
+
+
+group_norm_nhwc.defvjp(_group_norm_forward, _group_norm_backward)
+
+
+class GroupedNorm(nn.Module):
+    """``nn.GroupNorm`` of NHWC activations computed by :func:`group_norm_nhwc` (per-channel sums,
+    a hand-written gradient). The same parameters (``scale``, ``bias``) and the same result up to
+    rounding; statistics in float32 whatever ``dtype``."""
+
+    num_groups: int
+    epsilon: float = TORCH_EPS
+    dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, x):
+        channels = x.shape[-1]
+        scale = self.param("scale", nn.initializers.ones, (channels,))
+        bias = self.param("bias", nn.initializers.zeros, (channels,))
+        out = group_norm_nhwc(x.astype(jnp.float32), scale, bias, self.num_groups, self.epsilon)
+        return out.astype(self.dtype)
+
+
+# How Mk4's GroupNorm layers are computed: "flax" (nn.GroupNorm) or "grouped" (GroupedNorm, its
+# own gradient); "auto" by backend, by measurement: on the CPU grouped (Mk4's 50-game iteration on
+# one core 64 games/s against flax's 56, with canonical convolutions); GPUs not measured since.
+NORM_METHODS = ("auto", "flax", "grouped")
+BACKEND_NORM: dict[str, str] = {"cpu": "grouped"}  # backends not listed: flax
+
+
+def group_norm(method: str, dtype, name: str):
+    """Mk4's GroupNorm(16) computed by ``method``, named as Flax names it (``GroupNorm_i``), so
+    checkpoints and PyTorch's weights map the same way whichever computes it."""
+    if backend_method(method, BACKEND_NORM, "flax") == "grouped":
+        return GroupedNorm(16, TORCH_EPS, dtype, name=name)
+    return nn.GroupNorm(num_groups=16, epsilon=TORCH_EPS, dtype=dtype, name=name)
+
+
+class ColumnConv(nn.Module):
+    """Mk4's (6, 1) 'valid' convolution, each column of the board reduced to ``features``, as one
+    matrix product over (row, channel). ``nn.Conv``'s parameter (``kernel (6, 1, in, out)``, its
+    initialiser) and output ``(B, 1, 7, out)``; its gradient is two matrix products where
+    ``lax.conv``'s is two convolutions that XLA's CPU backend runs in its generic loop."""
+
+    features: int
+    dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, x):
+        kernel = self.param("kernel", nn.initializers.lecun_normal(), (x.shape[1], 1, x.shape[-1], self.features))
+        x, kernel = x.astype(self.dtype), kernel.astype(self.dtype)
+        return jnp.einsum("brwc,rco->bwo", x, kernel[:, 0])[:, None]

@@ -1,0 +1,167 @@
+"""The networks: the PyTorch project's (``SimpleMLPModel``, ``Connect4MLP3``,
+``Connect4CNN_Mk4``) as Flax modules with its layers and parameter counts, and czjax's own
+:class:`ResNet`, built of :mod:`czjax.models.layers`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import flax.linen as nn
+import jax.numpy as jnp
+
+from czjax import game
+from czjax.models.layers import (
+    BACKEND_CONV,
+    TORCH_EPS,
+    ColumnConv,
+    Conv3x3,
+    backend_method,
+    group_norm,
+    one_hot_planes,
+)
+
+# ResNet keeps im2col on the CPU whatever BACKEND_CONV says: a ResNet run is recorded bit for bit
+# on the development CPU (tests/data/old-run), and another convolution changes its last bits.
+RESNET_BACKEND_CONV = {"cpu": "im2col"}
+
+
+class SimpleMLP(nn.Module):
+    """42 -> 128 -> 64 -> 7 with ReLU."""
+
+    dtype: Any = jnp.float32
+    has_value_head = False
+
+    @nn.compact
+    def __call__(self, boards):
+        x = boards.reshape(boards.shape[0], -1).astype(self.dtype)
+        x = nn.relu(nn.Dense(128, dtype=self.dtype)(x))
+        x = nn.relu(nn.Dense(64, dtype=self.dtype)(x))
+        return nn.Dense(game.COLS, dtype=self.dtype)(x).astype(jnp.float32)
+
+
+class MLP3(nn.Module):
+    """Seven bias-free layers of 256 with LayerNorm and ReLU; 8 outputs: 7 logits and a value."""
+
+    dtype: Any = jnp.float32
+    has_value_head = True
+
+    @nn.compact
+    def __call__(self, boards):
+        x = boards.reshape(boards.shape[0], -1).astype(self.dtype)
+        for _ in range(7):
+            x = nn.Dense(256, use_bias=False, dtype=self.dtype)(x)
+            x = nn.relu(nn.LayerNorm(epsilon=TORCH_EPS, dtype=self.dtype)(x))
+        out = nn.Dense(game.COLS + 1, dtype=self.dtype)(x).astype(jnp.float32)
+        return out[:, : game.COLS], jnp.tanh(out[:, game.COLS])
+
+
+class ResBlock(nn.Module):
+    conv: str = "auto"
+    dtype: Any = jnp.float32
+    norm: str = "auto"
+
+    @nn.compact
+    def __call__(self, x):
+        y = Conv3x3(64, self.conv, self.dtype)(x)
+        y = nn.relu(group_norm(self.norm, self.dtype, "GroupNorm_0")(y))
+        y = Conv3x3(64, self.conv, self.dtype)(y)
+        y = group_norm(self.norm, self.dtype, "GroupNorm_1")(y)
+        return nn.relu(y + x)
+
+
+class CNNMk4(nn.Module):
+    """Residual CNN: 3x3 conv 64 + GroupNorm(16) + ReLU, three residual blocks, a (6, 1) conv
+    reducing each column to 64 features (448, flattened channel-major as PyTorch does), policy
+    MLP 448-128-128-7 with LayerNorm, optional value MLP 448-64-64-1 with tanh."""
+
+    value_head: bool = False
+    conv: str = "auto"  # Conv3x3's method (CONV_METHODS)
+    dtype: Any = jnp.float32
+    norm: str = "auto"  # the GroupNorm layers' method (NORM_METHODS)
+
+    @property
+    def has_value_head(self) -> bool:
+        return self.value_head
+
+    @nn.compact
+    def __call__(self, boards):
+        dtype = self.dtype
+        x = one_hot_planes(boards).astype(dtype)
+        x = Conv3x3(64, self.conv, dtype)(x)
+        x = nn.relu(group_norm(self.norm, dtype, "GroupNorm_0")(x))
+        for _ in range(3):
+            x = ResBlock(self.conv, dtype, self.norm)(x)
+        if backend_method(self.conv, BACKEND_CONV, "im2col") == "canonical":
+            x = ColumnConv(64, dtype, name="Conv_0")(x)  # (B, 1, 7, 64)
+        else:
+            x = nn.Conv(64, (game.ROWS, 1), padding="VALID", use_bias=False, dtype=dtype)(x)
+        features = jnp.transpose(x[:, 0], (0, 2, 1)).reshape(x.shape[0], -1)  # index = channel * 7 + col
+        p = nn.Dense(128, use_bias=False, dtype=dtype)(features)
+        p = nn.relu(nn.LayerNorm(epsilon=TORCH_EPS, dtype=dtype)(p))
+        p = nn.Dense(128, use_bias=False, dtype=dtype)(p)
+        p = nn.relu(nn.LayerNorm(epsilon=TORCH_EPS, dtype=dtype)(p))
+        logits = nn.Dense(game.COLS, dtype=dtype)(p).astype(jnp.float32)
+        if not self.value_head:
+            return logits
+        v = nn.relu(nn.Dense(64, name="value_0", dtype=dtype)(features))
+        v = nn.relu(nn.Dense(64, name="value_1", dtype=dtype)(v))
+        return logits, jnp.tanh(nn.Dense(1, name="value_2", dtype=dtype)(v)[:, 0].astype(jnp.float32))
+
+
+def resnet_groups(channels: int) -> int:
+    """GroupNorm's groups in :class:`ResNet`: groups of 8 channels, at least one group."""
+    return max(1, channels // 8)
+
+
+class ResNet(nn.Module):
+    """A residual policy-value network in AlphaZero's shape (AlphaZero.jl plays Connect Four with
+    5 blocks of 128): a 3x3 conv stem, ``blocks`` residual blocks of two 3x3 convs, each
+    followed by GroupNorm (stateless, unlike BatchNorm's running statistics, so one function
+    serves training, search and vmapped scans alike) and ReLU; a policy head (1x1 conv to 2
+    channels, Dense 7) and a value head (1x1 conv to 1 channel, Dense ``channels``, Dense 1,
+    tanh). GroupNorm uses groups of 8 channels (``channels // 8`` groups, at least 1)."""
+
+    blocks: int = 5
+    channels: int = 64
+    conv: str = "auto"
+    dtype: Any = jnp.float32
+    has_value_head = True
+
+    @nn.compact
+    def __call__(self, boards):
+        dtype, width = self.dtype, self.channels
+        conv = backend_method(self.conv, RESNET_BACKEND_CONV, "im2col")
+        groups = resnet_groups(width)
+
+        def norm(name):
+            return nn.GroupNorm(num_groups=groups, epsilon=TORCH_EPS, dtype=dtype, name=name)
+
+        x = nn.relu(norm("stem_norm")(Conv3x3(width, conv, dtype, name="stem")(one_hot_planes(boards).astype(dtype))))
+        for i in range(self.blocks):
+            y = nn.relu(norm(f"block{i}_norm0")(Conv3x3(width, conv, dtype, name=f"block{i}_conv0")(x)))
+            y = norm(f"block{i}_norm1")(Conv3x3(width, conv, dtype, name=f"block{i}_conv1")(y))
+            x = nn.relu(x + y)
+        batch = x.shape[0]
+        p = nn.relu(nn.Dense(2, dtype=dtype, name="policy_conv")(x)).reshape(
+            batch, -1
+        )  # a 1x1 conv is a Dense per cell
+        logits = nn.Dense(game.COLS, dtype=dtype, name="policy")(p).astype(jnp.float32)
+        v = nn.relu(nn.Dense(1, dtype=dtype, name="value_conv")(x)).reshape(batch, -1)
+        v = nn.relu(nn.Dense(width, dtype=dtype, name="value_hidden")(v))
+        return logits, jnp.tanh(nn.Dense(1, dtype=dtype, name="value")(v)[:, 0].astype(jnp.float32))
+
+
+def convolves(model: nn.Module) -> bool:
+    """Whether ``model``'s program on this backend holds convolution ops (im2col computes its
+    convolutions as matrix products): :mod:`czjax.util.compiling` compiles such programs with
+    their own options."""
+    if isinstance(model, CNNMk4):
+        return True  # its (6, 1) column convolution whatever the 3x3 method
+    if isinstance(model, ResNet):
+        return backend_method(model.conv, RESNET_BACKEND_CONV, "im2col") != "im2col"
+    return False
+
+
+def has_value_head(model: nn.Module) -> bool:
+    return bool(model.has_value_head)
