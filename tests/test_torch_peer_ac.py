@@ -160,11 +160,12 @@ def test_ppo_loss_and_gradient_match_czjax():
         old_log_p, old_taken, _, old_values = updates.policy_outputs(start, t["states"], t["actions"])
     targets = updates.value_targets(old_values, t["rewards"], t["done"], GAMMA, bootstrap=True)
     advantage = targets - old_values
-    _, taken, entropy, values = updates.policy_outputs(moved, t["states"], t["actions"])
     weight = updates.terminal_weight(t["rewards"])
-    loss, _, _, clipped = updates.ppo_loss(
-        taken, entropy, values, old_taken, advantage, targets, weight, CLIP, BETA, VALUE_WEIGHT
+    settings = updates.Update(
+        algorithm="ppo", entropy_bonus=BETA, value_weight=VALUE_WEIGHT, ppo=updates.PPO(clip=CLIP)
     )
+    moved_outputs = updates.policy_outputs(moved, t["states"], t["actions"])
+    loss, _, _, clipped = updates.ppo_loss(moved_outputs, old_taken, advantage, targets, weight, settings)
     grads = torch_grads(moved, loss)
     n = len(t["actions"])
     assert 0 < clipped < n, clipped  # the clip is exercised, not everywhere
@@ -200,8 +201,8 @@ def test_ppo_stops_after_the_step_whose_kl_exceeds_the_target(target_kl, steps):
     model = torch_model("mlp3", seed=2)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    ppo = torch_peer.PPO(target_kl=target_kl)
-    metrics = torch_peer.update(model, optimizer, hand_made_batch(), BETA, VALUE_WEIGHT, GAMMA, "ppo", ppo)
+    settings = torch_peer.Update("ppo", BETA, VALUE_WEIGHT, GAMMA, torch_peer.PPO(target_kl=target_kl))
+    metrics = torch_peer.update(model, optimizer, hand_made_batch(), settings)
     assert metrics["ppo_epochs"] == steps and metrics["ppo_kl"] > 0
     assert optimizer.state[next(model.parameters())]["step"] == steps
     assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
@@ -214,11 +215,11 @@ def test_reinforce_needs_no_value_head_and_a2c_does():
     batch = hand_made_batch()
     model = torch_model("mlp", seed=0)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    assert torch_peer.update(model, optimizer, batch, algorithm="reinforce")["value_loss"] == 0.0
+    assert torch_peer.update(model, optimizer, batch, torch_peer.Update(algorithm="reinforce"))["value_loss"] == 0.0
     with pytest.raises(ValueError, match="value head"):
-        torch_peer.update(model, optimizer, batch, algorithm="a2c")
+        torch_peer.update(model, optimizer, batch, torch_peer.Update(algorithm="a2c"))
     with pytest.raises(ValueError, match="unknown algorithm"):
-        torch_peer.update(model, optimizer, batch, algorithm="sac")
+        torch_peer.update(model, optimizer, batch, torch_peer.Update(algorithm="sac"))
 
 
 def board(rows: list[str]) -> np.ndarray:

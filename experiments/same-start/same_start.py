@@ -179,14 +179,18 @@ def peer_refusal(config) -> str | None:
     return None
 
 
-def torch_ppo(config):
-    """The preset's PPO settings as ``torch_peer.PPO``, or None when it trains no PPO."""
+def torch_update(config, hparams: dict):
+    """The preset's algorithm, hyperparameters and PPO settings as ``torch_peer.Update``."""
     from czjax.bench import torch_peer
 
-    if config.algorithm != "ppo":
-        return None
     ppo = config.settings_of("ppo")
-    return torch_peer.PPO(clip=ppo.clip, epochs=ppo.epochs, target_kl=ppo.target_kl, bootstrap=ppo.bootstrap)
+    return torch_peer.Update(
+        algorithm=config.algorithm,
+        entropy_bonus=hparams["entropy_bonus"],
+        value_weight=hparams["value_weight"],
+        gamma=hparams["discount"],
+        ppo=torch_peer.PPO(clip=ppo.clip, epochs=ppo.epochs, target_kl=ppo.target_kl, bootstrap=ppo.bootstrap),
+    )
 
 
 def run_config(args, preset):
@@ -301,42 +305,26 @@ def run_torch(config, hparams: dict, seed: int, pth: Path, folder: Path, batches
             f"promotions {row['promotions']}"
         )
 
-    common = dict(
-        entropy_bonus=hparams["entropy_bonus"],
-        value_weight=hparams["value_weight"],
-        gamma=hparams["discount"],
-        log_every=config.batches_per_chunk,
+    rows_as = torch_peer.Logging(
+        every=config.batches_per_chunk,
         evaluate=punisher_evaluator(config.model, config.eval_games, seed, config.eval_opponent),
         on_batch=lambda m: batch_file.write(json.dumps(m) + "\n"),
         on_row=on_row,
     )
+    settings = torch_update(config, hparams)
     start = time.perf_counter()
     try:
         if self_play:
             opponent = torch_peer.build_model(config.model)
             opponent.load_state_dict(state_dict)
-            rows = torch_peer.self_play(
-                model,
-                opponent,
-                optimizer,
-                batches,
-                config.games_per_batch,
-                promote_every=config.promote_every,
-                window=config.window_batches,
-                threshold=config.promotion.threshold,
-                **common,
+            promotion = torch_peer.Promotion(
+                every=config.promote_every, window=config.window_batches, threshold=config.promotion.threshold
             )
+            learner = torch_peer.Learner(model, opponent, optimizer)
+            rows = torch_peer.self_play(learner, batches, config.games_per_batch, settings, promotion, rows_as)
         else:
-            rows = torch_peer.train_against(
-                model,
-                torch_peer.RandomPunisher(),
-                optimizer,
-                batches,
-                config.games_per_batch,
-                algorithm=config.algorithm,
-                ppo=torch_ppo(config),
-                **common,
-            )
+            learner = torch_peer.Learner(model, torch_peer.RandomPunisher(), optimizer)
+            rows = torch_peer.train_against(learner, batches, config.games_per_batch, settings, rows_as)
     finally:
         batch_file.close()
     wall = time.perf_counter() - start

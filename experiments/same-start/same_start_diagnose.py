@@ -78,8 +78,16 @@ class Sides:
         return torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=self.config.weight_decay)
 
     @property
-    def ppo(self):
-        return torch_peer.PPO() if self.config.algorithm == "ppo" else None
+    def torch_update(self):
+        """The peer's update settings: the preset's algorithm and hyperparameters (PPO's the
+        project's own)."""
+        h = self.hparams
+        return torch_peer.Update(
+            algorithm=self.config.algorithm,
+            entropy_bonus=h["entropy_bonus"],
+            value_weight=h["value_weight"],
+            gamma=h["discount"],
+        )
 
 
 def sides_from(checkpoint: str, preset_name: str, games_per_batch: int | None, settings: dict | None = None) -> Sides:
@@ -124,19 +132,12 @@ def check_games(sides: Sides, batches: int) -> dict:
     model = sides.torch_model()
     optimizer = sides.torch_optimizer(model, 0.0)
     theirs = {k: [] for k in METRICS}
-    h = sides.hparams
     for _ in range(chunks):
         rows = [
             torch_peer.train_iteration(
-                model,
-                torch_peer.RandomPunisher(),
-                optimizer,
+                torch_peer.Learner(model, torch_peer.RandomPunisher(), optimizer),
                 sides.config.games_per_batch,
-                h["entropy_bonus"],
-                h["value_weight"],
-                h["discount"],
-                sides.config.algorithm,
-                sides.ppo,
+                sides.torch_update,
             )
             for _ in range(CHUNK)
         ]
@@ -220,9 +221,7 @@ def check_updates(
         if sync:
             sync_peer(sides, model, optimizer, params, opt_state)
             before = flat(torch_layout.to_state_dict(sides.model_name, jax.device_get(params)))
-        torch_peer.update(
-            model, optimizer, batch, h["entropy_bonus"], h["value_weight"], h["discount"], config.algorithm, sides.ppo
-        )
+        torch_peer.update(model, optimizer, batch, sides.torch_update)
         params, opt_state, _ = update(params, opt_state, traj, results.outcome, hp)
         if step % every and step != 1:
             continue

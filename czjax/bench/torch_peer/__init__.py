@@ -42,6 +42,9 @@ from czjax.bench.torch_peer.loops import (
     PPO_MEANS,
     ROW_MEANS,
     SELF_PLAY_WEIGHT_DECAY,
+    Learner,
+    Logging,
+    Promotion,
     bench_train,
     iteration,
     self_play,
@@ -49,16 +52,22 @@ from czjax.bench.torch_peer.loops import (
     train_iteration,
 )
 from czjax.bench.torch_peer.models import build_model
-from czjax.bench.torch_peer.updates import ALGORITHMS, PPO, update
+from czjax.bench.torch_peer.updates import AGAINST_OPPONENTS, ALGORITHMS, PPO, SELF_PLAY, Update, update
 
 __all__ = [
+    "AGAINST_OPPONENTS",
     "AGAINST_OPPONENTS_WEIGHT_DECAY",
     "ALGORITHMS",
     "PPO",
     "PPO_MEANS",
     "ROW_MEANS",
     "SELF_PLAY_WEIGHT_DECAY",
+    "Learner",
+    "Logging",
+    "Promotion",
     "RandomPunisher",
+    "SELF_PLAY",
+    "Update",
     "bench_train",
     "build_model",
     "iteration",

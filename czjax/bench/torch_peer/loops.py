@@ -6,34 +6,62 @@ with rows of means as czjax logs them, its optimizers' weight decays, and the ti
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from czjax.bench.torch_peer.base import import_torch
 from czjax.bench.torch_peer.games import play_batch
 from czjax.bench.torch_peer.models import build_model
-from czjax.bench.torch_peer.updates import PPO, update
+from czjax.bench.torch_peer.updates import AGAINST_OPPONENTS, SELF_PLAY, Update, update
 
 
-def train_iteration(
-    model,
-    opponent,
-    optimizer,
-    games: int,
-    entropy_bonus=0.05,
-    value_weight=0.5,
-    gamma=0.9,
-    algorithm: str = "reinforce",
-    ppo: PPO | None = None,
-) -> dict:
+class Learner(NamedTuple):
+    """The learner's side of the loops: its model, the opponent it plays (a frozen copy, or
+    :class:`RandomPunisher`) and its optimizer."""
+
+    model: Any
+    opponent: Any
+    optimizer: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Promotion:
+    """The project's promotion rule in ``self_play_loop``: every ``every`` batches, the learner
+    is copied into the opponent when its score over the last ``window`` batches exceeds
+    ``threshold`` (the blog's 100, 20 and 52%)."""
+
+    every: int = 100
+    window: int = 20
+    threshold: float = 0.52
+
+
+@dataclasses.dataclass(frozen=True)
+class Logging:
+    """What the loops report: a row of means every ``every`` batches (and at the last), with
+    ``evaluate(model) -> dict`` merged in when given; ``on_batch`` and ``on_row`` see each
+    batch's metrics and each row as they come."""
+
+    every: int = 20
+    evaluate: Callable | None = None
+    on_batch: Callable[[dict], None] | None = None
+    on_row: Callable[[dict], None] | None = None
+
+
+BLOG_PROMOTION = Promotion()
+ROWS_OF_20 = Logging()
+
+
+def train_iteration(learner: Learner, games: int, settings: Update = SELF_PLAY) -> dict:
     """One training iteration (a batch of games, one update); per-batch metrics. ``score`` is
     the PyTorch project's win rate (a draw counts half), which its promotion rule reads;
     ``win_rate`` counts wins only, as czjax's does."""
-    batch = play_batch(model, opponent, games)
-    metrics = update(model, optimizer, batch, entropy_bonus, value_weight, gamma, algorithm, ppo)
+    batch = play_batch(learner.model, learner.opponent, games)
+    metrics = update(learner.model, learner.optimizer, batch, settings)
     outcome = batch["outcome"]
     metrics.update(
         win_rate=float((outcome == 1).mean()),
@@ -44,19 +72,11 @@ def train_iteration(
     return metrics
 
 
-def iteration(
-    model,
-    opponent,
-    optimizer,
-    games: int,
-    rng: np.random.Generator | None = None,
-    entropy_bonus=0.05,
-    value_weight=0.5,
-    gamma=0.9,
-) -> int:
-    """One training iteration; returns the number of learner positions trained on (the
-    benchmark's unit). ``rng`` is unused: sampling draws from PyTorch's generator."""
-    return train_iteration(model, opponent, optimizer, games, entropy_bonus, value_weight, gamma)["positions"]
+def iteration(model, opponent, optimizer, games: int, rng: np.random.Generator | None = None) -> int:
+    """One training iteration with examples 1-3's settings; returns the number of learner
+    positions trained on (the benchmark's unit). ``rng`` is unused: sampling draws from
+    PyTorch's generator."""
+    return train_iteration(Learner(model, opponent, optimizer), games)["positions"]
 
 
 ROW_MEANS = (
@@ -74,19 +94,9 @@ ROW_MEANS = (
 PPO_MEANS = ("ppo_epochs", "ppo_kl", "ppo_clip_fraction")  # in the rows of PPO runs, as czjax's
 
 
-def _logged_rows(
-    train_batch: Callable[[int], tuple[dict, int]],
-    model,
-    batches: int,
-    games: int,
-    log_every: int,
-    evaluate: Callable | None,
-    on_batch: Callable[[dict], None] | None,
-    on_row: Callable[[dict], None] | None,
-) -> list[dict]:
-    """Run ``train_batch(step) -> (metrics, promotions so far)`` for ``batches`` batches; every
-    ``log_every`` batches (and at the last) a row of means over those batches, with
-    ``evaluate(model) -> dict`` merged in when given."""
+def _logged_rows(train_batch: Callable[[int], tuple[dict, int]], model, batches: int, games: int, log: Logging):
+    """Run ``train_batch(step) -> (metrics, promotions so far)`` for ``batches`` batches, with
+    rows of means as ``log`` says."""
     recent: list[dict] = []
     rows = []
     positions = 0
@@ -94,92 +104,70 @@ def _logged_rows(
     for step in range(1, batches + 1):
         metrics, promotions = train_batch(step)
         metrics.update(batch=step, games=step * games)
-        if on_batch:
-            on_batch(metrics)
+        if log.on_batch:
+            log.on_batch(metrics)
         recent.append(metrics)
         positions += metrics["positions"]
-        if step % log_every == 0 or step == batches:
+        if step % log.every == 0 or step == batches:
             keys = ROW_MEANS + tuple(k for k in PPO_MEANS if k in metrics)
             row = {key: statistics.fmean(m[key] for m in recent) for key in keys}
             row.update(positions=positions, batches=step, games=step * games, promotions=promotions)
-            if evaluate is not None:
-                row.update(evaluate(model))
+            if log.evaluate is not None:
+                row.update(log.evaluate(model))
             row["elapsed_s"] = time.perf_counter() - start
             row["games_per_s"] = step * games / row["elapsed_s"]
             rows.append(row)
-            if on_row:
-                on_row(row)
+            if log.on_row:
+                log.on_row(row)
             recent, positions = [], 0
     return rows
 
 
 def self_play(
-    model,
-    opponent,
-    optimizer,
+    learner: Learner,
     batches: int,
     games: int,
-    entropy_bonus=0.05,
-    value_weight=0.5,
-    gamma=0.9,
-    promote_every: int = 100,
-    window: int = 20,
-    threshold: float = 0.52,
-    log_every: int = 20,
-    evaluate: Callable | None = None,
-    on_batch: Callable[[dict], None] | None = None,
-    on_row: Callable[[dict], None] | None = None,
+    settings: Update = SELF_PLAY,
+    promotion: Promotion = BLOG_PROMOTION,
+    log: Logging = ROWS_OF_20,
 ) -> list[dict]:
     """The PyTorch project's ``self_play_loop`` for ``batches`` batches: train against the frozen
-    ``opponent``; every ``promote_every`` batches, copy the learner into it when its score
-    (wins + draws / 2) over the last ``window`` batches exceeds ``threshold`` (the blog's 100,
-    20 and 52%). Every ``log_every`` batches a row of means over those batches (czjax's
-    metric names, plus ``score``), with ``evaluate(model) -> dict`` merged in when given (the
-    project plays 100 games against RandomPunisher there). Returns the rows; ``on_batch`` and
-    ``on_row`` see each batch's metrics and each row as they come."""
+    opponent, promoted as ``promotion`` says (the learner's score counts a draw half). Rows of
+    means as ``log`` says (czjax's metric names, plus ``score``; the project plays 100 games
+    against RandomPunisher in its ``evaluate``). Returns the rows."""
     scores: list[float] = []
     promotions = 0
 
     def train_batch(step: int) -> tuple[dict, int]:
         nonlocal scores, promotions
-        metrics = train_iteration(model, opponent, optimizer, games, entropy_bonus, value_weight, gamma)
-        scores = (scores + [metrics["score"]])[-window:]
-        if step % promote_every == 0 and len(scores) == window and statistics.fmean(scores) > threshold:
-            opponent.load_state_dict(model.state_dict())
+        metrics = train_iteration(learner, games, settings)
+        scores = (scores + [metrics["score"]])[-promotion.window :]
+        if (
+            step % promotion.every == 0
+            and len(scores) == promotion.window
+            and statistics.fmean(scores) > promotion.threshold
+        ):
+            learner.opponent.load_state_dict(learner.model.state_dict())
             promotions += 1
         return metrics, promotions
 
-    return _logged_rows(train_batch, model, batches, games, log_every, evaluate, on_batch, on_row)
+    return _logged_rows(train_batch, learner.model, batches, games, log)
 
 
 def train_against(
-    model,
-    opponent,
-    optimizer,
-    batches: int,
-    games: int,
-    algorithm: str = "a2c",
-    entropy_bonus=0.05,
-    value_weight=1.5,
-    gamma=0.9,
-    ppo: PPO | None = None,
-    log_every: int = 20,
-    evaluate: Callable | None = None,
-    on_batch: Callable[[dict], None] | None = None,
-    on_row: Callable[[dict], None] | None = None,
+    learner: Learner, batches: int, games: int, settings: Update = AGAINST_OPPONENTS, log: Logging = ROWS_OF_20
 ) -> list[dict]:
-    """The PyTorch project's ``train_against_opponents`` with one fixed ``opponent`` (examples 4
+    """The PyTorch project's ``train_against_opponents`` with one fixed opponent (examples 4
     and 5: :class:`RandomPunisher`, A2C or PPO) for ``batches`` batches: no promotion, the
-    learner updated after every batch with ``algorithm`` (:func:`update`). Rows as
+    learner updated after every batch as ``settings`` say (:func:`update`). Rows as
     :func:`self_play`'s (promotions always 0), plus PPO's ``ppo_epochs``, ``ppo_kl`` and
     ``ppo_clip_fraction``. The project's optimizer here is ``AdamW(lr, weight_decay=0)``
     (:data:`AGAINST_OPPONENTS_WEIGHT_DECAY`), which the caller builds."""
 
     def train_batch(step: int) -> tuple[dict, int]:
-        metrics = train_iteration(model, opponent, optimizer, games, entropy_bonus, value_weight, gamma, algorithm, ppo)
-        return metrics, 0
+        return train_iteration(learner, games, settings), 0
 
-    return _logged_rows(train_batch, model, batches, games, log_every, evaluate, on_batch, on_row)
+    return _logged_rows(train_batch, learner.model, batches, games, log)
 
 
 # The PyTorch project's optimizers: ``self_play_loop`` makes ``AdamW(lr)`` (PyTorch's default

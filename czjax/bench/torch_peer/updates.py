@@ -40,6 +40,23 @@ class PPO:
     bootstrap: bool = True  # BOOTSTRAP_VALUE: one-step TD targets; False: Monte-Carlo returns
 
 
+@dataclasses.dataclass(frozen=True)
+class Update:
+    """How :func:`update` trains, as the PyTorch project's ``set_params`` says it: the
+    algorithm (one of :data:`ALGORITHMS`), the entropy bonus, the value loss's weight, the
+    discount, and PPO's settings (read only by ``ppo``). The defaults are examples 1-3's."""
+
+    algorithm: str = "reinforce"
+    entropy_bonus: float = 0.05  # ENTROPY_BONUS
+    value_weight: float = 0.5  # VALUE_LOSS_WEIGHT
+    gamma: float = 0.9  # DISCOUNT
+    ppo: PPO = PPO()
+
+
+SELF_PLAY = Update()  # examples 1-3: REINFORCE (with baseline when the model has a value head)
+AGAINST_OPPONENTS = Update(algorithm="a2c", value_weight=1.5)  # example 4
+
+
 def learner_tensors(batch: dict, gamma: float, bootstrap: bool, device) -> dict:
     """The learner's positions of a batch from :func:`play_batch`, game by game in move order
     (as the project orders them: its ``roll`` reads the next position of the same game), as
@@ -107,23 +124,15 @@ def policy_gradient_loss(log_p_taken, entropy, values, targets, weight, entropy_
     return loss, policy_loss, value_loss, advantage
 
 
-def ppo_loss(
-    log_p_taken,
-    entropy,
-    values,
-    old_log_p_taken,
-    advantage,
-    targets,
-    weight,
-    clip: float,
-    entropy_bonus: float,
-    value_weight: float,
-):
+def ppo_loss(outputs: tuple, old_log_p_taken, advantage, targets, weight, settings: Update):
     """PPO's clipped objective ``-sum(min(rho A, clip(rho, 1 - eps, 1 + eps) A))``, ``rho`` the
     ratio of the taken move's probability to the starting policy's, plus the value loss towards
-    the fixed ``targets`` and minus the entropy bonus. ``(loss, policy_loss, value_loss,
-    clipped)``, ``clipped`` the number of positions whose ratio was clipped."""
+    the fixed ``targets`` and minus the entropy bonus; ``outputs`` are the current policy's
+    (:func:`policy_outputs`), ``eps`` and the weights ``settings``'. ``(loss, policy_loss,
+    value_loss, clipped)``, ``clipped`` the number of positions whose ratio was clipped."""
     torch = import_torch()
+    _, log_p_taken, entropy, values = outputs
+    clip, entropy_bonus, value_weight = settings.ppo.clip, settings.entropy_bonus, settings.value_weight
     ratio = torch.exp(log_p_taken - old_log_p_taken)
     clipped_ratio = torch.clamp(ratio, 1.0 - clip, 1.0 + clip)
     policy_loss = -torch.min(ratio * advantage, clipped_ratio * advantage).sum()
@@ -139,7 +148,7 @@ def _step(optimizer, loss) -> None:
     optimizer.step()
 
 
-def ppo_epochs(model, optimizer, tensors: dict, first: tuple, targets, weight, ppo: PPO, entropy_bonus, value_weight):
+def ppo_epochs(model, optimizer, tensors: dict, first: tuple, targets, weight, settings: Update):
     """The project's PPO epochs. The advantage ``targets - V`` and the starting log-probabilities
     come from the starting forward pass ``first`` (:func:`policy_outputs`), which also serves
     epoch 0. Each epoch: forward (after epoch 0), loss, one AdamW step, then the mean KL from the
@@ -148,6 +157,7 @@ def ppo_epochs(model, optimizer, tensors: dict, first: tuple, targets, weight, p
     at the starting policy (czjax reports those), the steps taken, the last epoch's KL and
     clipped fraction, and the advantage."""
     torch = import_torch()
+    ppo = settings.ppo
     old_log_p, old_log_p_taken = first[0].detach(), first[1].detach()
     advantage = (targets - first[3]).detach()
     n = targets.shape[0]
@@ -155,24 +165,13 @@ def ppo_epochs(model, optimizer, tensors: dict, first: tuple, targets, weight, p
     for epoch in range(ppo.epochs):
         if epoch > 0:
             outputs = policy_outputs(model, tensors["states"], tensors["actions"])
-        log_p, log_p_taken, entropy, values = outputs
-        loss, policy_loss, value_loss, clipped = ppo_loss(
-            log_p_taken,
-            entropy,
-            values,
-            old_log_p_taken,
-            advantage,
-            targets,
-            weight,
-            ppo.clip,
-            entropy_bonus,
-            value_weight,
-        )
+        terms = ppo_loss(outputs, old_log_p_taken, advantage, targets, weight, settings)
+        loss, policy_loss, value_loss, clipped = terms
         if start is None:
             start = (loss.item(), policy_loss.item(), value_loss.item())
         _step(optimizer, loss)
         with torch.no_grad():
-            kl = float((old_log_p.exp() * (old_log_p - log_p)).sum(1).mean())
+            kl = float((old_log_p.exp() * (old_log_p - outputs[0])).sum(1).mean())
         if ppo.target_kl is not None and kl > ppo.target_kl:
             break
     assert start is not None, "PPO runs at least one epoch"
@@ -187,26 +186,17 @@ def ppo_epochs(model, optimizer, tensors: dict, first: tuple, targets, weight, p
     }
 
 
-def update(
-    model,
-    optimizer,
-    batch: dict,
-    entropy_bonus=0.05,
-    value_weight=0.5,
-    gamma=0.9,
-    algorithm: str = "reinforce",
-    ppo: PPO | None = None,
-) -> dict:
+def update(model, optimizer, batch: dict, settings: Update = SELF_PLAY) -> dict:
     """The PyTorch project's ``update_policy`` on a batch from :func:`play_batch`, summed
-    losses. ``reinforce``: Monte-Carlo returns, with baseline when the model has a value head
-    (examples 1-3); ``a2c``: sparse rewards and one-step TD targets (example 4); ``ppo``: ``ppo``'s
-    epochs (example 5: TD targets too). One AdamW step, PPO up to ``ppo.epochs``. Returns
+    losses, as ``settings`` say. ``reinforce``: Monte-Carlo returns, with baseline when the model
+    has a value head (examples 1-3); ``a2c``: sparse rewards and one-step TD targets (example 4);
+    ``ppo``: PPO's epochs (example 5: TD targets too). One AdamW step, PPO up to ``ppo.epochs``. Returns
     per-position metrics as czjax reports them (weighted value loss, population std; the std of
     the value targets as ``returns_std``; PPO's loss terms at the starting policy)."""
+    algorithm, gamma = settings.algorithm, settings.gamma
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {algorithm!r}; the PyTorch peer runs {', '.join(ALGORITHMS)}")
-    ppo = ppo or PPO()
-    bootstrap = algorithm == "a2c" or (algorithm == "ppo" and ppo.bootstrap)
+    bootstrap = algorithm == "a2c" or (algorithm == "ppo" and settings.ppo.bootstrap)
     device = next(model.parameters()).device
     tensors = learner_tensors(batch, gamma, bootstrap, device)
     first = policy_outputs(model, tensors["states"], tensors["actions"])
@@ -217,11 +207,11 @@ def update(
     weight = terminal_weight(tensors["rewards"])
     n = targets.shape[0]
     if algorithm == "ppo":
-        metrics = ppo_epochs(model, optimizer, tensors, first, targets, weight, ppo, entropy_bonus, value_weight)
+        metrics = ppo_epochs(model, optimizer, tensors, first, targets, weight, settings)
         advantage = metrics.pop("advantage")
     else:
         loss, policy_loss, value_loss, advantage = policy_gradient_loss(
-            log_p_taken, entropy, values, targets, weight, entropy_bonus, value_weight
+            log_p_taken, entropy, values, targets, weight, settings.entropy_bonus, settings.value_weight
         )
         _step(optimizer, loss)
         metrics = {"loss": loss.item(), "policy_loss": policy_loss.item(), "value_loss": value_loss.item()}
