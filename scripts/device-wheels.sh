@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Wheels for what the test extra needs and the GPU machine's image lacks: that machine has no
-# network, so they travel with the checkout (the device tool's `carry`).
+# Wheels for what the test extra needs and a GPU machine's image lacks, for a machine without
+# network: copy them there with the checkout.
 #   scripts/device-wheels.sh [DIR] [FREEZE]
 # DIR (default .whl, ignored by git): where the wheels go. FREEZE (default the suite-gpu step's
 # versions.log): that machine's `pip freeze`; a package listed there is not downloaded again.
