@@ -281,6 +281,31 @@ def test_searches_stopped_when_decided_make_the_full_searches_moves(pons_records
     np.testing.assert_allclose(streamed.value[whole], np.asarray(full.value)[whole], atol=1e-5)
 
 
+def test_an_idle_slot_keeps_its_graph_however_long_the_others_search(mlp):
+    """A pool of 4 graphs with 1 position: the 3 slots with nothing to search keep their graphs
+    (no node added, every link inside the graph) for 3x the simulations, while the busy one
+    grows. Grown with the others, an idle graph outgrows its nodes, its links point past them,
+    and a walk down it need not end (the full protocol over an untrained network hung so)."""
+    from czjax.search import azjl_stream
+    from czjax.search.base import CONNECT_FOUR
+
+    player, params = mlp
+    search = AlphaZeroJlMCTS(sims=8)
+    roots = CONNECT_FOUR.encode(jnp.asarray(game.from_moves("4455")[None]))
+    s = azjl_stream.start(roots, 4, search.sims)
+    nodes = s.graph.value.shape[1]
+    before = jax.tree.map(lambda x: np.asarray(x[1:]), s.graph)
+    step = jax.jit(lambda s, key: azjl_stream.step(s, roots, search, player, params, key, CONNECT_FOUR))
+    for i in range(3 * search.sims):
+        s = step(s, jax.random.key(i))
+        assert int(np.asarray(s.graph.size).max()) <= nodes and int(np.asarray(s.graph.children).max()) < nodes
+        if i == 1:
+            assert int(s.graph.size[0]) > 1  # the busy slot grows
+    after = jax.tree.map(lambda x: np.asarray(x[1:]), s.graph)
+    assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(before), jax.tree.leaves(after)))
+    assert bool(s.finished) and int(s.sims_used[0]) >= 2
+
+
 def test_the_protocol_reads_the_same_move_errors_with_searches_stopped_when_decided():
     """``pons`` under the protocol (searches stopped when decided, the default) and with
     ``full_searches``: the same move error on every set, and the report says which ran."""

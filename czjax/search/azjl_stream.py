@@ -153,9 +153,10 @@ def step(
         value=g.value.at[:, ROOT].set(value),
         legal=g.legal.at[:, ROOT].set(legal),
     )
-    g = _where(fresh, rooted, grown)
-
     busy = s.item >= 0
+    # an idle slot (no position left to give it) keeps its graph: grown on every step it would
+    # outgrow its nodes, and a walk down links past the last node need not end
+    g = _where(busy & fresh, rooted, _where(busy, grown, g))
     done_sims = s.sims + busy
     visits, root_legal = g.visits[:, ROOT], g.legal[:, ROOT]
     stops = busy & ((done_sims >= sims) | decided(visits, root_legal, sims - done_sims))
