@@ -89,16 +89,20 @@ class Agent(NamedTuple):
         a built-in player."""
         return 1 if self.search is None else int(self.search.evaluations_per_move)
 
-    def cost_note(self, moves: int, what: str) -> str | None:
+    def cost_note(self, moves: int, what: str, stopped: bool = False) -> str | None:
         """A line saying that a search's job is large (None when it is not): how many network
-        evaluations ``moves`` moves of it cost."""
+        evaluations ``moves`` moves of it cost (at most that many when each search is ``stopped``
+        once its move is decided)."""
         total = self.evaluations_per_move * moves
         if self.search is None or total < LARGE_JOB_EVALUATIONS:
             return None
+        count = f"at most {total:,} evaluations for {what} (each search stops once its move is decided)"
         return (
-            f"{self.name} evaluates its network {self.evaluations_per_move:,} times per move: about {total:,} "
-            f"evaluations for {what}; this takes a while on a CPU (progress follows)"
-        )
+            f"{self.name} evaluates its network up to {self.evaluations_per_move:,} times per move: {count}; "
+            if stopped
+            else f"{self.name} evaluates its network {self.evaluations_per_move:,} times per move: about {total:,} "
+            f"evaluations for {what}; "
+        ) + "this takes a while on a CPU (progress follows)"
 
     @property
     def has_value(self) -> bool:

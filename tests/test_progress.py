@@ -107,6 +107,16 @@ def test_self_play_in_slices(monkeypatch):
     assert lines[-1].startswith("  games: 20/20 (")
 
 
+def test_the_protocols_cost_is_a_bound_when_its_searches_stop_when_decided():
+    """Under AlphaZero.jl's protocol each search stops once its move is decided, so the count of
+    evaluations announced is the most it can take, and says why; run to the end, about that."""
+    agent = agents.load_agent("azjl:sims=600:czjax@3")
+    stopped = agent.cost_note(6000, "Pons' positions", stopped=True)
+    assert stopped is not None and "up to 600 times per move: at most 3,600,000 evaluations" in stopped
+    assert "each search stops once its move is decided" in stopped
+    assert "about 3,600,000 evaluations for Pons' positions" in agent.cost_note(6000, "Pons' positions")
+
+
 def test_a_search_announces_its_cost_and_reports_progress(monkeypatch, capsys):
     monkeypatch.setattr(progress, "HEARTBEAT_S", 0.0)
     monkeypatch.setattr(agents, "LARGE_JOB_EVALUATIONS", 100)

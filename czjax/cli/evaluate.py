@@ -27,9 +27,9 @@ def cmd_eval_pons(args) -> int:
             spec = solver.protocol_spec(args.protocol, spec)
         except ValueError as err:
             raise SystemExit(f"czjax eval pons: {err}") from None
-    agent = output.announced(
-        flags.load_player(spec), sum(len(data["boards"]) for data in sets.values()), "Pons' positions"
-    )
+    agent = flags.load_player(spec)
+    stopped = args.protocol is not None and not args.full_searches and solver.streams(agent)
+    output.announced(agent, sum(len(data["boards"]) for data in sets.values()), "Pons' positions", stopped)
     report = solver.pons(agent, sets, log=output.stderr, protocol=args.protocol, full_searches=args.full_searches)
     return output.print_report(args, report, solver.format_pons)
 

@@ -19,9 +19,10 @@ def stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def announced(agent, moves: int, what: str):
-    """``agent``, after saying on stderr when ``moves`` of its moves are a large job (a search)."""
-    note = agent.cost_note(moves, what)
+def announced(agent, moves: int, what: str, stopped: bool = False):
+    """``agent``, after saying on stderr when ``moves`` of its moves are a large job (a search);
+    ``stopped``: each search stops once its move is decided, so the count is a bound."""
+    note = agent.cost_note(moves, what, stopped)
     if note:
         stderr(note)
     return agent

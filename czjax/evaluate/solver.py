@@ -26,14 +26,19 @@ from typing import Any
 import jax
 import numpy as np
 
-from czjax import game, minimax
+from czjax import game, minimax, models
 from czjax.agents import Agent, policy
+from czjax.models.layers import backend_method
 from czjax.search import azjl_stream, is_search
 from czjax.search.azjl import AlphaZeroJlMCTS
 from czjax.util.progress import Progress
 from czjax.util.specs import PlayerSpec
 
 PLY_BIN = 5
+# How the protocol's searches compute a network's 3x3 convolutions, by backend: on a CPU, where
+# the network's products are nearly the whole cost, Winograd's F(2x2, 3x3) (the same sums with
+# half the multiplications; the same moves, tests/test_protocol.py); elsewhere the model's own.
+YARDSTICK_CONV = {"cpu": "winograd"}
 ACCURACY_KEYS = ("greedy_optimal", "greedy_keeps_outcome", "sampled_optimal", "sampled_keeps_outcome")
 
 
@@ -363,11 +368,12 @@ def _set_policies(agent: Agent, sets: dict, log=None, stop_when_decided: bool = 
     MCTS over a network, every position's search is stopped once its move is decided
     (:mod:`czjax.search.azjl_stream`): the same moves, the probs and value those at the stop."""
     progress = Progress(log, "positions", sum(len(data["boards"]) for data in sets.values()))
-    if stop_when_decided and streams(agent) and agent.network is not None:
+    if stop_when_decided and streams(agent) and agent.model_name is not None:
         boards = np.concatenate([data["boards"] for data in sets.values()])
-        found = azjl_stream.stream_search(
-            agent.search, agent.network, agent.params, boards, jax.random.key(0), progress=progress
-        )
+        conv = backend_method("auto", YARDSTICK_CONV, "auto")
+        network = models.model_player(models.get_model(agent.model_name, conv=conv))
+        key = jax.random.key(0)
+        found = azjl_stream.stream_search(agent.search, network, agent.params, boards, key, progress=progress)
         start = 0
         for name, data in sets.items():
             rows = slice(start, start + len(data["boards"]))

@@ -269,7 +269,8 @@ class TrainConfig:
     conv: str = setting(
         "auto",
         "Mk4's 3x3 convolutions: im2col (patches and one matmul), xla (lax.conv: cuDNN on a GPU), "
-        "canonical (lax.conv with a hand-written gradient in XLA's canonical layout) or auto (the default: "
+        "canonical (lax.conv with a hand-written gradient in XLA's canonical layout), winograd (Winograd's "
+        "F(2x2, 3x3): half the multiplications, other rounding) or auto (the default: "
         "chosen per backend by measurement, canonical on a CPU, im2col elsewhere)",
         metavar="|".join(models.CONV_METHODS),
     )

@@ -153,13 +153,13 @@ class ResNet(nn.Module):
 
 
 def convolves(model: nn.Module) -> bool:
-    """Whether ``model``'s program on this backend holds convolution ops (im2col computes its
-    convolutions as matrix products): :mod:`czjax.util.compiling` compiles such programs with
+    """Whether ``model``'s program on this backend holds convolution ops (im2col and winograd
+    compute theirs as matrix products): :mod:`czjax.util.compiling` compiles such programs with
     their own options."""
     if isinstance(model, CNNMk4):
         return True  # its (6, 1) column convolution whatever the 3x3 method
     if isinstance(model, ResNet):
-        return backend_method(model.conv, RESNET_BACKEND_CONV, "im2col") != "im2col"
+        return backend_method(model.conv, RESNET_BACKEND_CONV, "im2col") not in ("im2col", "winograd")
     return False
 
 
