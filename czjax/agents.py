@@ -96,13 +96,13 @@ class Agent(NamedTuple):
         total = self.evaluations_per_move * moves
         if self.search is None or total < LARGE_JOB_EVALUATIONS:
             return None
-        count = f"at most {total:,} evaluations for {what} (each search stops once its move is decided)"
-        return (
-            f"{self.name} evaluates its network up to {self.evaluations_per_move:,} times per move: {count}; "
-            if stopped
-            else f"{self.name} evaluates its network {self.evaluations_per_move:,} times per move: about {total:,} "
-            f"evaluations for {what}; "
-        ) + "this takes a while on a CPU (progress follows)"
+        per_move = f"{self.evaluations_per_move:,} times per move"
+        if stopped:
+            why = "each search stops once its move is decided"
+            count = f"up to {per_move}: at most {total:,} evaluations for {what} ({why})"
+        else:
+            count = f"{per_move}: about {total:,} evaluations for {what}"
+        return f"{self.name} evaluates its network {count}; this takes a while on a CPU (progress follows)"
 
     @property
     def has_value(self) -> bool:

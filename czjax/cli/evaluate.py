@@ -28,7 +28,7 @@ def cmd_eval_pons(args) -> int:
         except ValueError as err:
             raise SystemExit(f"czjax eval pons: {err}") from None
     agent = flags.load_player(spec)
-    stopped = args.protocol is not None and not args.full_searches and solver.streams(agent)
+    stopped = solver.stops_when_decided(agent, args.protocol, args.full_searches)
     output.announced(agent, sum(len(data["boards"]) for data in sets.values()), "Pons' positions", stopped)
     report = solver.pons(agent, sets, log=output.stderr, protocol=args.protocol, full_searches=args.full_searches)
     return output.print_report(args, report, solver.format_pons)

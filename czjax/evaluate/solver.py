@@ -391,6 +391,12 @@ def streams(agent: Agent) -> bool:
     return isinstance(search, AlphaZeroJlMCTS) and search.transpositions and agent.model_name is not None
 
 
+def stops_when_decided(agent: Agent, protocol: str | None, full_searches: bool) -> bool:
+    """Whether :func:`pons` stops each of ``agent``'s searches once its move is decided: under a
+    protocol, unless ``full_searches``, for a player that :func:`streams`."""
+    return protocol is not None and not full_searches and streams(agent)
+
+
 def pons_greedy_errors(agent: Agent, sets: dict, log=None) -> dict[str, np.ndarray]:
     """Per set, 1 for each position whose greedy move (the most likely column, the lowest on ties:
     AlphaZero.jl's ``argmax(pi)``) does not keep the game-theoretic outcome, else 0: the
@@ -428,7 +434,7 @@ def pons(agent: Agent, sets: dict, log=None, protocol: str | None = None, full_s
     """
     with_value = agent.has_value or agent.search is not None
     samples = agent.temperature() > 0 and protocol is None
-    stop_when_decided = protocol is not None and not full_searches and streams(agent)
+    stop_when_decided = stops_when_decided(agent, protocol, full_searches)
     report: dict = {
         "player": agent.name,
         "protocol": protocol,
