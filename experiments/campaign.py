@@ -681,6 +681,29 @@ STEPS: dict[str, Step] = {
             )
         ],
     ),
+    # mixed precision against float32 from the same start at the GPU's scale (issue: mixed
+    # precision that learns the same); the CPU's comparison is 4 seeds x 25,000 games
+    "mixed-ex3": command_step(
+        "mixed_precision.py ex3 --games 100000 --seeds 8: example 3 in mixed precision against float32",
+        "mixed-precision",
+        lambda ctx: [
+            (
+                "mixed-ex3",
+                python(
+                    "experiments/mixed-precision/mixed_precision.py",
+                    "ex3",
+                    "--games",
+                    str(max(100, round(100_000 * ctx.scale))),
+                    "--seeds",
+                    "8",
+                    "--root",
+                    str(ctx.work / "mixed-precision"),
+                    "--out",
+                    str(ctx.results / "verdicts"),
+                ),
+            )
+        ],
+    ),
     "soft-vs-hard": command_step(
         "soft_vs_hard.py --recipe gumbel at scale",
         "soft-vs-hard",

@@ -81,8 +81,8 @@ def test_train_step_updates_params_and_counters(trainer):
 
 
 def test_mixed_precision_trains_float32_parameters():
-    """--precision mixed: bfloat16 activations, float32 parameters and optimizer state; the
-    same initial parameters as float32 training, a finite update that moves them."""
+    """--precision mixed: bfloat16 operands in the products, float32 parameters and optimizer
+    state; the same initial parameters as float32 training, a finite update that moves them."""
     mixed = make_trainer(dataclasses.replace(CONFIG, precision="mixed"))
     state = mixed.init(0)
     assert loop.params_equal(state.params, make_trainer(CONFIG).init(0).params)

@@ -225,8 +225,9 @@ class TrainConfig:
     precision: str = setting(
         "default",
         "float32 matrix products: default (the backend's: TF32-class on an NVIDIA GPU, exact on a CPU), "
-        "highest (full float32), bf16 (bfloat16 products) or mixed (bfloat16 activations and products, "
-        "float32 parameters and optimizer state)",
+        "highest (full float32), bf16 (bfloat16 products) or mixed (every product on bfloat16 operands, "
+        "accumulated in float32; parameters, gradients, optimizer state, activations, normalisation and "
+        "losses float32)",
         metavar="|".join(precision.PRECISIONS),
     )
     unroll: int = setting(

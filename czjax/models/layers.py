@@ -6,6 +6,13 @@ GroupNorm (:func:`group_norm`: Flax's, or :class:`GroupedNorm` with its own grad
 
 Their parameters are the Flax layers' they stand for, whatever computes them, so checkpoints and
 PyTorch's weights map the same way; "auto" picks each backend's method by measurement.
+
+Mixed precision (a model's ``dtype`` bfloat16, ``--precision mixed``): every product of a layer,
+dense or convolution, takes bfloat16 operands and accumulates and returns float32
+(``preferred_element_type``), and so do its gradient's products (:func:`mixed_einsum`); the
+parameters, the activations between the products, the normalisations' statistics and outputs
+stay float32. With ``dtype`` float32 every layer computes exactly as it did before mixed
+precision existed.
 """
 
 from __future__ import annotations
@@ -48,12 +55,78 @@ def one_hot_planes(boards):
     return jnp.stack([boards == 1, boards == -1, boards == 0], axis=-1).astype(jnp.float32)
 
 
+def is_mixed(dtype) -> bool:
+    """Whether a layer whose ``dtype`` this is computes its products from rounded operands."""
+    return jnp.dtype(dtype) != jnp.float32
+
+
+def _accumulation(operand):
+    """The ``preferred_element_type`` of a product of ``operand``s: float32 when they are of a
+    narrower dtype (the product accumulates and returns float32), else the default."""
+    return jnp.float32 if is_mixed(operand.dtype) else None
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+def mixed_einsum(spec: str, a, b):
+    """``jnp.einsum(spec, a, b)`` of narrow operands (bfloat16), accumulated and returned in
+    float32. Its gradient's two products take the float32 cotangent rounded to the operands'
+    dtype, and accumulate in float32 too: every product, forward and backward, on bfloat16
+    operands and none summed in bfloat16. ``spec`` names each index in two of its three terms
+    (a product, not a trace): ``"...i,io->...o"``, ``"tbi,tio->tbo"``."""
+    return jnp.einsum(spec, a, b, preferred_element_type=jnp.float32)
+
+
+def _mixed_einsum_forward(spec, a, b):
+    return mixed_einsum(spec, a, b), (a, b)
+
+
+def _mixed_einsum_backward(spec, residuals, g):
+    a, b = residuals
+    (left, right), out = spec.split("->")[0].split(","), spec.split("->")[1]
+    g = g.astype(a.dtype)
+    da = jnp.einsum(f"{out},{right}->{left}", g, b, preferred_element_type=jnp.float32)
+    db = jnp.einsum(f"{left},{out}->{right}", a, g, preferred_element_type=jnp.float32)
+    return da.astype(a.dtype), db.astype(b.dtype)
+
+
+mixed_einsum.defvjp(_mixed_einsum_forward, _mixed_einsum_backward)
+
+
+def _mixed_dense_product(lhs, rhs, dimension_numbers, precision=None, **_):
+    """``nn.Dense``'s product (``lax.dot_general`` over the input's last axis) as :func:`mixed_einsum`."""
+    if dimension_numbers != (((lhs.ndim - 1,), (0,)), ((), ())):
+        raise ValueError(f"a dense layer's product, not {dimension_numbers}")
+    return mixed_einsum("...i,io->...o", lhs, rhs)
+
+
+def _round_operands(operands):
+    """``nn.Dense``'s ``promote_dtype`` under mixed precision: the input and kernel rounded to
+    ``operands``, the bias left float32 (it is added to the float32 product)."""
+
+    def promote(inputs, kernel, bias, dtype=None):
+        return inputs.astype(operands), kernel.astype(operands), bias
+
+    return promote
+
+
+def dense(features: int, dtype=jnp.float32, **kwargs) -> nn.Dense:
+    """``nn.Dense(features, **kwargs)``; with a narrow ``dtype`` its product is
+    :func:`mixed_einsum` (bfloat16 operands, float32 accumulation and output, a float32 bias)."""
+    if not is_mixed(dtype):
+        return nn.Dense(features, dtype=dtype, **kwargs)
+    return nn.Dense(
+        features, dtype=jnp.float32, promote_dtype=_round_operands(dtype), dot_general=_mixed_dense_product, **kwargs
+    )
+
+
 _NHWC = ("NHWC", "HWIO", "NHWC")
 _SAME = ((1, 1), (1, 1))
 
 
 def _conv_nhwc(x, kernel, padding=_SAME):
-    return lax.conv_general_dilated(x, kernel, (1, 1), padding, dimension_numbers=_NHWC)
+    return lax.conv_general_dilated(
+        x, kernel, (1, 1), padding, dimension_numbers=_NHWC, preferred_element_type=_accumulation(x)
+    )
 
 
 @jax.custom_vjp
@@ -77,10 +150,11 @@ def _conv3x3_forward(x, kernel):
 
 def _conv3x3_backward(residuals, dy):
     x, kernel = residuals
+    dy = dy.astype(x.dtype)  # under mixed precision the gradient's convolutions take bfloat16 operands too
     # dx[b, r, s, c] = sum_{i, j, o} dy[b, r + 1 - i, s + 1 - j, o] kernel[i, j, c, o]: the
     # convolution of dy with the kernel flipped in space and its features swapped
     dx = _conv_nhwc(dy, jnp.transpose(kernel[::-1, ::-1], (0, 1, 3, 2)))
-    return dx, _conv3x3_kernel_gradient(x, dy)
+    return dx.astype(x.dtype), _conv3x3_kernel_gradient(x, dy).astype(kernel.dtype)
 
 
 # Boards per convolution of the kernel's gradient: the games are that convolution's input
@@ -112,7 +186,7 @@ def _conv3x3_kernel_gradient(x, dy):
     def add(total, pair):
         return total + _kernel_gradient_conv(*pair), None
 
-    zero = jnp.zeros((3, 3, x.shape[-1], dy.shape[-1]), jnp.result_type(x, dy))
+    zero = jnp.zeros((3, 3, x.shape[-1], dy.shape[-1]), _accumulation(x) or jnp.result_type(x, dy))
     return lax.scan(add, zero, (chunks(x), chunks(dy)))[0]
 
 
@@ -134,7 +208,7 @@ def _winograd_output(m: list):
     return [m[0] + m[1] + m[2], m[1] - m[2] - m[3]]
 
 
-def conv3x3_winograd(x, kernel):
+def conv3x3_winograd(x, kernel, operands=jnp.float32):
     """The 3x3 'same' convolution of ``x (B, H, W, in)`` by Winograd's F(2x2, 3x3): the board
     padded to whole 2x2 output blocks, each block's 4x4 input tile transformed (``B^T d B``), 16
     matrix products of ``(tiles, in) @ (in, out)`` with the transformed kernel (``G g G^T``),
@@ -145,7 +219,10 @@ def conv3x3_winograd(x, kernel):
     The input transform runs along the padded board's rows (strided slices), then its columns,
     never stacking the 16 tiles first: the same outputs, and a step of the protocol's search pool
     on 1,024 boards 0.70 and 0.73 ms a board in two runs, against 0.84 before, on the 2-core CPU
-    (docs/results/pons-protocol/yardstick-2026-11-27)."""
+    (docs/results/pons-protocol/yardstick-2026-11-27).
+
+    With narrow ``operands`` (mixed precision) the transforms stay float32 and the 16 products
+    take their operands rounded to ``operands`` (:func:`mixed_einsum`)."""
     batch, height, width, _ = x.shape
     rows, cols = -(-height // 2), -(-width // 2)  # 2x2 output blocks
     padded = jnp.pad(x, ((0, 0), (1, 2 * rows + 1 - height), (1, 2 * cols + 1 - width), (0, 0)))
@@ -155,7 +232,11 @@ def conv3x3_winograd(x, kernel):
     ).reshape(16, batch * rows * cols, x.shape[-1])
     g = jnp.asarray(_WINOGRAD_G, kernel.dtype)
     u = jnp.einsum("ur,rsio,vs->uvio", g, kernel, g).reshape(16, kernel.shape[2], kernel.shape[3])
-    m = lax.dot_general(v, u, (((2,), (1,)), ((0,), (0,)))).reshape(4, 4, batch, rows, cols, -1)
+    if is_mixed(operands):
+        m = mixed_einsum("tbi,tio->tbo", v.astype(operands), u.astype(operands))
+    else:
+        m = lax.dot_general(v, u, (((2,), (1,)), ((0,), (0,))))
+    m = m.reshape(4, 4, batch, rows, cols, -1)
     by_columns = [_winograd_output([m[r, s] for r in range(4)]) for s in range(4)]  # [s][p]
     y = jnp.stack([jnp.stack(_winograd_output([by_columns[s][p] for s in range(4)]), axis=3) for p in range(2)], axis=2)
     return y.reshape(batch, 2 * rows, 2 * cols, -1)[:, :height, :width]
@@ -163,8 +244,9 @@ def conv3x3_winograd(x, kernel):
 
 class Conv3x3(nn.Module):
     """A bias-free 3x3 'same' convolution, computed by ``method`` (CONV_METHODS): im2col + one
-    matmul, ``lax.conv``, or ``lax.conv`` with a gradient in the canonical layout
-    (:func:`conv3x3_canonical`).
+    matmul (:func:`conv3x3_im2col`), ``lax.conv``, ``lax.conv`` with a gradient in the canonical
+    layout (:func:`conv3x3_canonical`) or Winograd's (:func:`conv3x3_winograd`). ``dtype`` is
+    its product's operands' (bfloat16 under mixed precision: accumulated in float32).
 
     The kernel has ``nn.Conv``'s layout and initialiser, ``(3, 3, in, out)``; only the
     computation differs.
@@ -177,20 +259,29 @@ class Conv3x3(nn.Module):
     @nn.compact
     def __call__(self, x):
         kernel = self.param("kernel", nn.initializers.lecun_normal(), (3, 3, x.shape[-1], self.features))
-        x, kernel = x.astype(self.dtype), kernel.astype(self.dtype)
         method = backend_method(self.method, BACKEND_CONV, "im2col")
+        if method == "winograd":
+            return conv3x3_winograd(x, kernel, self.dtype)
+        if method == "im2col":
+            return conv3x3_im2col(x, kernel, self.dtype)
+        x, kernel = x.astype(self.dtype), kernel.astype(self.dtype)
         if method == "xla":
             return _conv_nhwc(x, kernel)
-        if method == "canonical":
-            return conv3x3_canonical(x, kernel)
-        if method == "winograd":
-            return conv3x3_winograd(x, kernel)
-        padded = jnp.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
-        rows, cols = x.shape[1], x.shape[2]
-        patches = jnp.concatenate(
-            [padded[:, i : i + rows, j : j + cols, :] for i in range(3) for j in range(3)], axis=-1
-        )
-        return patches @ kernel.reshape(-1, self.features)
+        return conv3x3_canonical(x, kernel)
+
+
+def conv3x3_im2col(x, kernel, operands=jnp.float32):
+    """The 3x3 'same' convolution of ``x (B, H, W, in)`` as one matrix product: the nine shifted
+    copies of the padded board side by side (``(B, H, W, 9 in)``) times the kernel ``(9 in, out)``.
+    With narrow ``operands`` (mixed precision) the copies are made in float32 and rounded just
+    before the product, so the gradient's nine pieces of each input are summed in float32."""
+    padded = jnp.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    rows, cols = x.shape[1], x.shape[2]
+    patches = jnp.concatenate([padded[:, i : i + rows, j : j + cols, :] for i in range(3) for j in range(3)], axis=-1)
+    kernel = kernel.reshape(-1, kernel.shape[-1])
+    if is_mixed(operands):
+        return mixed_einsum("...i,io->...o", patches.astype(operands), kernel.astype(operands))
+    return patches @ kernel
 
 
 def _channel_sums(x):
@@ -308,4 +399,6 @@ class ColumnConv(nn.Module):
     def __call__(self, x):
         kernel = self.param("kernel", nn.initializers.lecun_normal(), (x.shape[1], 1, x.shape[-1], self.features))
         x, kernel = x.astype(self.dtype), kernel.astype(self.dtype)
+        if is_mixed(self.dtype):
+            return mixed_einsum("brwc,rco->bwo", x, kernel[:, 0])[:, None]
         return jnp.einsum("brwc,rco->bwo", x, kernel[:, 0])[:, None]

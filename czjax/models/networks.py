@@ -17,7 +17,9 @@ from czjax.models.layers import (
     ColumnConv,
     Conv3x3,
     backend_method,
+    dense,
     group_norm,
+    is_mixed,
     one_hot_planes,
 )
 
@@ -34,10 +36,10 @@ class SimpleMLP(nn.Module):
 
     @nn.compact
     def __call__(self, boards):
-        x = boards.reshape(boards.shape[0], -1).astype(self.dtype)
-        x = nn.relu(nn.Dense(128, dtype=self.dtype)(x))
-        x = nn.relu(nn.Dense(64, dtype=self.dtype)(x))
-        return nn.Dense(game.COLS, dtype=self.dtype)(x).astype(jnp.float32)
+        x = boards.reshape(boards.shape[0], -1).astype(jnp.float32)
+        x = nn.relu(dense(128, self.dtype)(x))
+        x = nn.relu(dense(64, self.dtype)(x))
+        return dense(game.COLS, self.dtype)(x).astype(jnp.float32)
 
 
 class MLP3(nn.Module):
@@ -48,11 +50,11 @@ class MLP3(nn.Module):
 
     @nn.compact
     def __call__(self, boards):
-        x = boards.reshape(boards.shape[0], -1).astype(self.dtype)
+        x = boards.reshape(boards.shape[0], -1).astype(jnp.float32)
         for _ in range(7):
-            x = nn.Dense(256, use_bias=False, dtype=self.dtype)(x)
-            x = nn.relu(nn.LayerNorm(epsilon=TORCH_EPS, dtype=self.dtype)(x))
-        out = nn.Dense(game.COLS + 1, dtype=self.dtype)(x).astype(jnp.float32)
+            x = dense(256, self.dtype, use_bias=False)(x)
+            x = nn.relu(nn.LayerNorm(epsilon=TORCH_EPS, dtype=jnp.float32)(x))
+        out = dense(game.COLS + 1, self.dtype)(x).astype(jnp.float32)
         return out[:, : game.COLS], jnp.tanh(out[:, game.COLS])
 
 
@@ -64,9 +66,9 @@ class ResBlock(nn.Module):
     @nn.compact
     def __call__(self, x):
         y = Conv3x3(64, self.conv, self.dtype)(x)
-        y = nn.relu(group_norm(self.norm, self.dtype, "GroupNorm_0")(y))
+        y = nn.relu(group_norm(self.norm, jnp.float32, "GroupNorm_0")(y))
         y = Conv3x3(64, self.conv, self.dtype)(y)
-        y = group_norm(self.norm, self.dtype, "GroupNorm_1")(y)
+        y = group_norm(self.norm, jnp.float32, "GroupNorm_1")(y)
         return nn.relu(y + x)
 
 
@@ -87,26 +89,26 @@ class CNNMk4(nn.Module):
     @nn.compact
     def __call__(self, boards):
         dtype = self.dtype
-        x = one_hot_planes(boards).astype(dtype)
+        x = one_hot_planes(boards)
         x = Conv3x3(64, self.conv, dtype)(x)
-        x = nn.relu(group_norm(self.norm, dtype, "GroupNorm_0")(x))
+        x = nn.relu(group_norm(self.norm, jnp.float32, "GroupNorm_0")(x))
         for _ in range(3):
             x = ResBlock(self.conv, dtype, self.norm)(x)
-        if backend_method(self.conv, BACKEND_CONV, "im2col") == "canonical":
+        if backend_method(self.conv, BACKEND_CONV, "im2col") == "canonical" or is_mixed(dtype):
             x = ColumnConv(64, dtype, name="Conv_0")(x)  # (B, 1, 7, 64)
         else:
             x = nn.Conv(64, (game.ROWS, 1), padding="VALID", use_bias=False, dtype=dtype)(x)
         features = jnp.transpose(x[:, 0], (0, 2, 1)).reshape(x.shape[0], -1)  # index = channel * 7 + col
-        p = nn.Dense(128, use_bias=False, dtype=dtype)(features)
-        p = nn.relu(nn.LayerNorm(epsilon=TORCH_EPS, dtype=dtype)(p))
-        p = nn.Dense(128, use_bias=False, dtype=dtype)(p)
-        p = nn.relu(nn.LayerNorm(epsilon=TORCH_EPS, dtype=dtype)(p))
-        logits = nn.Dense(game.COLS, dtype=dtype)(p).astype(jnp.float32)
+        p = dense(128, dtype, use_bias=False)(features)
+        p = nn.relu(nn.LayerNorm(epsilon=TORCH_EPS, dtype=jnp.float32)(p))
+        p = dense(128, dtype, use_bias=False)(p)
+        p = nn.relu(nn.LayerNorm(epsilon=TORCH_EPS, dtype=jnp.float32)(p))
+        logits = dense(game.COLS, dtype)(p).astype(jnp.float32)
         if not self.value_head:
             return logits
-        v = nn.relu(nn.Dense(64, name="value_0", dtype=dtype)(features))
-        v = nn.relu(nn.Dense(64, name="value_1", dtype=dtype)(v))
-        return logits, jnp.tanh(nn.Dense(1, name="value_2", dtype=dtype)(v)[:, 0].astype(jnp.float32))
+        v = nn.relu(dense(64, dtype, name="value_0")(features))
+        v = nn.relu(dense(64, dtype, name="value_1")(v))
+        return logits, jnp.tanh(dense(1, dtype, name="value_2")(v)[:, 0].astype(jnp.float32))
 
 
 def resnet_groups(channels: int) -> int:
@@ -135,21 +137,19 @@ class ResNet(nn.Module):
         groups = resnet_groups(width)
 
         def norm(name):
-            return nn.GroupNorm(num_groups=groups, epsilon=TORCH_EPS, dtype=dtype, name=name)
+            return nn.GroupNorm(num_groups=groups, epsilon=TORCH_EPS, dtype=jnp.float32, name=name)
 
-        x = nn.relu(norm("stem_norm")(Conv3x3(width, conv, dtype, name="stem")(one_hot_planes(boards).astype(dtype))))
+        x = nn.relu(norm("stem_norm")(Conv3x3(width, conv, dtype, name="stem")(one_hot_planes(boards))))
         for i in range(self.blocks):
             y = nn.relu(norm(f"block{i}_norm0")(Conv3x3(width, conv, dtype, name=f"block{i}_conv0")(x)))
             y = norm(f"block{i}_norm1")(Conv3x3(width, conv, dtype, name=f"block{i}_conv1")(y))
             x = nn.relu(x + y)
         batch = x.shape[0]
-        p = nn.relu(nn.Dense(2, dtype=dtype, name="policy_conv")(x)).reshape(
-            batch, -1
-        )  # a 1x1 conv is a Dense per cell
-        logits = nn.Dense(game.COLS, dtype=dtype, name="policy")(p).astype(jnp.float32)
-        v = nn.relu(nn.Dense(1, dtype=dtype, name="value_conv")(x)).reshape(batch, -1)
-        v = nn.relu(nn.Dense(width, dtype=dtype, name="value_hidden")(v))
-        return logits, jnp.tanh(nn.Dense(1, dtype=dtype, name="value")(v)[:, 0].astype(jnp.float32))
+        p = nn.relu(dense(2, dtype, name="policy_conv")(x)).reshape(batch, -1)  # a 1x1 conv is a Dense per cell
+        logits = dense(game.COLS, dtype, name="policy")(p).astype(jnp.float32)
+        v = nn.relu(dense(1, dtype, name="value_conv")(x)).reshape(batch, -1)
+        v = nn.relu(dense(width, dtype, name="value_hidden")(v))
+        return logits, jnp.tanh(dense(1, dtype, name="value")(v)[:, 0].astype(jnp.float32))
 
 
 def convolves(model: nn.Module) -> bool:

@@ -17,9 +17,10 @@ from czjax.models.networks import MLP3, CNNMk4, ResNet, SimpleMLP
 from czjax.util.options import make_settings
 from czjax.util.specs import PlayerSpec
 
-# Activation dtypes (``dtype`` of every model): parameters, gradients and the optimizer state stay
-# float32 in every case; "bfloat16" computes the layers' activations and products in bfloat16
-# (``--precision mixed``), and the outputs come back as float32.
+# The dtypes of the products' operands (``dtype`` of every model): "bfloat16" (``--precision
+# mixed``) rounds each dense or convolution product's operands to bfloat16 and accumulates in
+# float32 (czjax.models.layers); parameters, gradients, optimizer state, activations and the
+# outputs stay float32 in every case.
 COMPUTE_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 
 
@@ -97,7 +98,7 @@ def get_model(name: str, dtype: str = "float32", conv: str = "auto", norm: str =
 
     Args:
         name: a name of :data:`MODELS`, with options where it has them (``resnet:blocks=2,channels=32``).
-        dtype: the activations' dtype (:data:`COMPUTE_DTYPES`); the parameters stay float32.
+        dtype: the products' operands' dtype (:data:`COMPUTE_DTYPES`); all else stays float32.
         conv: how 3x3 convolutions compute (:data:`CONV_METHODS`).
         norm: how GroupNorm layers compute (:data:`NORM_METHODS`).
 

@@ -5,9 +5,11 @@ them through TF32-class tensor-core arithmetic (about 1e-3 relative). So:
 
 - **Training** uses the precision its config names (``TrainConfig.precision``, CLI
   ``--precision``): ``default`` (the backend's fast default), ``highest`` (full float32
-  everywhere), ``bf16`` (bfloat16 matrix products, float32 activations) or ``mixed``
-  (bfloat16 activations and products, float32 parameters, gradients and optimizer state:
-  the models' ``dtype``, czjax.models.COMPUTE_DTYPES).
+  everywhere), ``bf16`` (``jax.default_matmul_precision("bfloat16")``) or ``mixed``: every
+  product of a layer, dense or convolution, forward and backward, on bfloat16 operands and
+  accumulated in float32 (``preferred_element_type``); parameters, gradients, optimizer state,
+  the activations between products, normalisation, softmax and losses float32 (the models'
+  ``dtype`` is the products' operands', czjax.models.COMPUTE_DTYPES; czjax.models.layers).
 - **Every parity path** (the ONNX export's check against czjax, comparisons with PyTorch,
   tests of one formulation against another) computes under :func:`parity`: full float32, so
   tolerances of float32 rounding hold on every backend.
@@ -21,7 +23,7 @@ import jax
 
 # --precision names -> jax.default_matmul_precision values (None: leave the backend's default)
 PRECISIONS = {"default": None, "highest": "highest", "bf16": "bfloat16", "mixed": None}
-# --precision names whose models compute their activations in another dtype (czjax.models.COMPUTE_DTYPES)
+# --precision names whose models' products take operands of another dtype (czjax.models.COMPUTE_DTYPES)
 ACTIVATIONS = {"mixed": "bfloat16"}
 PARITY = "highest"
 
@@ -32,7 +34,7 @@ def check(name: str) -> None:
 
 
 def activation_dtype(name: str) -> str:
-    """The models' activation dtype under precision ``name``."""
+    """The dtype of the models' products' operands under precision ``name`` (float32 but under ``mixed``)."""
     check(name)
     return ACTIVATIONS.get(name, "float32")
 

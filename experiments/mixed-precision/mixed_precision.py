@@ -1,0 +1,242 @@
+"""Does ``--precision mixed`` (every product on bfloat16 operands, accumulated in float32) learn
+what float32 learns? Each comparison starts both precisions from the same initial weights and
+the same random streams, seed for seed, and judges the readings with the same-start study's
+equivalence margins (TOST at alpha 0.05, margins fixed before the runs).
+
+- ``ex3``: example 3 (``ex3-rwb``: REINFORCE with baseline, Mk4 with value head, self-play) for
+  ``--games`` (25,000) a seed, ``--seeds`` (4) seeds, each precision as one ``czjax scan`` (the
+  seeds vmapped, one program); read at the last milestone as the same-start study reads (a seed's
+  mean over the 5,000 games before it): entropy (+-0.1 nats), win rate against RandomPunisher
+  (+-0.05), game length (+-1 ply).
+- ``recipe-train`` / ``recipe-score``: the ``gumbel-az`` recipe, float32 for ``--minutes`` of
+  training a seed, then mixed for the same number of batches (so the same games: on a CPU, where
+  bfloat16 is emulated, mixed is slower, and the question is what it learns, not how fast);
+  each network scored under AlphaZero.jl's protocol and alone, as the recipe's ablations score
+  theirs; margins: the protocol's mean error and the network's alone on Pons' sets, 1
+  percentage point each (the ablations' seeds spread by 0.1-0.7).
+
+    python experiments/mixed-precision/mixed_precision.py ex3 --out docs/results/mixed-precision/ex3-DATE
+    python experiments/mixed-precision/mixed_precision.py recipe-train --seeds 0 1 2 --minutes 15
+    python experiments/mixed-precision/mixed_precision.py recipe-score --out docs/results/mixed-precision/recipe-DATE
+
+Runs go under ``--root`` (runs/mixed-precision); every step skips what is finished and resumes
+what was interrupted, so the same command continues. Give each command a core of its own
+(``taskset -c 1``) on an otherwise quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # experiments/: common, curves
+import common
+from curves import equivalence_verdict, mean_interval, per_seed, value_at
+
+common.use("same-start", "recipe-ablations")
+from ablations import PONS, score
+from same_start import EQUIVALENCE_MARGINS, VERDICT_WINDOW
+
+PRECISIONS = ("default", "mixed")  # float32 (the CPU's default is exact float32) and mixed
+EX3_PRESET = "ex3-rwb"
+RECIPE_PRESET = "gumbel-az"
+# Margins of the recipe's verdicts, percentage points of Pons' positions wrong, fixed before its runs
+RECIPE_MARGINS = {"protocol_mean": 1.0, "network_pons_mean": 1.0}
+
+
+def read_rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def ex3_scan(root: Path, precision: str, seeds: int, games: int, games_per_batch: int) -> Path:
+    """Example 3 at ``precision``, ``seeds`` seeds vmapped in one ``czjax scan``, run or resumed."""
+    out = root / "ex3" / precision
+    batches = -(-games // games_per_batch)
+    command = [sys.executable, "-m", "czjax", "scan", "--preset", EX3_PRESET, "--seeds", str(seeds)]
+    command += ["--batches", str(batches), "--precision", precision, "--out", str(out)]
+    if (out / "scan.json").exists():
+        command.append("--resume")
+    print(f"== example 3 at {precision}: {' '.join(command[2:])}", flush=True)
+    if subprocess.call(command) != 0:
+        raise SystemExit(f"mixed_precision.py: example 3's scan at {precision} failed; the same command resumes it")
+    return out / "metrics.jsonl"
+
+
+def readings(rows: list[dict], at: int) -> dict[str, list[float | None]]:
+    """Per metric of the margins, each seed's mean over the :data:`VERDICT_WINDOW` games before ``at``."""
+    out = {}
+    for key in EQUIVALENCE_MARGINS:
+        out[key] = [value_at(games, values, at, VERDICT_WINDOW) for games, values in per_seed(rows, key).values()]
+    return out
+
+
+def judge(sides: dict[str, dict[str, list]], margins: dict[str, float]) -> list[dict]:
+    """Per metric: each precision's seed mean with its 95% interval, mixed minus float32 with
+    Welch's interval, and the equivalence verdict against the metric's margin."""
+    table = []
+    for key, margin in margins.items():
+        mixed, full = sides["mixed"][key], sides["default"][key]
+        table.append(
+            {
+                "metric": key,
+                "margin": margin,
+                "float32": mean_interval(full),
+                "mixed": mean_interval(mixed),
+                "seeds": {"float32": full, "mixed": mixed},
+                "test": equivalence_verdict(mixed, full, margin),
+            }
+        )
+    return table
+
+
+def _interval(m: dict | None, digits: int) -> str:
+    if m is None:
+        return "-"
+    if m["low"] is None:
+        return f"{m['mean']:.{digits}f}"
+    return f"{m['mean']:.{digits}f} [{m['low']:.{digits}f}, {m['high']:.{digits}f}]"
+
+
+def format_table(table: list[dict], digits: int = 3) -> str:
+    lines = [
+        "| metric | float32 mean [95% CI] | mixed mean [95% CI] | mixed - float32 [95% CI] | margin | verdict (TOST) |",
+        "| --- | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for e in table:
+        t = e["test"]
+        diff = "-" if t is None else f"{t['diff']:+.{digits}f} [{t['ci95'][0]:+.{digits}f}, {t['ci95'][1]:+.{digits}f}]"
+        lines.append(
+            f"| {e['metric']} | {_interval(e['float32'], digits)} | {_interval(e['mixed'], digits)} | {diff} | "
+            f"{e['margin']:g} | {'-' if t is None else t['verdict']} |"
+        )
+    return "\n".join(lines)
+
+
+def write(out: Path, name: str, title: str, table: list[dict], extra: dict) -> str:
+    out.mkdir(parents=True, exist_ok=True)
+    text = f"# {title}\n\n{format_table(table)}\n"
+    (out / "results.md").write_text(text)
+    (out / "results.json").write_text(
+        json.dumps({"comparison": name, **extra, "verdicts": table, "written": time.strftime("%Y-%m-%d")}, indent=1)
+    )
+    return text
+
+
+def run_ex3(args) -> None:
+    from czjax.run import presets
+
+    games_per_batch = presets.get_preset(EX3_PRESET).config.games_per_batch
+    at = -(-args.games // games_per_batch) * games_per_batch
+    sides = {}
+    for precision in PRECISIONS:
+        path = ex3_scan(args.root, precision, args.seeds, args.games, games_per_batch)
+        sides[precision] = readings(read_rows(path), at)
+    table = judge(sides, EQUIVALENCE_MARGINS)
+    command = f"python experiments/mixed-precision/mixed_precision.py ex3 --games {args.games} --seeds {args.seeds}"
+    title = f"Example 3, mixed precision against float32: {args.seeds} seeds x {at:,} games, read at {at:,}"
+    print(write(args.out, "ex3", title, table, {"command": command, "games": at, "seeds": args.seeds}))
+
+
+def recipe_folder(root: Path, precision: str, seed: int) -> Path:
+    return root / "recipe" / precision / f"seed{seed}"
+
+
+def recipe_command(folder: Path, seed: int, precision: str, budget: list[str]) -> list[str]:
+    if (folder / "run.json").exists():
+        return [sys.executable, "-m", "czjax", "train", "--resume", "--out", str(folder), *budget]
+    return [sys.executable, "-m", "czjax", "train", "--preset", RECIPE_PRESET, "--seed", str(seed)] + [
+        "--precision",
+        precision,
+        "--out",
+        str(folder),
+        *budget,
+    ]
+
+
+def recipe_train(args) -> None:
+    """Per seed: float32 for ``--minutes`` of training, then mixed for the batches float32 ran."""
+    for seed in args.seeds:
+        full = recipe_folder(args.root, "default", seed)
+        if not (full / "done.json").exists():
+            run_to(full, recipe_command(full, seed, "default", ["--time-budget", str(args.minutes * 60)]))
+        batches = read_rows(full / "metrics.jsonl")[-1]["batches"]
+        mixed = recipe_folder(args.root, "mixed", seed)
+        if not (mixed / "done.json").exists():
+            run_to(mixed, recipe_command(mixed, seed, "mixed", ["--batches", str(batches)]))
+
+
+def run_to(folder: Path, command: list[str]) -> None:
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    print(f"== {' '.join(command[2:])}", flush=True)
+    if subprocess.call(command) != 0:
+        raise SystemExit(f"mixed_precision.py: the run in {folder} stopped; the same command resumes it")
+    last = read_rows(folder / "metrics.jsonl")[-1]
+    (folder / "done.json").write_text(json.dumps({k: last[k] for k in ("batches", "games", "elapsed_s")}, indent=1))
+
+
+def recipe_score(args) -> None:
+    sides: dict[str, dict[str, list]] = {p: {} for p in PRECISIONS}
+    runs = []
+    for precision in PRECISIONS:
+        for seed in args.seeds:
+            folder = recipe_folder(args.root, precision, seed)
+            if not (folder / "done.json").exists():
+                raise SystemExit(f"mixed_precision.py: {folder} is not finished; run recipe-train first")
+            cached = folder / "score.json"
+            if not cached.exists():
+                print(f"scoring {precision} seed {seed} ...", flush=True)
+                cached.write_text(json.dumps(score(folder, args.eval_games), indent=1))
+            result = json.loads(cached.read_text())
+            runs.append(
+                {"precision": precision, "seed": seed, **json.loads((folder / "done.json").read_text()), **result}
+            )
+            for key in RECIPE_MARGINS:
+                sides[precision].setdefault(key, []).append(result[key])
+    table = judge(sides, RECIPE_MARGINS)
+    command = "python experiments/mixed-precision/mixed_precision.py recipe-train / recipe-score"
+    title = f"The gumbel-az recipe, mixed precision against float32: seeds {', '.join(map(str, args.seeds))}"
+    text = write(args.out, "recipe", title, table, {"command": command, "runs": runs, "pons_sets": PONS})
+    print(text)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], epilog=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("command", choices=("ex3", "recipe-train", "recipe-score"))
+    parser.add_argument(
+        "--root", type=Path, default=Path("runs/mixed-precision"), help="the runs (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="the results folder (default: docs/results/mixed-precision/COMMAND-DATE)",
+    )
+    parser.add_argument("--games", type=int, default=25_000, help="ex3: games a seed (default: %(default)s)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None, help="ex3: how many (4); recipe: which (0 1 2)")
+    parser.add_argument("--minutes", type=float, default=15, help="recipe: float32's training a seed (default: 15)")
+    parser.add_argument(
+        "--eval-games", type=int, default=1000, help="recipe: games against RandomPunisher (default: %(default)s)"
+    )
+    args = parser.parse_args(argv)
+    name = "recipe" if args.command.startswith("recipe") else args.command
+    args.out = args.out or Path(f"docs/results/mixed-precision/{name}-{time.strftime('%Y-%m-%d')}")
+    if args.command == "ex3":
+        args.seeds = (args.seeds or [4])[0]
+        run_ex3(args)
+    elif args.command == "recipe-train":
+        args.seeds = args.seeds or [0, 1, 2]
+        recipe_train(args)
+    else:
+        args.seeds = args.seeds or [0, 1, 2]
+        recipe_score(args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
