@@ -158,6 +158,7 @@ class _Match(NamedTuple):
     sample_plies: int | None
     axis_name: str | None
     record_targets: bool
+    merged: bool  # both halves' movers evaluated as one vmapped call (:data:`MERGED_HALVES`)
 
     @property
     def a_first(self) -> jax.Array:
@@ -167,7 +168,13 @@ class _Match(NamedTuple):
 
 def _mover_outputs(match: _Match, boards, keys, done, movers) -> tuple[jax.Array, jax.Array]:
     """The movers' outputs and temperatures for every game: each half's mover on its boards."""
-    outputs, temps = [], []
+    temps = [
+        jnp.broadcast_to(jnp.asarray(match.sides[mover].temperature, jnp.float32), (half.stop - half.start,))
+        for half, mover in zip(match.halves, movers)
+    ]
+    if match.merged:
+        return _merged_outputs(match, boards, keys, movers), jnp.concatenate(temps)
+    outputs = []
     for half, mover in zip(match.halves, movers):
         side = match.sides[mover]
         outputs.append(
@@ -182,8 +189,18 @@ def _mover_outputs(match: _Match, boards, keys, done, movers) -> tuple[jax.Array
                 match.record_targets,
             )
         )
-        temps.append(jnp.broadcast_to(jnp.asarray(side.temperature, jnp.float32), (half.stop - half.start,)))
     return jnp.concatenate(outputs), jnp.concatenate(temps)
+
+
+def _merged_outputs(match: _Match, boards, keys, movers) -> jax.Array:
+    """Both halves' movers, one player with each half's parameters and key, as one call vmapped
+    over the two halves: the same outputs as two calls, in half the programs a ply."""
+    player = match.sides[0].player
+    params = jax.tree.map(lambda *p: jnp.stack(p), *(match.sides[m].params for m in movers))
+    halves = boards.reshape((2, -1) + boards.shape[1:])
+    evaluate = functools.partial(evaluate_active, player, num_chunks=1, with_targets=match.record_targets)
+    outputs = jax.vmap(lambda p, b, k: evaluate(p, b, k, None))(params, halves, jnp.stack([keys[m] for m in movers]))
+    return outputs.reshape((-1,) + outputs.shape[2:])
 
 
 def _ply(match: _Match, carry, randomness, movers, index):
@@ -243,6 +260,15 @@ def _start(key, num_games: int, openings: int, devices: int) -> tuple:
     return jax.tree.map(lambda x: split_games(x, devices), init)
 
 
+# Whether the two halves' movers are evaluated as one call vmapped over the halves where both
+# sides are the same player (self-play, with its frozen copy's parameters or its own) and no half
+# is compacted, by backend: on a GPU each call is a program of its own, a search a chain of
+# them, so one call a ply halves the programs of a batch (and a search's simulation steps); on a
+# CPU compacted halves skip their finished games, which a vmapped call cannot. Backends not
+# listed: two calls. The same games either way.
+MERGED_HALVES = {"gpu": True}
+
+
 def _match(
     sides: tuple[Side, Side],
     num_games: int,
@@ -258,7 +284,13 @@ def _match(
     chunks_of = [default_chunks(s.player, s.params, num_games - split) if chunks is None else chunks for s in sides]
     halves = (slice(0, split), slice(split, num_games))
     mover_is_a = {(0, 1): a_first, (1, 0): ~a_first}
-    return _Match(sides, halves, chunks_of, mover_is_a, sample_plies, axis_name, record_targets)
+    merged = (
+        MERGED_HALVES.get(jax.default_backend(), False)
+        and sides[0].player is sides[1].player
+        and 2 * split == num_games
+        and max(chunks_of) <= 1
+    )
+    return _Match(sides, halves, chunks_of, mover_is_a, sample_plies, axis_name, record_targets, merged)
 
 
 # play_games's size and options: each shapes the compiled program (as the sides' players do)

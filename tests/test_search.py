@@ -9,6 +9,7 @@ import pytest
 
 from czjax import agents, game, search
 from czjax.players import PlayerOutput, random_player
+from czjax.search import tree as tree_module
 from czjax.search.playouts import RolloutImprover, rollout_values
 from czjax.search.puct import dirichlet_noise
 from czjax.search.selection import considered_visits, gumbel_select, puct_select, subtree_entropy
@@ -98,6 +99,26 @@ def test_puct_matches_the_python_search(entropy_guided):
         q = [root.q(a) if a in root.children else np.nan for a in range(7)]
         np.testing.assert_allclose(np.asarray(out.q[i]), q, atol=1e-4, err_msg=moves)
         np.testing.assert_allclose(float(out.value[i]), root.mean, atol=1e-4, err_msg=moves)
+
+
+@pytest.mark.parametrize("name", ["mcts", "gumbel"])
+def test_walking_several_levels_a_test_makes_the_same_search(monkeypatch, name):
+    """The walk down the tree going 3 levels per test of its loop's predicate (as a GPU does,
+    tree.DESCEND_LEVELS; forced here), the walks that ended left where they are: the same
+    search, bit for bit, as one level a test (which the searches' tests check against the
+    Python searches and mctx)."""
+    s = search.make_search(name, "sims=48")
+
+    def searched():  # a new function each time: traced again with the levels then in force
+        return jax.jit(lambda p, b, k: s.run(linear_player, p, b, k))(PARAMS, BOARDS, jax.random.key(0))
+
+    monkeypatch.setattr(tree_module, "DESCEND_LEVELS", {jax.default_backend(): 1})
+    one = searched()
+    monkeypatch.setattr(tree_module, "DESCEND_LEVELS", {jax.default_backend(): 3})
+    assert tree_module.descend_levels() == 3
+    three = searched()
+    for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(three)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 def test_gumbel_matches_mctx():
