@@ -62,12 +62,16 @@ def games_of(folder: Path) -> int:
     return int(kept[-1]["games"]) if kept else 0
 
 
-def score_all(root: Path, out: Path, games: int) -> list[dict]:
+def score_all(root: Path, out: Path, games: int, minutes: list[int] | None = None) -> list[dict]:
+    """Every kept stage's scores (each scored once, into its ``score.json``), or the stages at
+    ``minutes`` only; the table of those scored into ``out``."""
     rows = []
     for seed, stages in STAGES.items():
         for seconds in stages:
             folder = stage_folder(root, seed, seconds)
             if not (folder / "checkpoint.msgpack").exists():
+                continue
+            if minutes is not None and seconds // 60 not in minutes and not (folder / "score.json").exists():
                 continue
             cached = folder / "score.json"
             if not cached.exists():
@@ -129,13 +133,20 @@ def main(argv=None) -> int:
         help="train: only these seeds (two processes, a core each, can share the hour: --seeds 0 and --seeds 1 2)",
     )
     parser.add_argument("--games", type=int, default=1000, help="score: games against RandomPunisher")
+    parser.add_argument(
+        "--minutes",
+        type=int,
+        nargs="+",
+        default=None,
+        help="score: only the stages at these minutes not scored yet (default: every stage; those scored stay in the table)",
+    )
     parser.add_argument("--flags", nargs=argparse.REMAINDER, default=FLAGS, help="train: the recipe's extra flags")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     if args.command == "train":
         train(Path(args.root), args.flags, args.seeds)
     else:
-        score_all(Path(args.root), Path(args.out), args.games)
+        score_all(Path(args.root), Path(args.out), args.games, args.minutes)
     print(f"cpu_hour.py {args.command}: {time.perf_counter() - start:.0f} s", file=sys.stderr)
     return 0
 
