@@ -173,7 +173,7 @@ def _mover_outputs(match: _Match, boards, keys, done, movers) -> tuple[jax.Array
         for half, mover in zip(match.halves, movers)
     ]
     if match.merged:
-        return _merged_outputs(match, boards, keys, movers), jnp.concatenate(temps)
+        return _merged_outputs(match, boards, keys, done, movers), jnp.concatenate(temps)
     outputs = []
     for half, mover in zip(match.halves, movers):
         side = match.sides[mover]
@@ -192,14 +192,15 @@ def _mover_outputs(match: _Match, boards, keys, done, movers) -> tuple[jax.Array
     return jnp.concatenate(outputs), jnp.concatenate(temps)
 
 
-def _merged_outputs(match: _Match, boards, keys, movers) -> jax.Array:
+def _merged_outputs(match: _Match, boards, keys, done, movers) -> jax.Array:
     """Both halves' movers, one player with each half's parameters and key, as one call vmapped
     over the two halves: the same outputs as two calls, in half the programs a ply."""
     player = match.sides[0].player
     params = jax.tree.map(lambda *p: jnp.stack(p), *(match.sides[m].params for m in movers))
     halves = boards.reshape((2, -1) + boards.shape[1:])
+    active = ~done.reshape(2, -1)
     evaluate = functools.partial(evaluate_active, player, num_chunks=1, with_targets=match.record_targets)
-    outputs = jax.vmap(lambda p, b, k: evaluate(p, b, k, None))(params, halves, jnp.stack([keys[m] for m in movers]))
+    outputs = jax.vmap(evaluate)(params, halves, jnp.stack([keys[m] for m in movers]), active)
     return outputs.reshape((-1,) + outputs.shape[2:])
 
 
