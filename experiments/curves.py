@@ -104,6 +104,16 @@ def mean_interval(values, level: float = 0.95) -> dict | None:
     return {"mean": mean, "low": mean - half, "high": mean + half, "n": int(present.size)}
 
 
+def format_interval(m: dict | None, digits: int = 3) -> str:
+    """:func:`mean_interval`'s result as ``mean [low, high]`` (the mean alone without an
+    interval, ``-`` without a mean)."""
+    if m is None:
+        return "-"
+    if m["low"] is None:
+        return f"{m['mean']:.{digits}f}"
+    return f"{m['mean']:.{digits}f} [{m['low']:.{digits}f}, {m['high']:.{digits}f}]"
+
+
 def difference_interval(a, b, level: float = 0.95) -> dict | None:
     """``mean(a) - mean(b)`` with Welch's two-sided ``level`` interval (unequal variances):
     ``{diff, low, high, df}``; None with fewer than two values on either side."""

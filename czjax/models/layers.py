@@ -82,7 +82,8 @@ def _mixed_einsum_forward(spec, a, b):
 
 def _mixed_einsum_backward(spec, residuals, g):
     a, b = residuals
-    (left, right), out = spec.split("->")[0].split(","), spec.split("->")[1]
+    inputs, out = spec.split("->")
+    left, right = inputs.split(",")
     g = g.astype(a.dtype)
     da = jnp.einsum(f"{out},{right}->{left}", g, b, preferred_element_type=jnp.float32)
     db = jnp.einsum(f"{left},{out}->{right}", a, g, preferred_element_type=jnp.float32)

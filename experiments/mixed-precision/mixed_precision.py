@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # experiments/: common, curves
 import common
-from curves import equivalence_verdict, mean_interval, per_seed, value_at
+from curves import equivalence_verdict, format_interval, mean_interval, per_seed, value_at
 
 common.use("same-start", "recipe-ablations")
 from ablations import PONS, score
@@ -93,14 +93,6 @@ def judge(sides: dict[str, dict[str, list]], margins: dict[str, float]) -> list[
     return table
 
 
-def _interval(m: dict | None, digits: int) -> str:
-    if m is None:
-        return "-"
-    if m["low"] is None:
-        return f"{m['mean']:.{digits}f}"
-    return f"{m['mean']:.{digits}f} [{m['low']:.{digits}f}, {m['high']:.{digits}f}]"
-
-
 def format_table(table: list[dict], digits: int = 3) -> str:
     lines = [
         "| metric | float32 mean [95% CI] | mixed mean [95% CI] | mixed - float32 [95% CI] | margin | verdict (TOST) |",
@@ -110,7 +102,7 @@ def format_table(table: list[dict], digits: int = 3) -> str:
         t = e["test"]
         diff = "-" if t is None else f"{t['diff']:+.{digits}f} [{t['ci95'][0]:+.{digits}f}, {t['ci95'][1]:+.{digits}f}]"
         lines.append(
-            f"| {e['metric']} | {_interval(e['float32'], digits)} | {_interval(e['mixed'], digits)} | {diff} | "
+            f"| {e['metric']} | {format_interval(e['float32'], digits)} | {format_interval(e['mixed'], digits)} | {diff} | "
             f"{e['margin']:g} | {'-' if t is None else t['verdict']} |"
         )
     return "\n".join(lines)

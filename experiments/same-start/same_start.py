@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # experiments/: curves
-from curves import equivalence_verdict, mean_interval, per_seed, seed_band, trailing_mean, value_at
+from curves import equivalence_verdict, format_interval, mean_interval, per_seed, seed_band, trailing_mean, value_at
 
 SIDES = ("czjax", "torch")
 LABELS = {"czjax": "czjax (JAX)", "torch": "PyTorch project loop"}
@@ -442,14 +442,6 @@ def verdicts(rows: dict[str, list[dict]], at: list[int], window: int = VERDICT_W
 
 def format_verdicts(table: list[dict]) -> str:
     """The verdicts as a Markdown table."""
-
-    def band(b, digits=3):
-        if b is None:
-            return "-"
-        return f"{b['mean']:.{digits}f}" + (
-            "" if b["low"] is None else f" [{b['low']:.{digits}f}, {b['high']:.{digits}f}]"
-        )
-
     lines = [
         "| games | metric | czjax mean [95% CI] | PyTorch mean [95% CI] | difference [95% CI] | margin | verdict (TOST) "
         "| rank test p |",
@@ -459,7 +451,7 @@ def format_verdicts(table: list[dict]) -> str:
         t = e["test"]
         diff = "-" if t is None else f"{t['diff']:+.3f} [{t['ci95'][0]:+.3f}, {t['ci95'][1]:+.3f}]"
         lines.append(
-            f"| {e['games']:,} | {e['metric']} | {band(e['czjax'])} | {band(e['torch'])} | {diff} | "
+            f"| {e['games']:,} | {e['metric']} | {format_interval(e['czjax'])} | {format_interval(e['torch'])} | {diff} | "
             f"{e['margin']:g} | {'-' if t is None else t['verdict']} | {'-' if t is None else format(t['rank_p'], '.3f')} |"
         )
     return "\n".join(lines)
