@@ -393,13 +393,18 @@ def test_both_sides_trains_on_every_position_with_its_movers_outcome(both_sides_
     assert (np.abs(np.asarray(results.outcome)) <= 1).all() and not (all_boards[0] == 0).all()  # started from openings
 
 
-def test_replay_steps_are_successive_steps_on_fresh_draws(both_sides_games):
+@pytest.mark.parametrize("plain", [False, True], ids=["chunked", "plain-gradient"])
+def test_replay_steps_are_successive_steps_on_fresh_draws(both_sides_games, plain, monkeypatch):
     """replay.steps = 2: the update equals two of the algorithm's steps, each on its own draw
-    (split keys) from the buffer that holds the batch."""
-    from czjax.learn import algorithms, replay
+    (split keys) from the buffer that holds the batch. The steps' gradient is compacted in 8
+    chunks here; where the replay steps take the plain gradient instead (a GPU's choice,
+    trainer.REPLAY_PLAIN_GRADIENT; forced here) they are the same steps."""
+    from czjax.learn import algorithms, replay, trainer
     from czjax.learn.trainer import replay_update
 
     config, setup, state, hp, traj, results = both_sides_games
+    setup = setup._replace(ctx=setup.ctx._replace(num_chunks=8))
+    monkeypatch.setattr(trainer, "REPLAY_PLAIN_GRADIENT", {jax.default_backend(): plain})
     key = jax.random.key(5)
     with precision.parity():
         params, _, metrics, buffer = jax.jit(lambda s, t, o, k: replay_update(setup, s, t, o, hp, k))(

@@ -320,6 +320,13 @@ def refill_batch(setup: Setup, state: TrainState, hp: HParams, key, rows) -> Tra
     return dataclasses.replace(state, replay=replay.add(state.replay, boards, batch, rows - state.replay.filled))
 
 
+# A draw from the replay buffer is all valid positions: the gradient's compaction would skip
+# nothing and only cost its partition and per-chunk branches, which on a GPU each wait for the
+# device. There the replay steps take the plain gradient over the draw; other backends keep the
+# chunked one (the same gradient up to float summation order, so their results stay as recorded).
+REPLAY_PLAIN_GRADIENT = {"gpu": True}
+
+
 def replay_update(setup: Setup, state: TrainState, traj, outcome, hp, key):
     """The batch's positions into the replay buffer, then ``replay.steps`` steps, each on a
     fresh uniform draw from it: ``(params, opt_state, metrics, buffer)``. ``replay_reuse`` is
@@ -333,12 +340,14 @@ def replay_update(setup: Setup, state: TrainState, traj, outcome, hp, key):
     # drawn from a view whose targets are averaged per position; the buffer keeps its own rows
     source = dataclasses.replace(buffer, inputs=replay.averaged_targets(buffer)) if config.replay.average else buffer
 
+    step_ctx = ctx._replace(num_chunks=1) if REPLAY_PLAIN_GRADIENT.get(jax.default_backend(), False) else ctx
+
     def one_step(carry, step_key):
         params, opt_state = carry
         drawn = jax.tree.map(
             lambda x: devices.split(x, ctx.devices), replay.sample(source, step_key, config.replay.batch, window)
         )
-        params, opt_state, metrics = setup.algorithm.step(ctx, params, opt_state, *drawn, hp)
+        params, opt_state, metrics = setup.algorithm.step(step_ctx, params, opt_state, *drawn, hp)
         return (params, opt_state), metrics
 
     keys = jax.random.split(key, config.replay.steps) if config.replay.steps > 1 else key[None]
