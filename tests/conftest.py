@@ -35,3 +35,15 @@ def model_checkpoints(tmp_path_factory):
         paths[model] = folder / f"{model}.msgpack"
         checkpoint.save(paths[model], state, config.to_dict(), HParams.create().to_dict(), {"seed": 7})
     return paths
+
+
+def pytest_configure(config):
+    """``CZJAX_TEST_COMPILE_LOG=PATH``: record where the suite compiles (``tests/compile_log.py``)."""
+    path = os.environ.get("CZJAX_TEST_COMPILE_LOG")
+    if path:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("compile_log", Path(__file__).with_name("compile_log.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        config.pluginmanager.register(module.CompileLog(Path(path)), "czjax-compile-log")

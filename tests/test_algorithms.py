@@ -393,8 +393,7 @@ def test_both_sides_trains_on_every_position_with_its_movers_outcome(both_sides_
     assert (np.abs(np.asarray(results.outcome)) <= 1).all() and not (all_boards[0] == 0).all()  # started from openings
 
 
-@pytest.mark.parametrize("plain", [False, True], ids=["chunked", "plain-gradient"])
-def test_replay_steps_are_successive_steps_on_fresh_draws(both_sides_games, plain, monkeypatch):
+def test_replay_steps_are_successive_steps_on_fresh_draws(both_sides_games, monkeypatch):
     """replay.steps = 2: the update equals two of the algorithm's steps, each on its own draw
     (split keys) from the buffer that holds the batch. The steps' gradient is compacted in 8
     chunks here; where the replay steps take the plain gradient instead (a GPU's choice,
@@ -404,21 +403,22 @@ def test_replay_steps_are_successive_steps_on_fresh_draws(both_sides_games, plai
 
     config, setup, state, hp, traj, results = both_sides_games
     setup = setup._replace(ctx=setup.ctx._replace(num_chunks=8))
-    monkeypatch.setattr(trainer, "REPLAY_PLAIN_GRADIENT", {jax.default_backend(): plain})
     key = jax.random.key(5)
     with precision.parity():
-        params, _, metrics, buffer = jax.jit(lambda s, t, o, k: replay_update(setup, s, t, o, hp, k))(
-            state, traj, results.outcome, key
-        )
         boards, batch = algorithms.training_batch(setup.ctx, setup.algorithm, state.params, traj, results.outcome, hp)
         expected_buffer = replay.add(state.replay, boards, batch)
+        step = jax.jit(lambda p, o, b, inputs: setup.algorithm.step(setup.ctx, p, o, b, inputs, hp))
         want, opt_state = state.params, state.opt_state
         for step_key in jax.random.split(key, 2):
-            drawn = replay.sample(expected_buffer, step_key, 16)
-            want, opt_state, _ = setup.algorithm.step(setup.ctx, want, opt_state, *drawn, hp)
-    # two compiled programs (one jitted update, the steps one by one): they may sum in other
-    # orders (on an AVX-512 CPU too), so the same steps within float noise (tests/agreement.py)
-    assert agreement.took_the_same_steps(params, want, float(hp.learning_rate), 2)
+            want, opt_state, _ = step(want, opt_state, *replay.sample(expected_buffer, step_key, 16))
+        for plain in (False, True):
+            monkeypatch.setattr(trainer, "REPLAY_PLAIN_GRADIENT", {jax.default_backend(): plain})
+            params, _, metrics, buffer = jax.jit(lambda s, t, o, k: replay_update(setup, s, t, o, hp, k))(
+                state, traj, results.outcome, key
+            )
+            # two compiled programs (one jitted update, the steps one by one): they may sum in other
+            # orders (on an AVX-512 CPU too), so the same steps within float noise (tests/agreement.py)
+            assert agreement.took_the_same_steps(params, want, float(hp.learning_rate), 2), plain
     assert float(metrics["replay_reuse"]) == pytest.approx(2 * 16 / float(np.asarray(batch.valid).sum()))
     with pytest.raises(ValueError, match="both_sides"):
         TrainConfig(model="mlp3", algorithm="alphazero", search="gumbel:sims=4", both_sides=True)  # opponent self

@@ -114,15 +114,15 @@ def test_unknown_step_is_one_line(capsys):
 
 def test_the_strength_step_leaves_a_playable_model(tmp_path):
     """A strength step at 1% (4.2 s of training, one chunk of the tiny recipe): its weights are a
-    player, its metrics carry the solver errors, and its search is the step's (strength-ptemp:
-    the recipe's with the prior at temperature 1.5; strength-10min runs the same function
-    without it)."""
+    player, its metrics carry the solver errors, and its search is the step's. strength-ptemp
+    runs the same function with the search's prior at temperature 1.5 appended (its program is
+    the recipe's, which the seeds step below compiles too: run here is strength-10min's)."""
     from czjax import agents
     from czjax.run import presets
     from czjax.util import checkpoint
 
-    summary = campaign.run_step("strength-ptemp", 600, 0.01, tmp_path / "results", tmp_path / "work", log=print)
-    results = campaign.results_folder(tmp_path / "results", "strength-ptemp")
+    summary = campaign.run_step("strength-10min", 600, 0.01, tmp_path / "results", tmp_path / "work", log=print)
+    results = campaign.results_folder(tmp_path / "results", "strength-10min")
     assert summary["done"] and {"czjax.msgpack", "dashboard.png", "results.md", "metrics.jsonl.gz", "summary.json"} <= {
         p.name for p in results.iterdir()
     }
@@ -130,11 +130,15 @@ def test_the_strength_step_leaves_a_playable_model(tmp_path):
     assert agent.model_name == "resnet:blocks=1,channels=8" and agent.has_value
     assert "pons_mean_error" in summary["last_row"]
     meta, _ = checkpoint.read_meta(results / "czjax.msgpack")
-    assert meta["extra"]["search"] == "gumbel:sims=4,considered=4,move=policy,rescale=0,prior_temperature=1.5"
+    assert meta["extra"]["search"] == campaign.SMALL_STRENGTH["search"]
+    ptemp = campaign.STEPS["strength-ptemp"].run
+    assert ptemp.func is campaign.strength_run and ptemp.keywords == {"search_options": "prior_temperature=1.5"}
     full = presets.get_preset("gumbel-az-gpu").config
     assert campaign.strength_config(1.0) == full
     assert campaign.strength_config(1.0, "prior_temperature=1.5").search == full.search + ",prior_temperature=1.5"
-    assert campaign.strength_config(0.01).search == campaign.SMALL_STRENGTH["search"]
+    assert campaign.strength_config(0.01, "prior_temperature=1.5").search == (
+        "gumbel:sims=4,considered=4,move=policy,rescale=0,prior_temperature=1.5"
+    )
 
 
 def test_the_seeds_step_continues_each_seed_over_calls_from_its_portable_state(tmp_path, monkeypatch):
