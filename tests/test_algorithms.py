@@ -160,7 +160,7 @@ def test_sparse_gradient_equals_the_dense_gradient():
         return policy_gradient_sums(logits, values, bt, 0.05, 0.5)
 
     with precision.parity():  # two formulations compared: full float32 on every backend
-        (_, dense_sums), dense = jax.value_and_grad(loss, has_aux=True)(params, jnp.asarray(boards), batch)
+        (_, dense_sums), dense = jax.jit(jax.value_and_grad(loss, has_aux=True))(params, jnp.asarray(boards), batch)
     for num_chunks in (1, 3, 8):  # 1: the plain gradient; 3 and 8: compacted, 8 with padding
         with precision.parity():
             grads, sums = jax.jit(lambda p, b, bt: sparse_value_and_grad(loss, p, b, bt, num_chunks))(
@@ -371,7 +371,8 @@ def test_both_sides_trains_on_every_position_with_its_movers_outcome(both_sides_
     from czjax.learn import algorithms
 
     config, setup, state, hp, traj, results = both_sides_games
-    boards, batch = jax.device_get(algorithms.learner_batch(setup.ctx, traj, results.outcome, 1.0))
+    batch_of = jax.jit(lambda t, o: algorithms.learner_batch(setup.ctx, t, o, 1.0))  # one program, not op by op
+    boards, batch = jax.device_get(batch_of(traj, results.outcome))
     all_boards = np.asarray(traj.boards())
     expected = []
     for t, g in zip(*np.nonzero(traj.valid)):
@@ -405,8 +406,10 @@ def test_replay_steps_are_successive_steps_on_fresh_draws(both_sides_games, monk
     setup = setup._replace(ctx=setup.ctx._replace(num_chunks=8))
     key = jax.random.key(5)
     with precision.parity():
-        boards, batch = algorithms.training_batch(setup.ctx, setup.algorithm, state.params, traj, results.outcome, hp)
-        expected_buffer = replay.add(state.replay, boards, batch)
+        boards, batch = jax.jit(lambda p, t, o: algorithms.training_batch(setup.ctx, setup.algorithm, p, t, o, hp))(
+            state.params, traj, results.outcome
+        )
+        expected_buffer = jax.jit(replay.add)(state.replay, boards, batch)
         step = jax.jit(lambda p, o, b, inputs: setup.algorithm.step(setup.ctx, p, o, b, inputs, hp))
         want, opt_state = state.params, state.opt_state
         for step_key in jax.random.split(key, 2):

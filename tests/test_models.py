@@ -13,6 +13,10 @@ from czjax.models import layers
 from czjax.run import loop
 from czjax.util import compiling, precision
 
+# A network applied as one compiled program: applied eagerly, op by op, a first run compiles each
+# of its operations for each shape, which costs more than compiling the whole once
+apply_compiled = jax.jit(models.apply_model, static_argnums=0)
+
 
 @pytest.mark.parametrize(
     "name, count, value_head",
@@ -22,7 +26,7 @@ def test_models_have_the_pytorch_parameter_counts(name, count, value_head):
     model = models.get_model(name)
     params = models.init_params(model, jax.random.key(0))
     assert models.count_params(params) == count
-    logits, value = models.apply_model(model, params, jnp.asarray(np.stack([np.zeros((6, 7), np.int8)] * 3)))
+    logits, value = apply_compiled(model, params, jnp.asarray(np.stack([np.zeros((6, 7), np.int8)] * 3)))
     assert logits.shape == (3, 7)
     assert (value is not None) == value_head
     if value_head:
@@ -55,7 +59,7 @@ def test_the_table_knows_each_networks_value_head():
     network: the module each entry makes says the same, and so do its outputs."""
     for name, entry in models.MODELS.items():
         model = models.get_model(name)
-        _, value = models.apply_model(model, models.init_params(model, jax.random.key(0)), game.new_boards(2))
+        _, value = apply_compiled(model, models.init_params(model, jax.random.key(0)), game.new_boards(2))
         assert entry.value_head == models.has_value_head(model) == (value is not None), name
 
 
@@ -131,11 +135,11 @@ def test_every_norm_and_conv_method_computes_the_same_mk4():
         treedef, [x + 0.3 * jax.random.normal(jax.random.key(i), x.shape) for i, x in enumerate(leaves)]
     )
     with precision.parity():
-        expected = models.apply_model(reference, params, boards)
+        expected = apply_compiled(reference, params, boards)
         for conv, norm in (("im2col", "grouped"), ("xla", "flax"), ("canonical", "flax")):
             model = models.get_model("cnn-mk4-value", conv=conv, norm=norm)
             assert jax.tree.structure(jax.eval_shape(lambda: models.init_params(model, jax.random.key(0)))) == treedef
-            for e, g in zip(expected, models.apply_model(model, params, boards)):
+            for e, g in zip(expected, apply_compiled(model, params, boards)):
                 np.testing.assert_allclose(
                     np.asarray(g), np.asarray(e), rtol=1e-4, atol=1e-4 * float(np.abs(e).max()), err_msg=(conv, norm)
                 )
@@ -367,7 +371,7 @@ def test_a_mixed_network_is_the_float32_network_within_bfloat16_rounding(name):
             lambda x: x.dtype, params
         )
         with precision.parity():
-            expected, got = models.apply_model(full, params, boards), models.apply_model(mixed, params, boards)
+            expected, got = apply_compiled(full, params, boards), apply_compiled(mixed, params, boards)
         for e, g in zip(expected, got):
             if e is None:
                 continue
@@ -400,7 +404,7 @@ def test_a_mixed_network_plays_only_legal_moves_and_its_outputs_stay_finite():
         assert boards[ply, game_index, 0, actions[ply, game_index]] == 0, (ply, game_index)
     seen = boards[valid]
     for model, params in sides:
-        for out in models.apply_model(model, params, seen):
+        for out in apply_compiled(model, params, seen):
             assert out is None or np.isfinite(np.asarray(out)).all()
 
 
@@ -439,7 +443,7 @@ def test_resnet_against_numpy_and_its_parameter_count():
     rng = np.random.default_rng(0)
     boards = rng.integers(-1, 2, size=(5, 6, 7)).astype(np.int8)
     with jax.default_matmul_precision("highest"):
-        logits, value = models.apply_model(model, params, jnp.asarray(boards))
+        logits, value = apply_compiled(model, params, jnp.asarray(boards))
     ref_logits, ref_value = numpy_resnet(
         jax.tree.map(lambda a: np.asarray(a, np.float64), params["params"]), boards, 2, 2
     )
