@@ -9,6 +9,12 @@ import numpy as np
 from czjax.learn import replay
 from czjax.learn.losses import LossInputs
 
+# The buffer's functions as compiled programs: run eagerly, a first run compiles each of their
+# operations for each shape, which costs more than compiling each function once
+add = jax.jit(replay.add)
+averaged_targets = jax.jit(replay.averaged_targets)
+board_keys = jax.jit(replay.board_keys)
+
 
 def batch_of(rng, n, p_valid):
     boards = rng.integers(-1, 2, size=(n, 6, 7)).astype(np.int8)
@@ -25,7 +31,7 @@ def batch_of(rng, n, p_valid):
 
 def rows_of(boards, inputs):
     """The valid rows as tuples, in order."""
-    valid = np.asarray(inputs.valid)
+    boards, inputs = jax.device_get((boards, inputs))  # NumPy's indexing, not a device op per row
     return [
         (
             np.asarray(boards)[i].tobytes(),
@@ -34,14 +40,13 @@ def rows_of(boards, inputs):
             np.asarray(inputs.legal)[i].tobytes(),
             np.asarray(inputs.policy_targets)[i].tobytes(),
         )
-        for i in np.flatnonzero(valid)
+        for i in np.flatnonzero(inputs.valid)
     ]
 
 
 def test_the_buffer_is_a_circular_list_of_the_valid_rows():
     rng = np.random.default_rng(0)
     capacity = 13
-    add = jax.jit(replay.add)
     buffer = replay.empty(capacity)
     slots = [None] * capacity  # the reference: a plain circular buffer of rows
     cursor = filled = 0
@@ -75,7 +80,7 @@ def test_a_limit_writes_the_first_valid_rows_only_and_rows_can_be_left_out():
     for n, limit in [(10, 3), (12, 0), (9, 20), (30, 16)]:  # the last wraps round
         boards, inputs = batch_of(rng, n, 0.7)
         kept = rows_of(boards, inputs)[:limit]
-        buffer = jax.jit(replay.add)(buffer, boards, inputs, jnp.int32(limit))
+        buffer = add(buffer, boards, inputs, jnp.int32(limit))
         written, total = (written + kept)[-capacity:], total + len(kept)
         assert int(buffer.filled) == len(written) and int(buffer.cursor) == total % capacity
         assert sorted(rows_of(buffer.boards, buffer.inputs)) == sorted(written)
@@ -90,7 +95,7 @@ def test_sampling_draws_written_rows_uniformly():
     empty = replay.empty(64)
     _, nothing = replay.sample(empty, jax.random.key(0), 8)
     assert not np.asarray(nothing.valid).any()  # an empty buffer gives nothing to train on
-    buffer = replay.add(empty, boards, inputs)
+    buffer = add(empty, boards, inputs)
     drawn_boards, drawn = jax.jit(replay.sample, static_argnums=2)(buffer, jax.random.key(1), 5000)
     written = {row[0]: row for row in rows_of(boards, inputs)}
     drawn_rows = rows_of(drawn_boards, drawn)
@@ -112,7 +117,7 @@ def test_a_window_draws_the_most_recent_rows_only():
     boards, inputs = batch_of(rng, 30, 1.0)
     for start in range(0, 30, 10):  # three batches, so the cursor wraps
         part = jax.tree.map(lambda x: x[start : start + 10], (boards, inputs))
-        buffer = replay.add(buffer, *part)
+        buffer = add(buffer, *part)
     order = {np.asarray(boards)[i].tobytes(): i for i in range(30)}
     draw = jax.jit(replay.sample, static_argnums=2)
     drawn_boards, _ = draw(buffer, jax.random.key(3), 4000, jnp.int32(5))
@@ -134,9 +139,9 @@ def test_position_averaging_is_the_mean_over_equal_boards():
     for _ in range(3):  # 3 x ~20 valid rows into 40: wraps round
         boards, inputs = batch_of(rng, 30, 0.7)
         boards = jnp.asarray(few[rng.integers(0, len(few), 30)])
-        buffer = replay.add(buffer, boards, inputs)
-    buffer = replay.add(replay.empty(45), buffer.boards, buffer.inputs)  # 5 rows never written
-    averaged = replay.averaged_targets(buffer)
+        buffer = add(buffer, boards, inputs)
+    buffer = add(replay.empty(45), buffer.boards, buffer.inputs)  # 5 rows never written
+    averaged = jax.device_get(averaged_targets(buffer))
 
     boards = np.asarray(buffer.boards)
     written = np.asarray(buffer.inputs.valid)
@@ -166,7 +171,7 @@ def test_position_averaging_is_the_mean_over_equal_boards():
     many[2, 5, 6] = -many[0, 5, 6] if many[0, 5, 6] else 1  # differs from board 0 in its last cell only
     many[2, :5] = many[0, :5]
     many[2, 5, :6] = many[0, 5, :6]
-    keys = np.asarray(replay.board_keys(jnp.asarray(many)))
+    keys = np.asarray(board_keys(jnp.asarray(many)))
     same_board = (many[:, None] == many[None]).all((2, 3))
     same_key = (keys[:, None] == keys[None]).all(-1)
     np.testing.assert_array_equal(same_key, same_board)
