@@ -146,18 +146,20 @@ def test_gumbel_matches_mctx():
 
         return root, recurrent, ~game.position_legal_mask(pos)
 
-    key = jax.random.key(3)
-    root, recurrent, invalid = root_and_recurrent()
-    theirs = jax.jit(
-        lambda k: mctx.gumbel_muzero_policy(
+    def mctx_search(k):  # one compiled program, the root and the tree's summary included
+        root, recurrent, invalid = root_and_recurrent()
+        out = mctx.gumbel_muzero_policy(
             PARAMS, k, root, recurrent, 24, invalid_actions=invalid, max_num_considered_actions=4
         )
-    )(key)
-    gumbel = jax.random.gumbel(jax.random.split(key)[1], (len(POSITIONS), 7), jnp.float32)
+        return out.action, out.action_weights, out.search_tree.summary().visit_counts
+
+    key = jax.random.key(3)
+    action, weights, visits = jax.jit(mctx_search)(key)
+    gumbel = jax.jit(lambda k: jax.random.gumbel(jax.random.split(k)[1], (len(POSITIONS), 7), jnp.float32))(key)
     ours = run("gumbel", "sims=24,considered=4", gumbel=gumbel)
-    np.testing.assert_array_equal(np.asarray(ours.visits), np.asarray(theirs.search_tree.summary().visit_counts))
-    np.testing.assert_array_equal(np.asarray(ours.action), np.asarray(theirs.action))
-    np.testing.assert_allclose(np.asarray(ours.policy), np.asarray(theirs.action_weights), atol=1e-5)
+    np.testing.assert_array_equal(np.asarray(ours.visits), np.asarray(visits))
+    np.testing.assert_array_equal(np.asarray(ours.action), np.asarray(action))
+    np.testing.assert_allclose(np.asarray(ours.policy), np.asarray(weights), atol=1e-5)
 
 
 TACTICS = ["112233", "151525", "2233"]  # win now at 4; block at 5; double threat at 4
@@ -291,10 +293,6 @@ def test_gumbel_without_rescaling_matches_mctx():
     mctx = pytest.importorskip("mctx", reason="mctx is a test dependency (pip install -e '.[test]')")
     import functools
 
-    pos = game.pack(BOARDS)
-    logits, value, _ = search.network_value(linear_player, PARAMS, pos, None)
-    root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=(pos, jnp.zeros(pos.heights.shape, bool)))
-
     def recurrent(params, key, action, embedding):
         pos, over = embedding
         nxt, won, done = game.position_step(pos, action)
@@ -306,26 +304,30 @@ def test_gumbel_without_rescaling_matches_mctx():
             value=jnp.where(over | done, 0.0, value),
         ), (nxt, over | done)
 
-    key = jax.random.key(4)
-    qtransform = functools.partial(mctx.qtransform_completed_by_mix_value, rescale_values=False)
-    theirs = jax.jit(
-        lambda k: mctx.gumbel_muzero_policy(
+    def mctx_search(k):  # one compiled program, the root and the tree's summary included
+        pos = game.pack(BOARDS)
+        logits, value, _ = search.network_value(linear_player, PARAMS, pos, None)
+        embedding = (pos, jnp.zeros(pos.heights.shape, bool))
+        out = mctx.gumbel_muzero_policy(
             PARAMS,
             k,
-            root,
+            mctx.RootFnOutput(prior_logits=logits, value=value, embedding=embedding),
             recurrent,
             16,
             invalid_actions=~game.position_legal_mask(pos),
             max_num_considered_actions=4,
-            qtransform=qtransform,
+            qtransform=functools.partial(mctx.qtransform_completed_by_mix_value, rescale_values=False),
         )
-    )(key)
-    gumbel = jax.random.gumbel(jax.random.split(key)[1], (len(POSITIONS), 7), jnp.float32)
+        return out.action, out.action_weights, out.search_tree.summary().visit_counts
+
+    key = jax.random.key(4)
+    action, weights, visits = jax.jit(mctx_search)(key)
+    gumbel = jax.jit(lambda k: jax.random.gumbel(jax.random.split(k)[1], (len(POSITIONS), 7), jnp.float32))(key)
     settings = search.make_search("gumbel", "sims=16,considered=4,rescale=0,move=policy")
     ours = settings.run(linear_player, PARAMS, BOARDS, key, gumbel=gumbel)
-    np.testing.assert_array_equal(np.asarray(ours.visits), np.asarray(theirs.search_tree.summary().visit_counts))
-    np.testing.assert_array_equal(np.asarray(ours.action), np.asarray(theirs.action))
-    np.testing.assert_allclose(np.asarray(ours.policy), np.asarray(theirs.action_weights), atol=1e-5)
+    np.testing.assert_array_equal(np.asarray(ours.visits), np.asarray(visits))
+    np.testing.assert_array_equal(np.asarray(ours.action), np.asarray(action))
+    np.testing.assert_allclose(np.asarray(ours.policy), np.asarray(weights), atol=1e-5)
     played = jax.nn.softmax(settings.logits(ours))
     np.testing.assert_allclose(np.asarray(played), np.asarray(ours.policy), atol=1e-6)
     with pytest.raises(ValueError, match="move must be one of action, policy"):
