@@ -88,7 +88,7 @@ def test_loss_and_gradients_match_numpy(with_baseline):
     def loss_fn(lo, v):
         return policy_gradient_loss(lo, v if with_baseline else None, batch, beta, alpha)[0]
 
-    loss, (dz, dv) = jax.value_and_grad(loss_fn, argnums=(0, 1))(jnp.asarray(logits), jnp.asarray(values))
+    loss, (dz, dv) = jax.jit(jax.value_and_grad(loss_fn, argnums=(0, 1)))(jnp.asarray(logits), jnp.asarray(values))
     ref_loss, ref_dz, ref_dv = numpy_reference(
         logits, values if with_baseline else None, legal, actions, returns, valid, beta, alpha
     )
@@ -105,7 +105,9 @@ def test_loss_metrics_are_per_position_and_finite():
     batch = LossInputs(
         legal=jnp.asarray(legal), actions=jnp.asarray(actions), returns=jnp.asarray(returns), valid=jnp.asarray(valid)
     )
-    loss, m = policy_gradient_loss(jnp.asarray(logits), jnp.asarray(values), batch, 0.05, 0.5)
+    loss, m = jax.jit(lambda lo, v: policy_gradient_loss(lo, v, batch, 0.05, 0.5))(
+        jnp.asarray(logits), jnp.asarray(values)
+    )
     n = valid.sum()
     assert int(m["positions"]) == n
     np.testing.assert_allclose(float(m["returns_std"]), returns[valid].std(), rtol=1e-5)
@@ -127,7 +129,11 @@ def test_a2c_targets_match_numpy():
     valid, lengths = random_prefix_masks(rng, t, b)
     values = rng.uniform(-1, 1, (t, b)).astype(np.float32)
     outcome = rng.integers(-1, 2, size=b).astype(np.int8)  # wins, draws and losses
-    got = np.asarray(losses.a2c_targets(jnp.asarray(values), jnp.asarray(valid), jnp.asarray(outcome), GAMMA))
+    got = np.asarray(
+        jax.jit(losses.a2c_targets, static_argnums=3)(
+            jnp.asarray(values), jnp.asarray(valid), jnp.asarray(outcome), GAMMA
+        )
+    )
     want = np.zeros((t, b), np.float32)
     for g in range(b):
         for k in range(lengths[g]):
@@ -163,7 +169,9 @@ def test_ppo_objective_matches_numpy():
         old_log_probs=jnp.asarray(old_log_probs),
         advantages=jnp.asarray(advantages),
     )
-    loss, sums = losses.ppo_sums(jnp.asarray(logits), jnp.asarray(values), batch, clip, beta, vw)
+    loss, sums = jax.jit(lambda lo, v: losses.ppo_sums(lo, v, batch, clip, beta, vw))(
+        jnp.asarray(logits), jnp.asarray(values)
+    )
 
     log_p = numpy_log_softmax(logits.astype(np.float64), legal)
     ratio = np.exp(log_p[np.arange(n), actions] - old_log_probs[np.arange(n), actions])
@@ -206,7 +214,9 @@ def test_imitation_loss_matches_numpy():
         valid=jnp.asarray(valid),
         policy_targets=jnp.asarray(targets),
     )
-    loss, sums = losses.imitation_sums(jnp.asarray(logits), jnp.asarray(values), batch, beta, vw)
+    loss, sums = jax.jit(lambda lo, v: losses.imitation_sums(lo, v, batch, beta, vw))(
+        jnp.asarray(logits), jnp.asarray(values)
+    )
     log_p = numpy_log_softmax(logits.astype(np.float64), legal)
     entropy = -(np.exp(log_p) * log_p).sum(-1)
     want = (
