@@ -55,11 +55,11 @@ def test_imported_weights_give_pytorchs_outputs(name):
     state_dict = {k: v.numpy() for k, v in model.state_dict().items()}
     assert torch_layout.detect_model(state_dict) == name
     assert sum(v.size for v in state_dict.values()) == models.count_params(
-        models.init_params(models.get_model(name), jax.random.key(0))
+        jax.eval_shape(lambda k: models.init_params(models.get_model(name), k), jax.random.key(0))
     )
     params = torch_layout.from_state_dict(name, state_dict)
     boards = random_boards()
-    logits, values = models.apply_model(models.get_model(name), params, jnp.asarray(boards))
+    logits, values = jax.jit(models.apply_model, static_argnums=0)(models.get_model(name), params, jnp.asarray(boards))
     with torch.no_grad():
         t_logits, t_values = model(torch.from_numpy(boards))
     np.testing.assert_allclose(np.asarray(logits), t_logits.numpy(), atol=1e-5)
