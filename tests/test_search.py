@@ -237,7 +237,8 @@ def test_subtree_entropy_of_hand_built_children():
     uniform prior over 7 columns has E = 1; a terminal child has E = 0."""
     pos = game.pack(boards_of([""]))
     uniform = jnp.zeros((1, 7))
-    tree = init_tree(pos, uniform, jnp.zeros((1,)), jnp.ones((1, 7), bool), 3)
+    tree = jax.jit(init_tree, static_argnums=4)(pos, uniform, jnp.zeros((1,)), jnp.ones((1, 7), bool), 3)
+    entropy = jax.jit(lambda t: subtree_entropy(jax.tree.map(lambda x: x[0], t), 0))  # compiled whole
     # node 1: a child of the root through column 0 with a uniform prior and 7 legal columns
     tree = tree.replace(
         children_index=tree.children_index.at[0, 0, 0].set(1).at[0, 0, 1].set(2),
@@ -245,10 +246,10 @@ def test_subtree_entropy_of_hand_built_children():
         prior_logits=tree.prior_logits.at[0, 1].set(0.0),
         prior=tree.prior.at[0, 1].set(1 / 7),
     )
-    e = np.asarray(subtree_entropy(jax.tree.map(lambda x: x[0], tree), 0))
+    e = np.asarray(entropy(tree))
     assert e[0] == pytest.approx(1.0, abs=1e-6) and e[1] == 0.0 and (e[2:] == 0).all()
     terminal = tree.replace(terminal=tree.terminal.at[0, 1].set(True))
-    assert float(subtree_entropy(jax.tree.map(lambda x: x[0], terminal), 0)[0]) == 0.0
+    assert float(entropy(terminal)[0]) == 0.0
 
 
 def test_search_specs_and_their_errors(model_checkpoints):
