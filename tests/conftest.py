@@ -41,9 +41,6 @@ def pytest_configure(config):
     """``CZJAX_TEST_COMPILE_LOG=PATH``: record where the suite compiles (``tests/compile_log.py``)."""
     path = os.environ.get("CZJAX_TEST_COMPILE_LOG")
     if path:
-        import importlib.util
+        from tests.compile_log import CompileLog
 
-        spec = importlib.util.spec_from_file_location("compile_log", Path(__file__).with_name("compile_log.py"))
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        config.pluginmanager.register(module.CompileLog(Path(path)), "czjax-compile-log")
+        config.pluginmanager.register(CompileLog(Path(path)), "czjax-compile-log")
