@@ -121,45 +121,61 @@ def test_walking_several_levels_a_test_makes_the_same_search(monkeypatch, name):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+def mctx_gumbel(mctx, key, sims: int, **options):
+    """``mctx.gumbel_muzero_policy`` over czjax's rules and ``linear_player`` at ``BOARDS`` (4
+    actions considered), as one compiled program, its root and its tree's summary included:
+    ``(action, action_weights, the root's visit counts)``."""
+
+    def recurrent(params, key, action, embedding):
+        pos, over = embedding
+        nxt, won, done = game.position_step(pos, action)
+        logits, value, _ = search.network_value(linear_player, params, nxt, key)
+        out = mctx.RecurrentFnOutput(
+            reward=jnp.where(over, 0.0, won.astype(jnp.float32)),
+            discount=jnp.where(over | done, 0.0, -1.0),
+            prior_logits=logits,
+            value=jnp.where(over | done, 0.0, value),
+        )
+        return out, (nxt, over | done)
+
+    def searched(k):
+        pos = game.pack(BOARDS)
+        logits, value, _ = search.network_value(linear_player, PARAMS, pos, None)
+        root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=(pos, jnp.zeros(pos.heights.shape, bool)))
+        out = mctx.gumbel_muzero_policy(
+            PARAMS,
+            k,
+            root,
+            recurrent,
+            sims,
+            invalid_actions=~game.position_legal_mask(pos),
+            max_num_considered_actions=4,
+            **options,
+        )
+        return out.action, out.action_weights, out.search_tree.summary().visit_counts
+
+    return jax.jit(searched)(key)
+
+
+def mctx_noise(key):
+    """The Gumbel noise mctx's search draws from ``key``, to give czjax's search the same."""
+    return jax.jit(lambda k: jax.random.gumbel(jax.random.split(k)[1], (len(POSITIONS), 7), jnp.float32))(key)
+
+
+def assert_same_search(ours, theirs):
+    action, weights, visits = theirs
+    np.testing.assert_array_equal(np.asarray(ours.visits), np.asarray(visits))
+    np.testing.assert_array_equal(np.asarray(ours.action), np.asarray(action))
+    np.testing.assert_allclose(np.asarray(ours.policy), np.asarray(weights), atol=1e-5)
+
+
 def test_gumbel_matches_mctx():
     """Czjax's Gumbel MuZero against ``mctx.gumbel_muzero_policy`` with czjax's rules as its
     recurrent function and the same Gumbel noise: same action, visits and improved policy."""
     mctx = pytest.importorskip("mctx", reason="mctx is a test dependency (pip install -e '.[test]')")
-
-    def root_and_recurrent():
-        pos = game.pack(BOARDS)
-        logits, value, _ = search.network_value(linear_player, PARAMS, pos, None)
-        embedding = (pos, jnp.zeros(pos.heights.shape, bool))
-        root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=embedding)
-
-        def recurrent(params, key, action, embedding):
-            pos, over = embedding
-            nxt, won, done = game.position_step(pos, action)
-            logits, value, _ = search.network_value(linear_player, params, nxt, key)
-            out = mctx.RecurrentFnOutput(
-                reward=jnp.where(over, 0.0, won.astype(jnp.float32)),
-                discount=jnp.where(over | done, 0.0, -1.0),
-                prior_logits=logits,
-                value=jnp.where(over | done, 0.0, value),
-            )
-            return out, (nxt, over | done)
-
-        return root, recurrent, ~game.position_legal_mask(pos)
-
-    def mctx_search(k):  # one compiled program, the root and the tree's summary included
-        root, recurrent, invalid = root_and_recurrent()
-        out = mctx.gumbel_muzero_policy(
-            PARAMS, k, root, recurrent, 24, invalid_actions=invalid, max_num_considered_actions=4
-        )
-        return out.action, out.action_weights, out.search_tree.summary().visit_counts
-
     key = jax.random.key(3)
-    action, weights, visits = jax.jit(mctx_search)(key)
-    gumbel = jax.jit(lambda k: jax.random.gumbel(jax.random.split(k)[1], (len(POSITIONS), 7), jnp.float32))(key)
-    ours = run("gumbel", "sims=24,considered=4", gumbel=gumbel)
-    np.testing.assert_array_equal(np.asarray(ours.visits), np.asarray(visits))
-    np.testing.assert_array_equal(np.asarray(ours.action), np.asarray(action))
-    np.testing.assert_allclose(np.asarray(ours.policy), np.asarray(weights), atol=1e-5)
+    theirs = mctx_gumbel(mctx, key, 24)
+    assert_same_search(run("gumbel", "sims=24,considered=4", gumbel=mctx_noise(key)), theirs)
 
 
 TACTICS = ["112233", "151525", "2233"]  # win now at 4; block at 5; double threat at 4
@@ -294,41 +310,12 @@ def test_gumbel_without_rescaling_matches_mctx():
     mctx = pytest.importorskip("mctx", reason="mctx is a test dependency (pip install -e '.[test]')")
     import functools
 
-    def recurrent(params, key, action, embedding):
-        pos, over = embedding
-        nxt, won, done = game.position_step(pos, action)
-        logits, value, _ = search.network_value(linear_player, params, nxt, key)
-        return mctx.RecurrentFnOutput(
-            reward=jnp.where(over, 0.0, won.astype(jnp.float32)),
-            discount=jnp.where(over | done, 0.0, -1.0),
-            prior_logits=logits,
-            value=jnp.where(over | done, 0.0, value),
-        ), (nxt, over | done)
-
-    def mctx_search(k):  # one compiled program, the root and the tree's summary included
-        pos = game.pack(BOARDS)
-        logits, value, _ = search.network_value(linear_player, PARAMS, pos, None)
-        embedding = (pos, jnp.zeros(pos.heights.shape, bool))
-        out = mctx.gumbel_muzero_policy(
-            PARAMS,
-            k,
-            mctx.RootFnOutput(prior_logits=logits, value=value, embedding=embedding),
-            recurrent,
-            16,
-            invalid_actions=~game.position_legal_mask(pos),
-            max_num_considered_actions=4,
-            qtransform=functools.partial(mctx.qtransform_completed_by_mix_value, rescale_values=False),
-        )
-        return out.action, out.action_weights, out.search_tree.summary().visit_counts
-
     key = jax.random.key(4)
-    action, weights, visits = jax.jit(mctx_search)(key)
-    gumbel = jax.jit(lambda k: jax.random.gumbel(jax.random.split(k)[1], (len(POSITIONS), 7), jnp.float32))(key)
+    qtransform = functools.partial(mctx.qtransform_completed_by_mix_value, rescale_values=False)
+    theirs = mctx_gumbel(mctx, key, 16, qtransform=qtransform)
     settings = search.make_search("gumbel", "sims=16,considered=4,rescale=0,move=policy")
-    ours = settings.run(linear_player, PARAMS, BOARDS, key, gumbel=gumbel)
-    np.testing.assert_array_equal(np.asarray(ours.visits), np.asarray(visits))
-    np.testing.assert_array_equal(np.asarray(ours.action), np.asarray(action))
-    np.testing.assert_allclose(np.asarray(ours.policy), np.asarray(weights), atol=1e-5)
+    ours = settings.run(linear_player, PARAMS, BOARDS, key, gumbel=mctx_noise(key))
+    assert_same_search(ours, theirs)
     played = jax.nn.softmax(settings.logits(ours))
     np.testing.assert_allclose(np.asarray(played), np.asarray(ours.policy), atol=1e-6)
     with pytest.raises(ValueError, match="move must be one of action, policy"):
