@@ -9,19 +9,22 @@ equivalence margins (TOST at alpha 0.05, margins fixed before the runs).
   mean over the 5,000 games before it): entropy (+-0.1 nats), win rate against RandomPunisher
   (+-0.05), game length (+-1 ply).
 - ``recipe-train`` / ``recipe-score``: the ``gumbel-az`` recipe, float32 for ``--minutes`` of
-  training a seed, then mixed for the same number of batches (so the same games: on a CPU, where
-  bfloat16 is emulated, mixed is slower, and the question is what it learns, not how fast);
+  training a seed, then mixed for the same number of batches (so the same games: the question is
+  what it learns, not how fast). With ``--batches`` both precisions run that many batches instead,
+  so no run depends on the machine's speed: the runs may then share a busy machine, and
+  ``--precisions`` splits them between cores;
   each network scored under AlphaZero.jl's protocol and alone, as the recipe's ablations score
   theirs; margins: the protocol's mean error and the network's alone on Pons' sets, 1
   percentage point each (the ablations' seeds spread by 0.1-0.7).
 
     python experiments/mixed-precision/mixed_precision.py ex3 --out docs/results/mixed-precision/ex3-DATE
     python experiments/mixed-precision/mixed_precision.py recipe-train --seeds 0 1 2 --minutes 15
+    python experiments/mixed-precision/mixed_precision.py recipe-train --seeds 0 1 2 --batches 100 --precisions mixed
     python experiments/mixed-precision/mixed_precision.py recipe-score --out docs/results/mixed-precision/recipe-DATE
 
 Runs go under ``--root`` (runs/mixed-precision); every step skips what is finished and resumes
 what was interrupted, so the same command continues. Give each command a core of its own
-(``taskset -c 1``) on an otherwise quiet machine.
+(``taskset -c 1``); a time-budgeted float32 run (``--minutes``) also needs an otherwise quiet machine.
 """
 
 from __future__ import annotations
@@ -150,15 +153,23 @@ def recipe_command(folder: Path, seed: int, precision: str, budget: list[str]) -
 
 
 def recipe_train(args) -> None:
-    """Per seed: float32 for ``--minutes`` of training, then mixed for the batches float32 ran."""
+    """Per seed: float32 for ``--minutes`` of training, then mixed for the batches float32 ran; or,
+    with ``--batches``, each precision of ``--precisions`` for that many batches."""
     for seed in args.seeds:
-        full = recipe_folder(args.root, "default", seed)
-        if not (full / "done.json").exists():
-            run_to(full, recipe_command(full, seed, "default", ["--time-budget", str(args.minutes * 60)]))
-        batches = read_rows(full / "metrics.jsonl")[-1]["batches"]
-        mixed = recipe_folder(args.root, "mixed", seed)
-        if not (mixed / "done.json").exists():
-            run_to(mixed, recipe_command(mixed, seed, "mixed", ["--batches", str(batches)]))
+        for precision in args.precisions:
+            folder = recipe_folder(args.root, precision, seed)
+            if (folder / "done.json").exists():
+                continue
+            if args.batches is not None:
+                budget = ["--batches", str(args.batches)]
+            elif precision == "default":
+                budget = ["--time-budget", str(args.minutes * 60)]
+            else:
+                full = recipe_folder(args.root, "default", seed)
+                if not (full / "done.json").exists():
+                    raise SystemExit(f"mixed_precision.py: {full} is not finished; mixed runs the batches it ran")
+                budget = ["--batches", str(read_rows(full / "metrics.jsonl")[-1]["batches"])]
+            run_to(folder, recipe_command(folder, seed, precision, budget))
 
 
 def run_to(folder: Path, command: list[str]) -> None:
@@ -171,9 +182,10 @@ def run_to(folder: Path, command: list[str]) -> None:
 
 
 def recipe_score(args) -> None:
+    """Score every run of ``--precisions`` (each once, kept in its score.json); with both, judge."""
     sides: dict[str, dict[str, list]] = {p: {} for p in PRECISIONS}
     runs = []
-    for precision in PRECISIONS:
+    for precision in args.precisions:
         for seed in args.seeds:
             folder = recipe_folder(args.root, precision, seed)
             if not (folder / "done.json").exists():
@@ -188,6 +200,9 @@ def recipe_score(args) -> None:
             )
             for key in RECIPE_MARGINS:
                 sides[precision].setdefault(key, []).append(result[key])
+    if set(args.precisions) != set(PRECISIONS):
+        print(f"scored {', '.join(args.precisions)}; recipe-score with both precisions judges them")
+        return
     table = judge(sides, RECIPE_MARGINS)
     command = "python experiments/mixed-precision/mixed_precision.py recipe-train / recipe-score"
     title = f"The gumbel-az recipe, mixed precision against float32: seeds {', '.join(map(str, args.seeds))}"
@@ -213,9 +228,24 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="ex3: how many (4); recipe: which (0 1 2)")
     parser.add_argument("--minutes", type=float, default=15, help="recipe: float32's training a seed (default: 15)")
     parser.add_argument(
+        "--batches",
+        type=int,
+        default=None,
+        help="recipe: each precision's batches a seed, instead of --minutes (default: float32 by time)",
+    )
+    parser.add_argument(
+        "--precisions",
+        nargs="+",
+        choices=PRECISIONS,
+        default=list(PRECISIONS),
+        help="recipe-train, recipe-score: which precisions to run or score (default: both, float32 first)",
+    )
+    parser.add_argument(
         "--eval-games", type=int, default=1000, help="recipe: games against RandomPunisher (default: %(default)s)"
     )
     args = parser.parse_args(argv)
+    if args.batches is not None and args.batches < 1:
+        parser.error(f"--batches must be at least 1, got {args.batches}")
     name = "recipe" if args.command.startswith("recipe") else args.command
     args.out = args.out or Path(f"docs/results/mixed-precision/{name}-{time.strftime('%Y-%m-%d')}")
     if args.command == "ex3":
