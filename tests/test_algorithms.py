@@ -1,6 +1,7 @@
 """The update table (czjax.learn.algorithms): PPO's epochs and KL stop, mirror augmentation, the sparse gradient."""
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -30,8 +31,15 @@ def ppo_games():
     return config, state, traj, results
 
 
+@functools.cache
+def trainer_of(config):
+    """One trainer, so one compiled update, per configuration: tests that take the same update
+    share its program."""
+    return make_trainer(config)
+
+
 def ppo_update(config, state, traj, results, lr, **changes):
-    trainer = make_trainer(config.override({f"ppo.{k}": v for k, v in changes.items()}))
+    trainer = trainer_of(config.override({f"ppo.{k}": v for k, v in changes.items()}))
     hp = HParams.create(learning_rate=lr, entropy_bonus=0.05, value_weight=1.5, discount=GAMMA)
     with precision.parity():  # full float32 on every backend
         return jax.device_get(trainer.update(state.params, state.opt_state, traj, results.outcome, hp))
@@ -47,24 +55,25 @@ def same_update(a, b, lr=1e-3):
 def test_ppo_kl_early_stop(ppo_games):
     """The first epoch measures KL 0 and never stops; epoch 1 measures a KL above 0. As in the
     PyTorch project, the epoch whose KL exceeds the target still takes its step, then PPO stops:
-    target 0 gives exactly two epochs. ``kl_stop="before-step"`` skips that step: one epoch."""
+    a target of 1e-6, which any step at lr 1e-3 exceeds, gives exactly two epochs.
+    ``kl_stop="before-step"`` skips that step: one epoch. (The target is the next test's, so
+    both take one compiled update; that test shows that without a step PPO runs all 4 epochs.)"""
     config, state, traj, results = ppo_games
     no_stop = dict(target_kl=1e9)
     one = ppo_update(config, state, traj, results, 1e-3, epochs=1, **no_stop)
     two = ppo_update(config, state, traj, results, 1e-3, epochs=2, **no_stop)
-    full = ppo_update(config, state, traj, results, 1e-3, **no_stop)
-    assert full[2]["ppo_epochs"] == 4 and two[2]["ppo_epochs"] == 2 and not same_update(two, full)
-    stopped = ppo_update(config, state, traj, results, 1e-3, target_kl=0.0)  # any change exceeds KL 0
+    assert one[2]["ppo_epochs"] == 1 and two[2]["ppo_epochs"] == 2 and not same_update(one, two)
+    stopped = ppo_update(config, state, traj, results, 1e-3, target_kl=1e-6)  # 4 epochs, stopped by KL
     assert stopped[2]["ppo_epochs"] == 2 and same_update(stopped, two)
     assert (
-        stopped[2]["ppo_kl"] == pytest.approx(two[2]["ppo_kl"], rel=1e-4) and two[2]["ppo_kl"] > 0.0
+        stopped[2]["ppo_kl"] == pytest.approx(two[2]["ppo_kl"], rel=1e-4) and two[2]["ppo_kl"] > 1e-6
     )  # epoch 1's KL, after one step
-    before = ppo_update(config, state, traj, results, 1e-3, target_kl=0.0, kl_stop="before-step")
+    before = ppo_update(config, state, traj, results, 1e-3, target_kl=1e-6, kl_stop="before-step")
     assert before[2]["ppo_epochs"] == 1 and same_update(before, one)
     assert before[2]["ppo_kl"] == pytest.approx(stopped[2]["ppo_kl"], rel=1e-4)  # the same measurement stopped it
     # the loss metrics are the starting policy's in every case
-    for update in (stopped, before):
-        assert float(update[2]["loss"]) == pytest.approx(float(full[2]["loss"]), rel=1e-5)
+    for update in (two, stopped, before):
+        assert float(update[2]["loss"]) == pytest.approx(float(one[2]["loss"]), rel=1e-5)
     with pytest.raises(ValueError, match="kl_stop"):
         config.override({"ppo.kl_stop": "never"})
 
