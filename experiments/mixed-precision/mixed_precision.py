@@ -115,9 +115,10 @@ def write(out: Path, name: str, title: str, table: list[dict], extra: dict) -> s
     out.mkdir(parents=True, exist_ok=True)
     text = f"# {title}\n\n{format_table(table)}\n"
     (out / "results.md").write_text(text)
-    (out / "results.json").write_text(
-        json.dumps({"comparison": name, **extra, "verdicts": table, "written": time.strftime("%Y-%m-%d")}, indent=1)
-    )
+    from czjax.bench.provenance import machine_description, source_commit
+
+    where = {"commit": source_commit(), "machine": machine_description(), "written": time.strftime("%Y-%m-%d")}
+    (out / "results.json").write_text(json.dumps({"comparison": name, **extra, **where, "verdicts": table}, indent=1))
     return text
 
 
