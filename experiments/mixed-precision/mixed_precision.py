@@ -19,7 +19,7 @@ equivalence margins (TOST at alpha 0.05, margins fixed before the runs).
 
     python experiments/mixed-precision/mixed_precision.py ex3 --out docs/results/mixed-precision/ex3-DATE
     python experiments/mixed-precision/mixed_precision.py recipe-train --seeds 0 1 2 --minutes 15
-    python experiments/mixed-precision/mixed_precision.py recipe-train --seeds 0 1 2 --batches 100 --precisions mixed
+    python experiments/mixed-precision/mixed_precision.py recipe-train --seeds 0 1 2 --batches 360 --precisions default   # and mixed, on the other core
     python experiments/mixed-precision/mixed_precision.py recipe-score --out docs/results/mixed-precision/recipe-DATE
 
 Runs go under ``--root`` (runs/mixed-precision); every step skips what is finished and resumes
