@@ -264,21 +264,37 @@ def test_decided_is_true_exactly_when_no_remaining_simulations_can_change_the_mo
         assert bool(answer) == expected, (visits.tolist(), legal.tolist(), remaining)
 
 
-def test_searches_stopped_when_decided_make_the_full_searches_moves(pons_records, mlp):
-    """62 positions through a pool of 8 graphs (each slot refilled many times), 40 simulations:
-    every move is the full search's; searches run to the end read its visit shares and value;
-    some stop early."""
+def test_searches_stopped_when_decided_make_the_full_searches_moves(pons_records, mlp, monkeypatch):
+    """62 positions through a pool of 8 graphs (each slot refilled many times, the pool halved
+    twice in the tail), 40 simulations: every move is the full search's; searches run to the end
+    read its visit shares and value, and used one network evaluation per node of its graph (a
+    simulation that ends the game uses none); some stop early, some skip evaluations."""
+    from czjax.search import azjl_stream
+    from czjax.search.azjl import graph_output, run_graph_search
     from czjax.search.azjl_stream import stream_search
+
+    sizes = []
+    shrink = azjl_stream.shrink
+    monkeypatch.setattr(azjl_stream, "shrink", lambda s, slots: sizes.append(slots) or shrink(s, slots))
+    monkeypatch.setattr(azjl_stream, "STEPS_PER_CALL", 4)  # the pool's size is checked between calls
 
     player, params = mlp
     boards = boards_of(pons_records)
-    full = jax.jit(lambda b: AlphaZeroJlMCTS(sims=40).run(player, params, b, jax.random.key(0)))(boards)
-    streamed = stream_search(AlphaZeroJlMCTS(sims=40), player, params, np.asarray(boards), jax.random.key(0), slots=8)
+    graph = jax.jit(lambda b: run_graph_search(player, params, b, jax.random.key(0), 40, 2.0))(boards)
+    full = graph_output(graph)
+    streamed = stream_search(
+        AlphaZeroJlMCTS(sims=40), player, params, np.asarray(boards), jax.random.key(0), slots=8, min_slots=2
+    )
     np.testing.assert_array_equal(streamed.action, np.asarray(full.action))
-    assert (streamed.sims_used <= 40).all() and (streamed.sims_used < 40).sum() >= 10, streamed.sims_used
+    assert (streamed.sims_used >= 1).all() and (streamed.sims_used <= 40).all(), streamed.sims_used  # each ran
+    assert (streamed.sims_used < 40).sum() >= 10, streamed.sims_used
     whole = streamed.sims_used == 40
     np.testing.assert_allclose(streamed.policy[whole], np.asarray(full.policy)[whole], atol=1e-6)
     np.testing.assert_allclose(streamed.value[whole], np.asarray(full.value)[whole], atol=1e-5)
+    np.testing.assert_array_equal(streamed.evaluations[whole], np.asarray(graph.size)[whole])
+    assert (streamed.evaluations <= streamed.sims_used).all()
+    assert (streamed.evaluations < streamed.sims_used).sum() >= 10, streamed.evaluations
+    assert sizes == [4, 2]
 
 
 def test_an_idle_slot_keeps_its_graph_however_long_the_others_search(mlp):
@@ -304,6 +320,26 @@ def test_an_idle_slot_keeps_its_graph_however_long_the_others_search(mlp):
     after = jax.tree.map(lambda x: np.asarray(x[1:]), s.graph)
     assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(before), jax.tree.leaves(after)))
     assert bool(s.finished) and int(s.sims_used[0]) >= 2
+
+
+def test_simulations_that_end_the_game_need_no_network_call(mlp):
+    """A pool of one graph on a position whose mover wins at once (three in a row on the bottom
+    row): the simulations down the winning column end the game, so the search takes fewer steps
+    (network calls) than simulations, chooses the win, and used one evaluation per node."""
+    from czjax.search import azjl_stream
+    from czjax.search.base import CONNECT_FOUR
+
+    player, params = mlp
+    search = AlphaZeroJlMCTS(sims=40)
+    roots = CONNECT_FOUR.encode(jnp.asarray(game.from_moves("112233")[None]))
+    s = azjl_stream.start(roots, 1, search.sims)
+    step = jax.jit(lambda s, key: azjl_stream.step(s, roots, search, player, params, key, CONNECT_FOUR))
+    steps = 0
+    while not bool(s.finished):
+        s, steps = step(s, jax.random.key(steps)), steps + 1
+    assert int(s.action[0]) == 3  # the fourth column wins
+    assert int(s.evaluations[0]) == int(s.graph.size[0])
+    assert steps < int(s.sims_used[0]) // 2, (steps, int(s.sims_used[0]))
 
 
 def test_the_protocols_winograd_network_makes_the_same_moves(monkeypatch):
@@ -333,5 +369,6 @@ def test_the_protocol_reads_the_same_move_errors_with_searches_stopped_when_deci
     full = solver.pons(agent, sets, protocol="alphazero.jl", full_searches=True)
     assert (fast["searches"], full["searches"]) == ("stopped when decided", "full")
     assert [r["move_error"] for r in fast["sets"]] == [r["move_error"] for r in full["sets"]]
-    assert all(1 <= r["simulations"] <= 60 for r in fast["sets"]) and not any("simulations" in r for r in full["sets"])
+    assert all(1 <= r["evaluations"] <= r["simulations"] <= 60 for r in fast["sets"])
+    assert not any("simulations" in r for r in full["sets"])
     assert "each search stopped once its move was decided" in solver.format_pons(fast)

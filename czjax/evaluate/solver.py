@@ -362,11 +362,12 @@ def move_errors(scores: np.ndarray, probs: np.ndarray, greedy: np.ndarray) -> tu
 
 
 def _set_policies(agent: Agent, sets: dict, log=None, stop_when_decided: bool = False):
-    """Per Pons set, ``(name, data, probs, value, greedy, sims)`` of ``agent`` on its positions,
-    with one progress line over all the sets (``sims``: each search's simulations where they
-    were stopped when decided, else None). ``stop_when_decided``: where the agent is AlphaZero.jl's
-    MCTS over a network, every position's search is stopped once its move is decided
-    (:mod:`czjax.search.azjl_stream`): the same moves, the probs and value those at the stop."""
+    """Per Pons set, ``(name, data, probs, value, greedy, counts)`` of ``agent`` on its positions,
+    with one progress line over all the sets (``counts``: each search's simulations and network
+    evaluations, ``(sims, evaluations)``, where they were stopped when decided, else None).
+    ``stop_when_decided``: where the agent is AlphaZero.jl's MCTS over a network, every
+    position's search is stopped once its move is decided (:mod:`czjax.search.azjl_stream`):
+    the same moves, the probs and value those at the stop."""
     progress = Progress(log, "positions", sum(len(data["boards"]) for data in sets.values()))
     if stop_when_decided and streams(agent) and agent.model_name is not None:
         boards = np.concatenate([data["boards"] for data in sets.values()])
@@ -378,7 +379,8 @@ def _set_policies(agent: Agent, sets: dict, log=None, stop_when_decided: bool = 
         for name, data in sets.items():
             rows = slice(start, start + len(data["boards"]))
             start = rows.stop
-            yield name, data, found.policy[rows], found.value[rows], found.action[rows], found.sims_used[rows]
+            counts = (found.sims_used[rows], found.evaluations[rows])
+            yield name, data, found.policy[rows], found.value[rows], found.action[rows], counts
         return
     for name, data in sets.items():
         yield (name, data, *policy(agent, data["boards"], progress=progress), None)
@@ -421,7 +423,7 @@ def pons(agent: Agent, sets: dict, log=None, protocol: str | None = None, full_s
         protocol: the protocol the agent was built for (``"alphazero.jl"``): the move is always
             its most likely column, the lowest on ties (AlphaZero.jl's ``argmax(pi)``), and the
             report says so. Under it each MCTS over a network stops once its move is decided
-            (:mod:`czjax.search.azjl_stream`): the same moves in about two thirds of the
+            (:mod:`czjax.search.azjl_stream`): the same moves in about three fifths of the
             simulations; the root values read are those at the stop.
         full_searches: run every search to its last simulation all the same (the root values
             of the whole search).
@@ -430,7 +432,8 @@ def pons(agent: Agent, sets: dict, log=None, protocol: str | None = None, full_s
         A report: per set ``move_error`` (%) beside AlphaZero.jl's reference rows, and, when the
         player has a value (a value head, or a search's root value), how often it reads the
         outcome right; ``mean_move_error`` over the sets; with searches stopped when decided, each
-        set's mean ``simulations`` a search.
+        set's mean ``simulations`` and network ``evaluations`` a search (a simulation that ends
+        the game needs none).
     """
     with_value = agent.has_value or agent.search is not None
     samples = agent.temperature() > 0 and protocol is None
@@ -445,10 +448,10 @@ def pons(agent: Agent, sets: dict, log=None, protocol: str | None = None, full_s
         "reference_labels": PONS_REFERENCE_LABELS,
         "sets": [],
     }
-    for name, data, probs, value, greedy, sims in _set_policies(agent, sets, log, stop_when_decided):
+    for name, data, probs, value, greedy, counts in _set_policies(agent, sets, log, stop_when_decided):
         row: dict = {"set": name, "name": PONS_NAMES.get(name, name), "n": int(len(data["boards"]))}
-        if sims is not None:  # the network evaluations the protocol's searches took, on average
-            row["simulations"] = float(sims.mean())
+        if counts is not None:  # what the protocol's searches took, on average
+            row["simulations"], row["evaluations"] = (float(c.mean()) for c in counts)
         if "scores" in data:
             greedy_error, expected_error = move_errors(data["scores"], probs, greedy)
             row["move_error"] = 100.0 * float((expected_error if samples else greedy_error).mean())
@@ -508,8 +511,8 @@ def format_pons(report: dict) -> str:
     lines.extend(f"  {k}: {labels[k]}" for k in refs if k in labels)
     if all("simulations" in r for r in report["sets"]) and report["sets"]:
         lines.append(
-            "simulations per search until its move was decided, mean: "
-            + ", ".join(f"{r['set']} {r['simulations']:.0f}" for r in report["sets"])
+            "per search until its move was decided, mean simulations (network evaluations): "
+            + ", ".join(f"{r['set']} {r['simulations']:.0f} ({r['evaluations']:.0f})" for r in report["sets"])
         )
     if any("outcome" in r for r in report["sets"]):
         lines.append(f"outcome read from the value (a draw within +-{report['draw_band']:.2f}):")

@@ -200,13 +200,21 @@ def descend(graph: TranspositionTree, c: float, env: Environment, transpositions
     return _record(jax.lax.while_loop(lambda d: d.linked, try_edge, _at_root(graph)))
 
 
-def expand_and_back_up(graph: TranspositionTree, d: Descent, prior, value, legal) -> TranspositionTree:
+def ends_game(d: Descent) -> jax.Array:
+    """Whether the walk's last edge ends the game (tried now or before): its simulation backs up
+    the move's reward and needs no network evaluation."""
+    return d.done & d.untried | (d.children[d.node, d.action] == TERMINAL)
+
+
+def expand_and_back_up(
+    graph: TranspositionTree, d: Descent, prior, value, legal, apply: jax.Array | bool = True
+) -> TranspositionTree:
     """One graph after a simulation: a new node for an untried edge to a new position (with the
     network's ``prior``, ``value``, ``legal`` of it), a terminal edge's reward, and every edge of
     the path updated with the value for its mover (``(-1) ** k`` of the last edge's, ``k``
-    edges above it)."""
-    ends = d.done & d.untried | (d.children[d.node, d.action] == TERMINAL)
-    new_node = d.untried & ~d.done
+    edges above it). Where ``apply`` is false the graph is left as it was."""
+    ends = ends_game(d)
+    new_node = d.untried & ~d.done & apply
     index = graph.size
     reward = jnp.where(d.untried, d.won.astype(jnp.float32), graph.reward[d.node, d.action])
     last_q = jnp.where(ends, reward, -value)
@@ -219,16 +227,18 @@ def expand_and_back_up(graph: TranspositionTree, d: Descent, prior, value, legal
         return field.at[slot].set(x, mode="drop")
 
     steps = jnp.arange(MAX_PATH)
-    on_path = steps < d.length
+    on_path = (steps < d.length) & apply
     sign = jnp.where((d.length - 1 - steps) % 2 == 0, 1.0, -1.0)
+    # the walk's children carry the transpositions it linked: kept only with the simulation
+    children = jnp.where(apply, d.children.at[d.node, d.action].set(link), graph.children)
     return dataclasses.replace(
         graph,
         positions=jax.tree.map(put, graph.positions, d.next_position),
         legal=put(graph.legal, legal),
         prior=put(graph.prior, prior),
         value=put(graph.value, value),
-        children=d.children.at[d.node, d.action].set(link),
-        reward=graph.reward.at[d.node, d.action].set(reward),
+        children=children,
+        reward=graph.reward.at[d.node, d.action].set(jnp.where(apply, reward, graph.reward[d.node, d.action])),
         visits=graph.visits.at[d.path_nodes, d.path_actions].add(on_path.astype(jnp.int32)),
         total=graph.total.at[d.path_nodes, d.path_actions].add(jnp.where(on_path, sign * last_q, 0.0)),
         size=graph.size + new_node.astype(jnp.int32),

@@ -34,6 +34,7 @@ from czjax.search.azjl import (
     AlphaZeroJlMCTS,
     TranspositionTree,
     descend,
+    ends_game,
     expand_and_back_up,
     init_graph,
 )
@@ -47,7 +48,14 @@ from czjax.util.pytree import pytree_dataclass
 # pool's tail, where the last searches finish with fewer and fewer slots busy, is half as long.
 STREAM_SLOTS = {"cpu": 512}
 DEFAULT_STREAM_SLOTS = 1024
+# Rounds of game-ending simulations a slot may run in a step before the network call. Every
+# slot waits for the pool's longest run, so the bound keeps a step short; a slot whose run is
+# longer goes on next step (its last simulation then leaves the network's answer unused).
+GAME_ENDS_PER_STEP = 8
 STEPS_PER_CALL = 64  # simulation steps per compiled call, between progress lines
+# Once every position is handed out, the pool halves while half its slots are idle, down to this
+# size: in the tail the longest searches would otherwise keep the whole batch busy for little.
+MIN_SLOTS = 64
 
 
 def decided(visits: jax.Array, legal: jax.Array, remaining: jax.Array) -> jax.Array:
@@ -67,19 +75,23 @@ class Stream:
     """A pool of ``S`` graphs working through ``M`` positions.
 
     graph: the slots' graphs. item: ``int32 (S,)``, the position a slot searches (-1: none left
-    to give it). sims: ``int32 (S,)``, its simulations so far (0: its root's evaluation is due).
+    to give it). sims: ``int32 (S,)``, its simulations so far (0: its root's evaluation is due);
+    calls: ``int32 (S,)``, the network evaluations they used.
     handed: positions given to slots so far. The outputs per position, written when its search
-    stops: action, visits ``(M, 7)`` at the root, value (the root's ``W / N``), sims_used.
+    stops: action, visits ``(M, 7)`` at the root, value (the root's ``W / N``), sims_used,
+    evaluations.
     """
 
     graph: TranspositionTree
     item: chex.Array
     sims: chex.Array
+    calls: chex.Array
     handed: chex.Array
     action: chex.Array
     visits: chex.Array
     value: chex.Array
     sims_used: chex.Array
+    evaluations: chex.Array
 
     @property
     def finished(self) -> jax.Array:
@@ -129,41 +141,77 @@ def start(roots, slots: int, sims: int) -> Stream:
         graph=graph,
         item=item,
         sims=jnp.zeros((slots,), jnp.int32),
+        calls=jnp.zeros((slots,), jnp.int32),
         handed=jnp.minimum(jnp.int32(slots), num),
         action=jnp.zeros((num,), jnp.int32),
         visits=jnp.zeros((num, NUM_ACTIONS), jnp.int32),
         value=jnp.zeros((num,), jnp.float32),
         sims_used=jnp.zeros((num,), jnp.int32),
+        evaluations=jnp.zeros((num,), jnp.int32),
     )
+
+
+def _stopped(graph: TranspositionTree, done_sims: jax.Array, sims: int) -> jax.Array:
+    """Whether each slot's search is over: its ``sims`` done or its move decided."""
+    return (done_sims >= sims) | decided(graph.visits[:, ROOT], graph.legal[:, ROOT], sims - done_sims)
+
+
+def _play_out_game_ends(g: TranspositionTree, done_sims, running, walk, sims: int) -> tuple:
+    """The simulations that end the game, run without the network: while a ``running`` slot's
+    next walk ends at a won or drawn position, its reward is backed up and the slot walks
+    again, until its walk needs the network or its search is over (at most
+    :data:`GAME_ENDS_PER_STEP` rounds). ``(graph, done_sims, walk, over)``: each slot's graph
+    and count after them, its next walk, and whether its search is over."""
+    no_network = (jnp.zeros(g.prior.shape[::2]), jnp.zeros(g.value.shape[:1]), jnp.zeros(g.legal.shape[::2], bool))
+
+    def free(c):
+        g, done_sims, d, over, _ = c
+        return running & ~over & jax.vmap(ends_game)(d)
+
+    def body(c):
+        g, done_sims, d, over, rounds = c
+        runs = free(c)
+        g = jax.vmap(expand_and_back_up)(g, d, *no_network, runs)
+        done_sims = done_sims + runs
+        return g, done_sims, walk(g), over | runs & _stopped(g, done_sims, sims), rounds + 1
+
+    state = (g, done_sims, walk(g), jnp.zeros_like(running), jnp.int32(0))
+    g, done_sims, d, over, _ = jax.lax.while_loop(lambda c: (c[4] < GAME_ENDS_PER_STEP) & free(c).any(), body, state)
+    return g, done_sims, d, over
 
 
 def step(
     s: Stream, roots, search: AlphaZeroJlMCTS, player: Player, params: Any, key: jax.Array, env: Environment
 ) -> Stream:
-    """One network call for the pool: each busy slot evaluates its root (when due) or runs one
-    simulation of ``search``; a search whose move is decided (or whose ``sims`` are done) writes
-    its outputs and its slot takes the next position."""
+    """One network call for the pool: each busy slot evaluates its root (when due) or runs
+    simulations of ``search``, those that end the game first (no network needed) and then one
+    that evaluates a new position; a search whose move is decided (or whose ``sims`` are done)
+    writes its outputs and its slot takes the next position."""
     sims = search.sims
-    g = s.graph
+    busy = s.item >= 0
     fresh = s.sims == 0
-    d = jax.vmap(lambda one: descend(one, search.c, env, search.transpositions))(g)
+    walk = jax.vmap(lambda one: descend(one, search.c, env, search.transpositions))
+    # an idle slot (no position left to give it) keeps its graph: grown on every step it would
+    # outgrow its nodes, and a walk down links past the last node need not end
+    g, done_sims, d, over = _play_out_game_ends(s.graph, s.sims, busy & ~fresh, walk, sims)
     at_root = jax.tree.map(lambda x: x[:, ROOT], g.positions)
     logits, value, legal = network_value(player, params, _where(fresh, at_root, d.next_position), key, env)
     prior = jax.nn.softmax(logits)
-    grown = jax.vmap(expand_and_back_up)(g, d, prior, value, legal)
-    rooted = dataclasses.replace(
+    evaluates = busy & ~over
+    g = jax.vmap(expand_and_back_up)(g, d, prior, value, legal, evaluates & ~fresh)
+    rooted = busy & fresh
+    g = dataclasses.replace(
         g,
-        prior=g.prior.at[:, ROOT].set(prior),
-        value=g.value.at[:, ROOT].set(value),
-        legal=g.legal.at[:, ROOT].set(legal),
+        prior=g.prior.at[:, ROOT].set(jnp.where(rooted[:, None], prior, g.prior[:, ROOT])),
+        value=g.value.at[:, ROOT].set(jnp.where(rooted, value, g.value[:, ROOT])),
+        legal=g.legal.at[:, ROOT].set(jnp.where(rooted[:, None], legal, g.legal[:, ROOT])),
     )
-    busy = s.item >= 0
-    # an idle slot (no position left to give it) keeps its graph: grown on every step it would
-    # outgrow its nodes, and a walk down links past the last node need not end
-    g = _where(busy & fresh, rooted, _where(busy, grown, g))
-    done_sims = s.sims + busy
+    done_sims = done_sims + evaluates
+    # the network's answer is used for a root or a walk to a new position, not for a walk that
+    # ends the game (one left over when a slot's run of them outlasted the step's rounds)
+    calls = s.calls + (evaluates & (fresh | ~jax.vmap(ends_game)(d)))
     visits, root_legal = g.visits[:, ROOT], g.legal[:, ROOT]
-    stops = busy & ((done_sims >= sims) | decided(visits, root_legal, sims - done_sims))
+    stops = busy & (over | _stopped(g, done_sims, sims))
     count = visits.sum(-1)
     root_value = jnp.where(count > 0, g.total[:, ROOT].sum(-1) / jnp.maximum(count, 1), g.value[:, ROOT])
     out = jnp.where(stops, s.item, s.action.shape[0])  # past the end: dropped
@@ -176,11 +224,24 @@ def step(
         graph=g,
         item=item,
         sims=jnp.where(taken, 0, done_sims),
+        calls=jnp.where(taken, 0, calls),
         handed=s.handed + taken.sum(dtype=jnp.int32),
         action=put(s.action, col_argmax(jnp.where(root_legal, visits, -1))),
         visits=put(s.visits, visits),
         value=put(s.value, root_value),
         sims_used=put(s.sims_used, done_sims),
+        evaluations=put(s.evaluations, calls),
+    )
+
+
+@functools.partial(jax.jit, static_argnames=("slots",))
+def shrink(s: Stream, slots: int) -> Stream:
+    """The pool in ``slots`` slots: its busy slots (at most ``slots`` of them) kept, in order,
+    the rest idle. Once every position is handed out, the network's batch need not stay the
+    pool's first size while fewer and fewer searches remain."""
+    keep = jnp.argsort(s.item < 0, stable=True)[:slots]  # busy slots first
+    return dataclasses.replace(
+        s, graph=jax.tree.map(lambda x: x[keep], s.graph), item=s.item[keep], sims=s.sims[keep], calls=s.calls[keep]
     )
 
 
@@ -201,12 +262,14 @@ def advance(
 class StreamResult(NamedTuple):
     """What :func:`stream_search` gives per position, on the host: the move (``int (M,)``), the
     root's visit shares (``(M, 7)``) and value (``W / N``, the network's value where no visit)
-    at the stop, and the simulations it took (``int (M,)``, the root's evaluation the first)."""
+    at the stop, the simulations it took (``int (M,)``, the root's evaluation the first) and the
+    network evaluations they needed (``int (M,)``: a simulation that ends the game needs none)."""
 
     action: np.ndarray
     policy: np.ndarray
     value: np.ndarray
     sims_used: np.ndarray
+    evaluations: np.ndarray
 
 
 def stream_search(
@@ -219,17 +282,24 @@ def stream_search(
     slots: int | None = None,
     env: Environment = CONNECT_FOUR,
     progress: Progress | None = None,
+    min_slots: int = MIN_SLOTS,
 ) -> StreamResult:
     """AlphaZero.jl's MCTS ``search`` (its ``sims`` simulations, exploration ``c``) from each of
     int8 ``boards (M, 6, 7)``, each stopped when its move is decided: the move that of the full
     search, the policy and value those at the stop. ``progress`` counts the positions whose
-    search stopped. ``slots``: the pool's size (default :data:`STREAM_SLOTS` for this backend)."""
+    search stopped. ``slots``: the pool's size (default :data:`STREAM_SLOTS` for this backend);
+    once every position is handed out it halves while half its slots are idle, down to
+    ``min_slots``."""
     slots = slots or STREAM_SLOTS.get(jax.default_backend(), DEFAULT_STREAM_SLOTS)
     boards = np.asarray(boards, np.int8)
     num = boards.shape[0]
     if num == 0:
         return StreamResult(
-            np.zeros(0, np.int32), np.zeros((0, NUM_ACTIONS)), np.zeros(0, np.float32), np.zeros(0, np.int32)
+            np.zeros(0, np.int32),
+            np.zeros((0, NUM_ACTIONS)),
+            np.zeros(0, np.float32),
+            np.zeros(0, np.int32),
+            np.zeros(0, np.int32),
         )
     roots = env.encode(jnp.asarray(boards))
     s = start(roots, max(1, min(slots, num)), search.sims)
@@ -244,6 +314,9 @@ def stream_search(
 
     call = 0
     while not bool(s.finished):
+        size = s.item.shape[0]
+        if size // 2 >= min_slots and int(s.handed) >= num and int(np.sum(np.asarray(s.item) >= 0)) <= size // 2:
+            s = shrink(s, size // 2)
         key_call = jax.random.fold_in(key, call)
         s = progress.step(
             lambda s=s, k=key_call: advance(s, roots, search, player, params, k, env, STEPS_PER_CALL), newly_stopped
@@ -255,4 +328,5 @@ def stream_search(
         policy=visits / np.maximum(visits.sum(-1, keepdims=True), 1),
         value=np.asarray(s.value),
         sims_used=np.asarray(s.sims_used),
+        evaluations=np.asarray(s.evaluations),
     )
