@@ -112,17 +112,19 @@ class Descent:
     """Where one simulation's walk down one graph stopped.
 
     node, action: the last edge; path_nodes, path_actions: ``int32 (MAX_PATH,)``, the edges
-    walked (the last one included), ``length`` of them. children: the graph's links, with the
-    transpositions found on the way. next_position, won, done: the move of the last edge, when
-    it was untried (``untried``).
+    walked (the last one included), ``length`` of them; path_links: ``int32 (MAX_PATH,)``, the
+    node a walked edge was linked to on the way (a transposition found), else :data:`UNLINKED`.
+    A walk never meets a node twice (each move adds a stone), so the links it finds are written
+    only with the simulation and the graph is not copied along the walk. next_position, won,
+    done: the move of the last edge, when it was untried (``untried``).
     """
 
     node: chex.Array
     action: chex.Array
     path_nodes: chex.Array
     path_actions: chex.Array
+    path_links: chex.Array
     length: chex.Array
-    children: chex.Array
     untried: chex.Array
     next_position: game.Position
     won: chex.Array
@@ -130,13 +132,15 @@ class Descent:
     linked: chex.Array
 
 
-def _record(d: Descent, add: jax.Array | bool = True) -> Descent:
-    """``d``'s edge ``(node, action)`` appended to its path where ``add``."""
+def _record(d: Descent, add: jax.Array | bool = True, link: jax.Array | int = UNLINKED) -> Descent:
+    """``d``'s edge ``(node, action)`` appended to its path where ``add``, with the node ``link``
+    it was linked to on the way."""
     at = jnp.minimum(d.length, MAX_PATH - 1)
     return dataclasses.replace(
         d,
         path_nodes=d.path_nodes.at[at].set(jnp.where(add, d.node, d.path_nodes[at])),
         path_actions=d.path_actions.at[at].set(jnp.where(add, d.action, d.path_actions[at])),
+        path_links=d.path_links.at[at].set(jnp.where(add, link, d.path_links[at])),
         length=d.length + jnp.asarray(add, jnp.int32),
     )
 
@@ -148,8 +152,8 @@ def _at_root(graph: TranspositionTree) -> Descent:
         action=jnp.int32(0),
         path_nodes=jnp.zeros((MAX_PATH,), jnp.int32),
         path_actions=jnp.zeros((MAX_PATH,), jnp.int32),
+        path_links=jnp.full((MAX_PATH,), UNLINKED, jnp.int32),
         length=jnp.int32(0),
-        children=graph.children,
         untried=jnp.array(False),
         next_position=jax.tree.map(lambda x: x[ROOT], graph.positions),
         won=jnp.array(False),
@@ -164,31 +168,30 @@ def descend(graph: TranspositionTree, c: float, env: Environment, transpositions
     walk goes on from there. It stops at an untried edge to a new position or at an edge that
     ends the game; that edge closes the path."""
 
-    def select(d: Descent, node: jax.Array) -> jax.Array:
-        return uct_select(dataclasses.replace(graph, children=d.children), node, c)
+    def select(node: jax.Array) -> jax.Array:
+        return uct_select(graph, node, c)
 
     def follows_a_link(d: Descent) -> jax.Array:
-        return d.children[d.node, d.action] >= 0
+        return graph.children[d.node, d.action] >= 0
 
     def step_along_link(d: Descent) -> Descent:
         d = _record(d)
-        node = d.children[d.node, d.action]
-        return dataclasses.replace(d, node=node, action=select(d, node))
+        node = graph.children[d.node, d.action]
+        return dataclasses.replace(d, node=node, action=select(node))
 
     def try_edge(d: Descent) -> Descent:
-        d = jax.lax.while_loop(follows_a_link, step_along_link, dataclasses.replace(d, action=select(d, d.node)))
+        d = jax.lax.while_loop(follows_a_link, step_along_link, dataclasses.replace(d, action=select(d.node)))
         position = jax.tree.map(lambda x: x[d.node], graph.positions)
         next_position, won, done = env.step(position, d.action)
         if transpositions:
             found, index = find_node(graph, next_position)
         else:  # a tree: no lookup
             found, index = jnp.array(False), jnp.int32(0)
-        untried = d.children[d.node, d.action] == UNLINKED
+        untried = graph.children[d.node, d.action] == UNLINKED
         transposition = untried & ~done & found
         # a transposition: link the edge to the node and walk on from it
         d = dataclasses.replace(
-            _record(d, transposition),
-            children=d.children.at[d.node, d.action].set(jnp.where(transposition, index, d.children[d.node, d.action])),
+            _record(d, transposition, index),
             untried=untried,
             next_position=next_position,
             won=won,
@@ -200,25 +203,27 @@ def descend(graph: TranspositionTree, c: float, env: Environment, transpositions
     return _record(jax.lax.while_loop(lambda d: d.linked, try_edge, _at_root(graph)))
 
 
-def ends_game(d: Descent) -> jax.Array:
+def ends_game(graph: TranspositionTree, d: Descent) -> jax.Array:
     """Whether the walk's last edge ends the game (tried now or before): its simulation backs up
     the move's reward and needs no network evaluation."""
-    return d.done & d.untried | (d.children[d.node, d.action] == TERMINAL)
+    return d.done & d.untried | (graph.children[d.node, d.action] == TERMINAL)
 
 
 def expand_and_back_up(
     graph: TranspositionTree, d: Descent, prior, value, legal, apply: jax.Array | bool = True
 ) -> TranspositionTree:
-    """One graph after a simulation: a new node for an untried edge to a new position (with the
-    network's ``prior``, ``value``, ``legal`` of it), a terminal edge's reward, and every edge of
-    the path updated with the value for its mover (``(-1) ** k`` of the last edge's, ``k``
-    edges above it). Where ``apply`` is false the graph is left as it was."""
-    ends = ends_game(d)
+    """One graph after a simulation: the transpositions its walk found linked, a new node for an
+    untried edge to a new position (with the network's ``prior``, ``value``, ``legal`` of it), a
+    terminal edge's reward, and every edge of the path updated with the value for its mover
+    (``(-1) ** k`` of the last edge's, ``k`` edges above it). Where ``apply`` is false the graph
+    is left as it was."""
+    ends = ends_game(graph, d)
     new_node = d.untried & ~d.done & apply
     index = graph.size
+    last = graph.children[d.node, d.action]
     reward = jnp.where(d.untried, d.won.astype(jnp.float32), graph.reward[d.node, d.action])
     last_q = jnp.where(ends, reward, -value)
-    link = jnp.where(new_node, index, jnp.where(ends, TERMINAL, d.children[d.node, d.action]))
+    link = jnp.where(new_node, index, jnp.where(ends, TERMINAL, last))
 
     num_nodes = graph.value.shape[0]
     slot = jnp.where(new_node, index, num_nodes)  # out of range: the write is dropped, nothing copied
@@ -229,15 +234,15 @@ def expand_and_back_up(
     steps = jnp.arange(MAX_PATH)
     on_path = (steps < d.length) & apply
     sign = jnp.where((d.length - 1 - steps) % 2 == 0, 1.0, -1.0)
-    # the walk's children carry the transpositions it linked: kept only with the simulation
-    children = jnp.where(apply, d.children.at[d.node, d.action].set(link), graph.children)
+    links_found = jnp.where(on_path & (d.path_links >= 0), d.path_nodes, num_nodes)
+    children = graph.children.at[links_found, d.path_actions].set(d.path_links, mode="drop")
     return dataclasses.replace(
         graph,
         positions=jax.tree.map(put, graph.positions, d.next_position),
         legal=put(graph.legal, legal),
         prior=put(graph.prior, prior),
         value=put(graph.value, value),
-        children=children,
+        children=children.at[d.node, d.action].set(jnp.where(apply, link, last)),
         reward=graph.reward.at[d.node, d.action].set(jnp.where(apply, reward, graph.reward[d.node, d.action])),
         visits=graph.visits.at[d.path_nodes, d.path_actions].add(on_path.astype(jnp.int32)),
         total=graph.total.at[d.path_nodes, d.path_actions].add(jnp.where(on_path, sign * last_q, 0.0)),

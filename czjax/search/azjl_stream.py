@@ -113,16 +113,21 @@ def _hand_out(graph: TranspositionTree, item: jax.Array, free: jax.Array, handed
     taken = free & (wanted < num)
     item = jnp.where(taken, wanted, jnp.where(free, -1, item))
     root = jax.tree.map(lambda x: x[jnp.clip(wanted, 0, num - 1)], roots)
-    reset = dataclasses.replace(
+    rows = jnp.where(taken, jnp.arange(free.shape[0]), free.shape[0])  # out of range: left as it is
+
+    def reset(field, fill):
+        return field.at[rows].set(fill, mode="drop")
+
+    graph = dataclasses.replace(
         graph,
-        positions=jax.tree.map(lambda nodes, r: nodes.at[:, ROOT].set(r), graph.positions, root),
-        children=jnp.full_like(graph.children, UNLINKED),
-        reward=jnp.zeros_like(graph.reward),
-        visits=jnp.zeros_like(graph.visits),
-        total=jnp.zeros_like(graph.total),
-        size=jnp.ones_like(graph.size),
+        positions=jax.tree.map(lambda nodes, r: nodes.at[rows, ROOT].set(r, mode="drop"), graph.positions, root),
+        children=reset(graph.children, UNLINKED),
+        reward=reset(graph.reward, 0.0),
+        visits=reset(graph.visits, 0),
+        total=reset(graph.total, 0.0),
+        size=jnp.where(taken, 1, graph.size),
     )
-    return _where(taken, reset, graph), item, taken
+    return graph, item, taken
 
 
 def start(roots, slots: int, sims: int) -> Stream:
@@ -166,7 +171,7 @@ def _play_out_game_ends(g: TranspositionTree, done_sims, running, walk, sims: in
 
     def free(c):
         g, done_sims, d, over, _ = c
-        return running & ~over & jax.vmap(ends_game)(d)
+        return running & ~over & jax.vmap(ends_game)(g, d)
 
     def body(c):
         g, done_sims, d, over, rounds = c
@@ -198,6 +203,9 @@ def step(
     logits, value, legal = network_value(player, params, _where(fresh, at_root, d.next_position), key, env)
     prior = jax.nn.softmax(logits)
     evaluates = busy & ~over
+    # the network's answer is used for a root or a walk to a new position, not for a walk that
+    # ends the game (one left over when a slot's run of them outlasted the step's rounds)
+    calls = s.calls + (evaluates & (fresh | ~jax.vmap(ends_game)(g, d)))
     g = jax.vmap(expand_and_back_up)(g, d, prior, value, legal, evaluates & ~fresh)
     rooted = busy & fresh
     g = dataclasses.replace(
@@ -207,9 +215,6 @@ def step(
         legal=g.legal.at[:, ROOT].set(jnp.where(rooted[:, None], legal, g.legal[:, ROOT])),
     )
     done_sims = done_sims + evaluates
-    # the network's answer is used for a root or a walk to a new position, not for a walk that
-    # ends the game (one left over when a slot's run of them outlasted the step's rounds)
-    calls = s.calls + (evaluates & (fresh | ~jax.vmap(ends_game)(d)))
     visits, root_legal = g.visits[:, ROOT], g.legal[:, ROOT]
     stops = busy & (over | _stopped(g, done_sims, sims))
     count = visits.sum(-1)
@@ -301,7 +306,10 @@ def stream_search(
             np.zeros(0, np.int32),
             np.zeros(0, np.int32),
         )
-    roots = env.encode(jnp.asarray(boards))
+    # handed out fewest stones first: a search from a fuller board is shorter (the game's end is
+    # nearer, more of its simulations end it), so the searches left in the pool's tail are short
+    order = np.argsort(np.count_nonzero(boards, axis=(1, 2)), kind="stable")
+    roots = env.encode(jnp.asarray(boards[order]))
     s = start(roots, max(1, min(slots, num)), search.sims)
     progress = progress or Progress()
     stopped = 0
@@ -322,11 +330,16 @@ def stream_search(
             lambda s=s, k=key_call: advance(s, roots, search, player, params, k, env, STEPS_PER_CALL), newly_stopped
         )
         call += 1
-    visits = np.asarray(s.visits)
+    back = np.argsort(order)  # each output to its position's row
+
+    def rows(x) -> np.ndarray:
+        return np.asarray(x)[back]
+
+    visits = rows(s.visits)
     return StreamResult(
-        action=np.asarray(s.action),
+        action=rows(s.action),
         policy=visits / np.maximum(visits.sum(-1, keepdims=True), 1),
-        value=np.asarray(s.value),
-        sims_used=np.asarray(s.sims_used),
-        evaluations=np.asarray(s.evaluations),
+        value=rows(s.value),
+        sims_used=rows(s.sims_used),
+        evaluations=rows(s.evaluations),
     )
