@@ -82,17 +82,15 @@ class Stream:
     """A pool of ``S`` graphs working through ``M`` positions.
 
     graph: the slots' graphs. item: ``int32 (S,)``, the position a slot searches (-1: none left
-    to give it). sims: ``int32 (S,)``, its simulations so far (0: its root's evaluation is due);
-    calls: ``int32 (S,)``, the network evaluations they used.
+    to give it). sims: ``int32 (S,)``, its simulations so far (0: its root's evaluation is due).
     handed: positions given to slots so far. The outputs per position, written when its search
     stops: action, visits ``(M, 7)`` at the root, value (the root's ``W / N``), sims_used,
-    evaluations.
+    evaluations (the graph's nodes: one for the root, one for each new position).
     """
 
     graph: TranspositionTree
     item: chex.Array
     sims: chex.Array
-    calls: chex.Array
     handed: chex.Array
     action: chex.Array
     visits: chex.Array
@@ -153,7 +151,6 @@ def start(roots, slots: int, sims: int) -> Stream:
         graph=graph,
         item=item,
         sims=jnp.zeros((slots,), jnp.int32),
-        calls=jnp.zeros((slots,), jnp.int32),
         handed=jnp.minimum(jnp.int32(slots), num),
         action=jnp.zeros((num,), jnp.int32),
         visits=jnp.zeros((num, NUM_ACTIONS), jnp.int32),
@@ -210,9 +207,6 @@ def step(
     logits, value, legal = network_value(player, params, _where(fresh, at_root, d.next_position), key, env)
     prior = jax.nn.softmax(logits)
     evaluates = busy & ~over
-    # the network's answer is used for a root or a walk to a new position, not for a walk that
-    # ends the game (one left over when a slot's run of them outlasted the step's rounds)
-    calls = s.calls + (evaluates & (fresh | ~jax.vmap(ends_game)(g, d)))
     g = jax.vmap(expand_and_back_up)(g, d, prior, value, legal, evaluates & ~fresh)
     rooted = busy & fresh
     g = dataclasses.replace(
@@ -231,18 +225,20 @@ def step(
     def put(field, x):
         return field.at[out].set(x, mode="drop")
 
+    # the network's answers used: the root's and one per new position, each a node (a walk that
+    # ends the game makes none, nor one left over when its run outlasted the rounds)
+    nodes = g.size
     g, item, taken = _hand_out(g, s.item, stops | ~busy, s.handed, roots)
     return Stream(
         graph=g,
         item=item,
         sims=jnp.where(taken, 0, done_sims),
-        calls=jnp.where(taken, 0, calls),
         handed=s.handed + taken.sum(dtype=jnp.int32),
         action=put(s.action, col_argmax(jnp.where(root_legal, visits, -1))),
         visits=put(s.visits, visits),
         value=put(s.value, root_value),
         sims_used=put(s.sims_used, done_sims),
-        evaluations=put(s.evaluations, calls),
+        evaluations=put(s.evaluations, nodes),
     )
 
 
@@ -252,9 +248,7 @@ def shrink(s: Stream, slots: int) -> Stream:
     the rest idle. Once every position is handed out, the network's batch need not stay the
     pool's first size while fewer and fewer searches remain."""
     keep = jnp.argsort(s.item < 0, stable=True)[:slots]  # busy slots first
-    return dataclasses.replace(
-        s, graph=jax.tree.map(lambda x: x[keep], s.graph), item=s.item[keep], sims=s.sims[keep], calls=s.calls[keep]
-    )
+    return dataclasses.replace(s, graph=jax.tree.map(lambda x: x[keep], s.graph), item=s.item[keep], sims=s.sims[keep])
 
 
 @functools.partial(jax.jit, static_argnames=("search", "player", "env", "steps"))

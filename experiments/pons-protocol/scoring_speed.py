@@ -17,7 +17,6 @@ run. ``DIR/speed.json`` gets the seconds, the ratio and the scoring's per-set fi
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import time
 from pathlib import Path
@@ -41,8 +40,8 @@ def full_search_seconds(agent, sets: dict, sims: int) -> float:
     share = FULL_BATCH // len(sets)
     boards = np.concatenate([data["boards"][:share] for data in sets.values()])
     boards = np.concatenate([boards, boards[: FULL_BATCH - len(boards)]])
-    search = dataclasses.replace(agent.search, sims=sims)
-    run = jax.jit(lambda b: run_graph_search(agent.network, agent.params, b, jax.random.key(0), search.sims, search.c))
+    c = agent.search.c
+    run = jax.jit(lambda b: run_graph_search(agent.network, agent.params, b, jax.random.key(0), sims, c))
     board_array = jnp.asarray(boards)
     jax.block_until_ready(run(board_array))  # compiles
     start = time.perf_counter()
