@@ -342,11 +342,12 @@ def test_simulations_that_end_the_game_need_no_network_call(mlp):
     assert steps < int(s.sims_used[0]) // 2, (steps, int(s.sims_used[0]))
 
 
-def test_the_protocols_winograd_network_makes_the_same_moves(monkeypatch):
-    """The protocol's searches on a CPU compute a ResNet's convolutions by Winograd's F(2x2, 3x3)
-    (``solver.YARDSTICK_CONV``): over 6 positions of each set, ``czjax@4``'s searches of 64
-    simulations choose the moves they choose with the model's own convolution (im2col), and
-    their root values agree to the search's rounding."""
+def test_the_protocols_cpu_network_makes_the_same_moves(monkeypatch):
+    """The protocol's searches on a CPU compute a ResNet's convolutions their own way
+    (``solver.YARDSTICK_CONV``: XLA's convolution, compiled with the options for convolutions):
+    over 6 positions of each set, ``czjax@4``'s searches of 64 simulations choose the moves they
+    choose with the model's own convolution (im2col products), and their root values agree to
+    the search's rounding."""
     agent = agents.load_agent("azjl:sims=64:czjax@4")
     sets = {name: {k: v[:6] for k, v in data.items()} for name, data in solver.load_pons().items()}
 
@@ -355,9 +356,9 @@ def test_the_protocols_winograd_network_makes_the_same_moves(monkeypatch):
         rows = list(solver._set_policies(agent, sets, stop_when_decided=True))
         return np.concatenate([row[4] for row in rows]), np.concatenate([row[3] for row in rows])
 
-    (winograd, winograd_value), (own, own_value) = searched("winograd"), searched("im2col")
-    np.testing.assert_array_equal(winograd, own)
-    np.testing.assert_allclose(winograd_value, own_value, atol=1e-3)
+    (cpu, cpu_value), (own, own_value) = searched(solver.YARDSTICK_CONV["cpu"]), searched("im2col")
+    np.testing.assert_array_equal(cpu, own)
+    np.testing.assert_allclose(cpu_value, own_value, atol=1e-3)
 
 
 def test_the_protocol_reads_the_same_move_errors_with_searches_stopped_when_decided():

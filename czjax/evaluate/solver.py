@@ -38,7 +38,7 @@ PLY_BIN = 5
 # How the protocol's searches compute a network's 3x3 convolutions, by backend: on a CPU, where
 # the network's products are nearly the whole cost, Winograd's F(2x2, 3x3) (the same sums with
 # half the multiplications; the same moves, tests/test_protocol.py); elsewhere the model's own.
-YARDSTICK_CONV = {"cpu": "winograd"}
+YARDSTICK_CONV = {"cpu": "xla"}
 ACCURACY_KEYS = ("greedy_optimal", "greedy_keeps_outcome", "sampled_optimal", "sampled_keeps_outcome")
 
 
@@ -372,9 +372,16 @@ def _set_policies(agent: Agent, sets: dict, log=None, stop_when_decided: bool = 
     if stop_when_decided and streams(agent) and agent.model_name is not None:
         boards = np.concatenate([data["boards"] for data in sets.values()])
         conv = backend_method("auto", YARDSTICK_CONV, "auto")
-        network = models.model_player(models.get_model(agent.model_name, conv=conv))
-        key = jax.random.key(0)
-        found = azjl_stream.stream_search(agent.search, network, agent.params, boards, key, progress=progress)
+        model = models.get_model(agent.model_name, conv=conv)
+        found = azjl_stream.stream_search(
+            agent.search,
+            models.model_player(model),
+            agent.params,
+            boards,
+            jax.random.key(0),
+            progress=progress,
+            convolutions=models.convolves(model),
+        )
         start = 0
         for name, data in sets.items():
             rows = slice(start, start + len(data["boards"]))

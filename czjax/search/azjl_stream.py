@@ -47,6 +47,7 @@ from czjax.search.azjl import (
 )
 from czjax.search.base import CONNECT_FOUR, NUM_ACTIONS, Environment, network_value
 from czjax.search.columns import col_argmax
+from czjax.util import compiling
 from czjax.util.progress import Progress
 from czjax.util.pytree import pytree_dataclass
 
@@ -251,7 +252,6 @@ def shrink(s: Stream, slots: int) -> Stream:
     return dataclasses.replace(s, graph=jax.tree.map(lambda x: x[keep], s.graph), item=s.item[keep], sims=s.sims[keep])
 
 
-@functools.partial(jax.jit, static_argnames=("search", "player", "env", "steps"))
 def advance(
     s: Stream, roots, search: AlphaZeroJlMCTS, player: Player, params: Any, key: jax.Array, env: Environment, steps: int
 ):
@@ -263,6 +263,16 @@ def advance(
 
     s, _ = jax.lax.while_loop(lambda carry: (carry[1] < steps) & ~carry[0].finished, body, (s, jnp.int32(0)))
     return s
+
+
+# the compiled :func:`advance`, by whether the player's network holds convolution ops (compiled
+# then with the options :mod:`czjax.util.compiling` gives such programs)
+ADVANCE = {
+    convolutions: compiling.jit(
+        advance, convolutions=convolutions, static_argnames=("search", "player", "env", "steps")
+    )
+    for convolutions in (False, True)
+}
 
 
 class StreamResult(NamedTuple):
@@ -289,13 +299,16 @@ def stream_search(
     env: Environment = CONNECT_FOUR,
     progress: Progress | None = None,
     min_slots: int = MIN_SLOTS,
+    convolutions: bool = False,
 ) -> StreamResult:
     """AlphaZero.jl's MCTS ``search`` (its ``sims`` simulations, exploration ``c``) from each of
     int8 ``boards (M, 6, 7)``, each stopped when its move is decided: the move that of the full
     search, the policy and value those at the stop. ``progress`` counts the positions whose
     search stopped. ``slots``: the pool's size (default :data:`STREAM_SLOTS` for this backend);
     once every position is handed out it halves while half its slots are idle, down to
-    ``min_slots``."""
+    ``min_slots``. ``convolutions``: whether ``player``'s network holds convolution ops
+    (:func:`czjax.models.convolves`), for the options its program is compiled with."""
+    run = ADVANCE[convolutions]
     slots = slots or STREAM_SLOTS.get(jax.default_backend(), DEFAULT_STREAM_SLOTS)
     boards = np.asarray(boards, np.int8)
     num = boards.shape[0]
@@ -316,16 +329,16 @@ def stream_search(
         new, stopped = now - stopped, now
         return new
 
-    call = 0
+    calls = 0
     while not bool(s.finished):
         size = s.item.shape[0]
         if size // 2 >= min_slots and int(s.handed) >= num and int(np.sum(np.asarray(s.item) >= 0)) <= size // 2:
             s = shrink(s, size // 2)
-        key_call = jax.random.fold_in(key, call)
+        key_call = jax.random.fold_in(key, calls)
         s = progress.step(
-            lambda s=s, k=key_call: advance(s, roots, search, player, params, k, env, STEPS_PER_CALL), newly_stopped
+            lambda s=s, k=key_call: run(s, roots, search, player, params, k, env, STEPS_PER_CALL), newly_stopped
         )
-        call += 1
+        calls += 1
     return _result(s, order)
 
 
