@@ -36,8 +36,10 @@ from czjax.util.specs import PlayerSpec
 
 PLY_BIN = 5
 # How the protocol's searches compute a network's 3x3 convolutions, by backend: on a CPU, where
-# the network's products are nearly the whole cost, Winograd's F(2x2, 3x3) (the same sums with
-# half the multiplications; the same moves, tests/test_protocol.py); elsewhere the model's own.
+# the network is nearly the whole cost, XLA's own convolution (compiled with czjax's options for
+# convolutions): a pool step of czjax@4 on 512 boards took 335 ms against 427 with Winograd's
+# F(2x2, 3x3), whose transforms are passes bound by memory (docs/strength.md, "The yardstick";
+# the same moves, tests/test_protocol.py); elsewhere the model's own.
 YARDSTICK_CONV = {"cpu": "xla"}
 ACCURACY_KEYS = ("greedy_optimal", "greedy_keeps_outcome", "sampled_optimal", "sampled_keeps_outcome")
 
@@ -381,6 +383,7 @@ def _set_policies(agent: Agent, sets: dict, log=None, stop_when_decided: bool = 
             jax.random.key(0),
             progress=progress,
             convolutions=models.convolves(model),
+            game_end_rounds=_game_end_rounds(model),
         )
         start = 0
         for name, data in sets.items():
@@ -391,6 +394,14 @@ def _set_policies(agent: Agent, sets: dict, log=None, stop_when_decided: bool = 
         return
     for name, data in sets.items():
         yield (name, data, *policy(agent, data["boards"], progress=progress), None)
+
+
+def _game_end_rounds(model) -> int:
+    """Rounds of game-ending simulations before each network call of the protocol's pool: they
+    pay for a convolutional network's call, not for an MLP's, which costs about a walk of the
+    pool (the untrained MLP3 on 1,500 of Pons' positions, 2-core CPU: 61 s with none, 86 s with
+    8 rounds)."""
+    return azjl_stream.GAME_ENDS_PER_STEP if isinstance(model, (models.ResNet, models.CNNMk4)) else 0
 
 
 def streams(agent: Agent) -> bool:

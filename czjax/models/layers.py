@@ -39,8 +39,8 @@ TORCH_EPS = 1e-5
 # im2col and Flax's GroupNorm; on both cores of the quiet 2-core CPU 90 games/s, compiled with
 # YNNPACK kept for matrix products (czjax.util.compiling: with jaxlib's default fusions YNNPACK
 # runs a convolution on one thread, and canonical was no faster than im2col, 61 against 63).
-# "winograd" (:func:`conv3x3_winograd`) does the same sums with half the multiplications, for the
-# protocol's searches on a CPU, where the network's products are the whole cost.
+# "winograd" (:func:`conv3x3_winograd`) does the same sums with half the multiplications; on the
+# 2-core CPU its transforms, passes bound by memory, cost it more than it saves against "xla".
 CONV_METHODS = ("auto", "im2col", "xla", "canonical", "winograd")
 BACKEND_CONV = {"cpu": "canonical"}
 
@@ -218,9 +218,11 @@ def conv3x3_winograd(x, kernel, operands=jnp.float32):
     12 blocks x 16 = 192 products per pair of channels where im2col takes 42 x 9 = 378.
 
     The input transform runs along the padded board's rows (strided slices), then its columns,
-    never stacking the 16 tiles first: the same outputs, and a step of the protocol's search pool
-    on 1,024 boards 0.70 and 0.73 ms a board in two runs, against 0.84 before, on the 2-core CPU
-    (docs/results/pons-protocol/yardstick-2026-11-27).
+    never stacking the 16 tiles first. On the 2-core CPU a step of the protocol's search pool on
+    512 boards took 427 ms so, against 335 with XLA's convolution compiled with czjax's options
+    for convolutions (:mod:`czjax.util.compiling`; docs/results/pons-protocol/, the yardstick
+    with XLA's convolution): the transforms' passes, bound by memory, cost more than the
+    products they save.
 
     With narrow ``operands`` (mixed precision) the transforms stay float32 and the 16 products
     take their operands rounded to ``operands`` (:func:`mixed_einsum`)."""

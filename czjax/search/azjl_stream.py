@@ -52,14 +52,18 @@ from czjax.util.progress import Progress
 from czjax.util.pytree import pytree_dataclass
 
 # Graphs searched at once (the network's batch), by backend. On the 2-core CPU a ResNet call on
-# 512 boards runs at the rate of one on 1,024 (0.82 against 0.84 ms a board, czjax@4), and the
-# pool's tail, where the last searches finish with fewer and fewer slots busy, is half as long.
+# 512 boards runs at the rate of one on 1,024 (0.82 against 0.84 ms a board, czjax@4 with
+# Winograd's convolutions), and the pool's tail, where the last searches finish with fewer and
+# fewer slots busy, is half as long.
 STREAM_SLOTS = {"cpu": 512}
 DEFAULT_STREAM_SLOTS = 1024
-# Rounds of game-ending simulations a slot may run in a step before the network call. Every
-# slot waits for the pool's longest run, so the bound keeps a step short; a slot whose run is
-# longer goes on next step (its last simulation then leaves the network's answer unused).
-GAME_ENDS_PER_STEP = 8
+# Rounds of game-ending simulations a slot may run in a step before the network call, by
+# default. Every slot waits for the pool's longest run, so the bound keeps a step short; a slot
+# whose run is longer goes on next step (its last simulation then leaves the network's answer
+# unused). A round is a walk of every slot: it pays where a network call costs more than a walk
+# (czjax@4's ResNet on the 2-core CPU: 4 rounds 151 s on 100 positions of each set, 8 rounds
+# 157 s, none 179 s), not for a small MLP, whose caller passes 0 (:func:`stream_search`).
+GAME_ENDS_PER_STEP = 4
 STEPS_PER_CALL = 64  # simulation steps per compiled call, between progress lines
 # Once every position is handed out, the pool halves while half its slots are idle, down to this
 # size: in the tail the longest searches would otherwise keep the whole batch busy for little.
@@ -166,11 +170,11 @@ def _stopped(graph: TranspositionTree, done_sims: jax.Array, sims: int) -> jax.A
     return (done_sims >= sims) | decided(graph.visits[:, ROOT], graph.legal[:, ROOT], sims - done_sims)
 
 
-def _play_out_game_ends(g: TranspositionTree, done_sims, running, walk, sims: int) -> tuple:
+def _play_out_game_ends(g: TranspositionTree, done_sims, running, walk, sims: int, rounds: int) -> tuple:
     """The simulations that end the game, run without the network: while a ``running`` slot's
     next walk ends at a won or drawn position, its reward is backed up and the slot walks
-    again, until its walk needs the network or its search is over (at most
-    :data:`GAME_ENDS_PER_STEP` rounds). ``(graph, done_sims, walk, over)``: each slot's graph
+    again, until its walk needs the network or its search is over (at most ``rounds``
+    rounds). ``(graph, done_sims, walk, over)``: each slot's graph
     and count after them, its next walk, and whether its search is over."""
     no_network = (jnp.zeros(g.prior.shape[::2]), jnp.zeros(g.value.shape[:1]), jnp.zeros(g.legal.shape[::2], bool))
 
@@ -186,24 +190,32 @@ def _play_out_game_ends(g: TranspositionTree, done_sims, running, walk, sims: in
         return g, done_sims, walk(g), over | runs & _stopped(g, done_sims, sims), rounds + 1
 
     state = (g, done_sims, walk(g), jnp.zeros_like(running), jnp.int32(0))
-    g, done_sims, d, over, _ = jax.lax.while_loop(lambda c: (c[4] < GAME_ENDS_PER_STEP) & free(c).any(), body, state)
+    g, done_sims, d, over, _ = jax.lax.while_loop(lambda c: (c[4] < rounds) & free(c).any(), body, state)
     return g, done_sims, d, over
 
 
 def step(
-    s: Stream, roots, search: AlphaZeroJlMCTS, player: Player, params: Any, key: jax.Array, env: Environment
+    s: Stream,
+    roots,
+    search: AlphaZeroJlMCTS,
+    player: Player,
+    params: Any,
+    key: jax.Array,
+    env: Environment,
+    rounds: int = GAME_ENDS_PER_STEP,
 ) -> Stream:
     """One network call for the pool: each busy slot evaluates its root (when due) or runs
-    simulations of ``search``, those that end the game first (no network needed) and then one
-    that evaluates a new position; a search whose move is decided (or whose ``sims`` are done)
-    writes its outputs and its slot takes the next position."""
+    simulations of ``search``, those that end the game first (no network needed, at most
+    ``rounds`` of them) and then one that evaluates a new position; a search whose move is
+    decided (or whose ``sims`` are done) writes its outputs and its slot takes the next
+    position."""
     sims = search.sims
     busy = s.item >= 0
     fresh = s.sims == 0
     walk = jax.vmap(lambda one: descend(one, search.c, env, search.transpositions))
     # an idle slot (no position left to give it) keeps its graph: grown on every step it would
     # outgrow its nodes, and a walk down links past the last node need not end
-    g, done_sims, d, over = _play_out_game_ends(s.graph, s.sims, busy & ~fresh, walk, sims)
+    g, done_sims, d, over = _play_out_game_ends(s.graph, s.sims, busy & ~fresh, walk, sims, rounds)
     at_root = jax.tree.map(lambda x: x[:, ROOT], g.positions)
     logits, value, legal = network_value(player, params, _where(fresh, at_root, d.next_position), key, env)
     prior = jax.nn.softmax(logits)
@@ -253,13 +265,22 @@ def shrink(s: Stream, slots: int) -> Stream:
 
 
 def advance(
-    s: Stream, roots, search: AlphaZeroJlMCTS, player: Player, params: Any, key: jax.Array, env: Environment, steps: int
+    s: Stream,
+    roots,
+    search: AlphaZeroJlMCTS,
+    player: Player,
+    params: Any,
+    key: jax.Array,
+    env: Environment,
+    steps: int,
+    rounds: int = GAME_ENDS_PER_STEP,
 ):
-    """At most ``steps`` steps of the pool, fewer when every search has stopped."""
+    """At most ``steps`` steps of the pool, fewer when every search has stopped, each with at
+    most ``rounds`` rounds of game-ending simulations."""
 
     def body(carry):
         s, i = carry
-        return step(s, roots, search, player, params, jax.random.fold_in(key, i), env), i + 1
+        return step(s, roots, search, player, params, jax.random.fold_in(key, i), env, rounds), i + 1
 
     s, _ = jax.lax.while_loop(lambda carry: (carry[1] < steps) & ~carry[0].finished, body, (s, jnp.int32(0)))
     return s
@@ -269,7 +290,7 @@ def advance(
 # then with the options :mod:`czjax.util.compiling` gives such programs)
 ADVANCE = {
     convolutions: compiling.jit(
-        advance, convolutions=convolutions, static_argnames=("search", "player", "env", "steps")
+        advance, convolutions=convolutions, static_argnames=("search", "player", "env", "steps", "rounds")
     )
     for convolutions in (False, True)
 }
@@ -300,6 +321,7 @@ def stream_search(
     progress: Progress | None = None,
     min_slots: int = MIN_SLOTS,
     convolutions: bool = False,
+    game_end_rounds: int = GAME_ENDS_PER_STEP,
 ) -> StreamResult:
     """AlphaZero.jl's MCTS ``search`` (its ``sims`` simulations, exploration ``c``) from each of
     int8 ``boards (M, 6, 7)``, each stopped when its move is decided: the move that of the full
@@ -307,7 +329,9 @@ def stream_search(
     search stopped. ``slots``: the pool's size (default :data:`STREAM_SLOTS` for this backend);
     once every position is handed out it halves while half its slots are idle, down to
     ``min_slots``. ``convolutions``: whether ``player``'s network holds convolution ops
-    (:func:`czjax.models.convolves`), for the options its program is compiled with."""
+    (:func:`czjax.models.convolves`), for the options its program is compiled with.
+    ``game_end_rounds``: rounds of game-ending simulations a step may run before its network
+    call (0 where a call costs less than a walk of the pool)."""
     run = ADVANCE[convolutions]
     slots = slots or STREAM_SLOTS.get(jax.default_backend(), DEFAULT_STREAM_SLOTS)
     boards = np.asarray(boards, np.int8)
@@ -336,7 +360,8 @@ def stream_search(
             s = shrink(s, size // 2)
         key_call = jax.random.fold_in(key, calls)
         s = progress.step(
-            lambda s=s, k=key_call: run(s, roots, search, player, params, k, env, STEPS_PER_CALL), newly_stopped
+            lambda s=s, k=key_call: run(s, roots, search, player, params, k, env, STEPS_PER_CALL, game_end_rounds),
+            newly_stopped,
         )
         calls += 1
     return _result(s, order)
