@@ -264,11 +264,13 @@ def test_decided_is_true_exactly_when_no_remaining_simulations_can_change_the_mo
         assert bool(answer) == expected, (visits.tolist(), legal.tolist(), remaining)
 
 
-def test_searches_stopped_when_decided_make_the_full_searches_moves(pons_records, mlp, monkeypatch):
+@pytest.mark.parametrize("rounds", [0, 4])
+def test_searches_stopped_when_decided_make_the_full_searches_moves(pons_records, mlp, monkeypatch, rounds):
     """62 positions through a pool of 8 graphs (each slot refilled many times, the pool halved
-    twice in the tail), 40 simulations: every move is the full search's; searches run to the end
-    read its visit shares and value, and used one network evaluation per node of its graph (a
-    simulation that ends the game uses none); some stop early, some skip evaluations."""
+    twice in the tail), 40 simulations, with and without rounds of game-ending simulations before
+    each network call: every move is the full search's; searches run to the end read its visit
+    shares and value, and used one network evaluation per node of its graph (a simulation that
+    ends the game uses none); some stop early, some skip evaluations."""
     from czjax.search import azjl_stream
     from czjax.search.azjl import graph_output, run_graph_search
     from czjax.search.azjl_stream import stream_search
@@ -276,14 +278,21 @@ def test_searches_stopped_when_decided_make_the_full_searches_moves(pons_records
     sizes = []
     shrink = azjl_stream.shrink
     monkeypatch.setattr(azjl_stream, "shrink", lambda s, slots: sizes.append(slots) or shrink(s, slots))
-    monkeypatch.setattr(azjl_stream, "STEPS_PER_CALL", 4)  # the pool's size is checked between calls
+    monkeypatch.setattr(azjl_stream, "STEPS_PER_CALL", 2)  # the pool's size is checked between calls
 
     player, params = mlp
     boards = boards_of(pons_records)
     graph = jax.jit(lambda b: run_graph_search(player, params, b, jax.random.key(0), 40, 2.0))(boards)
     full = graph_output(graph)
     streamed = stream_search(
-        AlphaZeroJlMCTS(sims=40), player, params, np.asarray(boards), jax.random.key(0), slots=8, min_slots=2
+        AlphaZeroJlMCTS(sims=40),
+        player,
+        params,
+        np.asarray(boards),
+        jax.random.key(0),
+        slots=8,
+        min_slots=2,
+        game_end_rounds=rounds,
     )
     np.testing.assert_array_equal(streamed.action, np.asarray(full.action))
     assert (streamed.sims_used >= 1).all() and (streamed.sims_used <= 40).all(), streamed.sims_used  # each ran

@@ -399,8 +399,8 @@ def _set_policies(agent: Agent, sets: dict, log=None, stop_when_decided: bool = 
 def _game_end_rounds(model) -> int:
     """Rounds of game-ending simulations before each network call of the protocol's pool: they
     pay for a convolutional network's call, not for an MLP's, which costs about a walk of the
-    pool (the untrained MLP3 on 1,500 of Pons' positions, 2-core CPU: 61 s with none, 86 s with
-    8 rounds)."""
+    pool (the untrained MLP3 on 1,500 of Pons' positions, 2-core CPU: 55 s with none, 67 s with
+    4 rounds, 82 s with 8; docs/results/pons-protocol/yardstick-xla-conv-2026-11-27)."""
     return azjl_stream.GAME_ENDS_PER_STEP if isinstance(model, (models.ResNet, models.CNNMk4)) else 0
 
 

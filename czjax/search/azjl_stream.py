@@ -61,8 +61,9 @@ DEFAULT_STREAM_SLOTS = 1024
 # default. Every slot waits for the pool's longest run, so the bound keeps a step short; a slot
 # whose run is longer goes on next step (its last simulation then leaves the network's answer
 # unused). A round is a walk of every slot: it pays where a network call costs more than a walk
-# (czjax@4's ResNet on the 2-core CPU: 4 rounds 151 s on 100 positions of each set, 8 rounds
-# 157 s, none 179 s), not for a small MLP, whose caller passes 0 (:func:`stream_search`).
+# (czjax@4's ResNet on 100 positions of each of Pons' sets, 2-core CPU: 145 s with 4 rounds,
+# 154 s with 8, 186 s with none; docs/results/pons-protocol/yardstick-xla-conv-2026-11-27), not
+# for a small MLP, whose caller passes 0 (:func:`stream_search`).
 GAME_ENDS_PER_STEP = 4
 STEPS_PER_CALL = 64  # simulation steps per compiled call, between progress lines
 # Once every position is handed out, the pool halves while half its slots are idle, down to this
