@@ -382,3 +382,11 @@ def test_the_protocol_reads_the_same_move_errors_with_searches_stopped_when_deci
     assert all(1 <= r["evaluations"] <= r["simulations"] <= 60 for r in fast["sets"])
     assert not any("simulations" in r for r in full["sets"])
     assert "each search stopped once its move was decided" in solver.format_pons(fast)
+
+
+def test_stopped_searches_refuse_a_player_without_a_network():
+    """Only AlphaZero.jl's MCTS over a network streams: minimax, or a network alone, is refused
+    in one line naming the player."""
+    for spec in ("minimax:depth=1", "czjax@4"):
+        with pytest.raises(ValueError, match="need AlphaZero.jl's MCTS over a network"):
+            solver.stopped_searches(agents.load_agent(spec), np.zeros((1, 6, 7), np.int8))

@@ -363,6 +363,29 @@ def move_errors(scores: np.ndarray, probs: np.ndarray, greedy: np.ndarray) -> tu
     ).sum(1)
 
 
+def stopped_searches(
+    agent: Agent, boards, progress: Progress | None = None, game_end_rounds: int | None = None
+) -> azjl_stream.StreamResult:
+    """The protocol's searches of an ``agent`` that :func:`streams` from int8 ``boards (M, 6, 7)``,
+    each stopped once its move is decided (:func:`czjax.search.azjl_stream.stream_search`), its
+    network computing convolutions as :data:`YARDSTICK_CONV` says. ``game_end_rounds``: the
+    rounds of game-ending simulations before each network call (default
+    :func:`_game_end_rounds`'s choice for the network)."""
+    if not streams(agent) or agent.model_name is None:
+        raise ValueError(f"{agent.name}: the protocol's stopped searches need AlphaZero.jl's MCTS over a network")
+    model = models.get_model(agent.model_name, conv=backend_method("auto", YARDSTICK_CONV, "auto"))
+    return azjl_stream.stream_search(
+        agent.search,
+        models.model_player(model),
+        agent.params,
+        boards,
+        jax.random.key(0),
+        progress=progress,
+        convolutions=models.convolves(model),
+        game_end_rounds=_game_end_rounds(model) if game_end_rounds is None else game_end_rounds,
+    )
+
+
 def _set_policies(agent: Agent, sets: dict, log=None, stop_when_decided: bool = False):
     """Per Pons set, ``(name, data, probs, value, greedy, counts)`` of ``agent`` on its positions,
     with one progress line over all the sets (``counts``: each search's simulations and network
@@ -371,20 +394,8 @@ def _set_policies(agent: Agent, sets: dict, log=None, stop_when_decided: bool = 
     position's search is stopped once its move is decided (:mod:`czjax.search.azjl_stream`):
     the same moves, the probs and value those at the stop."""
     progress = Progress(log, "positions", sum(len(data["boards"]) for data in sets.values()))
-    if stop_when_decided and streams(agent) and agent.model_name is not None:
-        boards = np.concatenate([data["boards"] for data in sets.values()])
-        conv = backend_method("auto", YARDSTICK_CONV, "auto")
-        model = models.get_model(agent.model_name, conv=conv)
-        found = azjl_stream.stream_search(
-            agent.search,
-            models.model_player(model),
-            agent.params,
-            boards,
-            jax.random.key(0),
-            progress=progress,
-            convolutions=models.convolves(model),
-            game_end_rounds=_game_end_rounds(model),
-        )
+    if stop_when_decided and streams(agent):
+        found = stopped_searches(agent, np.concatenate([data["boards"] for data in sets.values()]), progress)
         start = 0
         for name, data in sets.items():
             rows = slice(start, start + len(data["boards"]))

@@ -18,14 +18,11 @@ import json
 import time
 from pathlib import Path
 
-import jax
 import numpy as np
 
-from czjax import agents, models
+from czjax import agents
 from czjax.bench.provenance import provenance
 from czjax.evaluate import solver
-from czjax.models.layers import backend_method
-from czjax.search import azjl_stream
 from czjax.util.specs import PlayerSpec
 
 
@@ -40,8 +37,8 @@ def main(argv=None) -> dict:
     if args.per_set < 1 or min(args.rounds) < 0:
         parser.error("--per-set must be at least 1 and --rounds at least 0")
     agent = agents.load_agent(solver.protocol_spec("alphazero.jl", PlayerSpec.parse(args.player)))
-    conv = backend_method("auto", solver.YARDSTICK_CONV, "auto")
-    model = models.get_model(agent.model_name, conv=conv)
+    if not solver.streams(agent):
+        parser.error(f"--player {args.player}: the protocol's stopped searches need a network")
     hardest = solver.PONS_REFERENCE_ORDER[-1]
     sets = solver.load_pons()
     boards = np.concatenate(
@@ -53,15 +50,7 @@ def main(argv=None) -> dict:
     rows, moves = [], None
     for rounds in args.rounds:
         start = time.perf_counter()
-        found = azjl_stream.stream_search(
-            agent.search,
-            models.model_player(model),
-            agent.params,
-            boards,
-            jax.random.key(0),
-            convolutions=models.convolves(model),
-            game_end_rounds=rounds,
-        )
+        found = solver.stopped_searches(agent, boards, game_end_rounds=rounds)
         rows.append({"rounds": rounds, "seconds": round(time.perf_counter() - start, 1)})
         print(json.dumps(rows[-1]), flush=True)
         if moves is not None and not np.array_equal(moves, found.action):
