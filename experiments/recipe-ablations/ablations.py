@@ -133,7 +133,7 @@ def score(folder: Path, games: int) -> dict:
     # PONS are the short names of solver.PONS_REFERENCE_ORDER, in its order
     out = {f"protocol_{s}": by_set[name] for s, name in zip(PONS, solver.PONS_REFERENCE_ORDER, strict=True)}
     out["protocol_mean"] = protocol["mean_move_error"]
-    out.update({f"network_{k}": v for k, v in row(network, games, seed=0).items()})
+    out.update({f"network_{k}": v for k, v in row(network, games, seed=0, minimax=None).items()})
     return out
 
 
