@@ -287,14 +287,15 @@ def advance(
     return s
 
 
-# the compiled :func:`advance`, by whether the player's network holds convolution ops (compiled
-# then with the options :mod:`czjax.util.compiling` gives such programs)
-ADVANCE = {
-    convolutions: compiling.jit(
+@functools.cache
+def compiled_advance(convolutions: bool):
+    """:func:`advance` compiled with the options :mod:`czjax.util.compiling` gives a program that
+    holds convolution ops (``convolutions``) or none; made on first use, since choosing the
+    options starts JAX's backend, which importing czjax must not (a run over several hosts
+    starts it after ``jax.distributed.initialize``)."""
+    return compiling.jit(
         advance, convolutions=convolutions, static_argnames=("search", "player", "env", "steps", "rounds")
     )
-    for convolutions in (False, True)
-}
 
 
 class StreamResult(NamedTuple):
@@ -333,7 +334,7 @@ def stream_search(
     (:func:`czjax.models.convolves`), for the options its program is compiled with.
     ``game_end_rounds``: rounds of game-ending simulations a step may run before its network
     call (0 where a call costs less than a walk of the pool)."""
-    run = ADVANCE[convolutions]
+    run = compiled_advance(convolutions)
     slots = slots or STREAM_SLOTS.get(jax.default_backend(), DEFAULT_STREAM_SLOTS)
     boards = np.asarray(boards, np.int8)
     num = boards.shape[0]

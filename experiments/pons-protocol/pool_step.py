@@ -29,7 +29,7 @@ def time_steps(agent, conv: str, slots: int, steps: int, calls: int) -> dict:
     """Median seconds of ``calls`` calls of ``steps`` steps of a pool of ``slots`` graphs."""
     model = models.get_model(agent.model_name, conv=conv)
     network = models.model_player(model)
-    advance = azjl_stream.ADVANCE[models.convolves(model)]  # with the scoring's compiler options
+    advance = azjl_stream.compiled_advance(models.convolves(model))  # with the scoring's compiler options
     boards = np.concatenate([data["boards"] for data in solver.load_pons().values()])[: 2 * slots]
     roots = CONNECT_FOUR.encode(jnp.asarray(boards))
     state = azjl_stream.start(roots, slots, agent.search.sims)
