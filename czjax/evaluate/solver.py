@@ -371,9 +371,10 @@ def stopped_searches(
     network computing convolutions as :data:`YARDSTICK_CONV` says. ``game_end_rounds``: the
     rounds of game-ending simulations before each network call (default
     :func:`_game_end_rounds`'s choice for the network)."""
-    if not streams(agent) or agent.model_name is None:
+    model_name = agent.model_name if streams(agent) else None
+    if model_name is None:
         raise ValueError(f"{agent.name}: the protocol's stopped searches need AlphaZero.jl's MCTS over a network")
-    model = models.get_model(agent.model_name, conv=backend_method("auto", YARDSTICK_CONV, "auto"))
+    model = models.get_model(model_name, conv=backend_method("auto", YARDSTICK_CONV, "auto"))
     return azjl_stream.stream_search(
         agent.search,
         models.model_player(model),
