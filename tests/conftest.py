@@ -1,5 +1,6 @@
 """Shared fixtures: checkpoints of untrained models, written once per test session."""
 
+import importlib.metadata
 import os
 import tempfile
 from pathlib import Path
@@ -17,11 +18,31 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path(tempfile.gettempdir(
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
 os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(2**30))
 
+
+def _cpu_only() -> bool:
+    """Whether JAX can run only on the CPU here: ``JAX_PLATFORMS=cpu``, or no accelerator plugin
+    installed (jax's CUDA and ROCm plugins, libtpu)."""
+    if os.environ.get("JAX_PLATFORMS", "").strip() == "cpu":
+        return True
+    names = {(dist.metadata["Name"] or "").lower().replace("_", "-") for dist in importlib.metadata.distributions()}
+    return not any(name.startswith(("jax-cuda", "jax-rocm", "libtpu")) for name in names)
+
+
+# On the CPU, LLVM's optimisation of each program is most of a cold suite's compile time (a fresh
+# clone's first run: 673 s with it, 552 s without, on 2 cores), while the suite's programs are
+# small and most run a few times: off for the suite and its subprocesses, which inherit
+# XLA_FLAGS. It changes no result (tests/test_unchanged.py holds bit for bit). A test whose
+# time is running its programs turns it back on for them (``optimised_programs`` below); a
+# level the caller chose in XLA_FLAGS wins.
+TEST_OPTIMISATION = "xla_backend_optimization_level"
+if _cpu_only() and TEST_OPTIMISATION not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --{TEST_OPTIMISATION}=0".strip()
+
 import pytest  # noqa: E402
 
 from czjax.learn.settings import HParams, TrainConfig  # noqa: E402
 from czjax.learn.trainer import make_trainer  # noqa: E402
-from czjax.util import checkpoint  # noqa: E402
+from czjax.util import checkpoint, compiling  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -35,6 +56,25 @@ def model_checkpoints(tmp_path_factory):
         paths[model] = folder / f"{model}.msgpack"
         checkpoint.save(paths[model], state, config.to_dict(), HParams.create().to_dict(), {"seed": 7})
     return paths
+
+
+@pytest.fixture
+def optimised_programs(monkeypatch):
+    """The programs czjax compiles through :mod:`czjax.util.compiling` in this test, with XLA's
+    backend optimisation on (``xla_backend_optimization_level=3``), where the suite has it off:
+    for a test whose time is running them (a calibration of a thousand searches). The protocol's
+    search program, made once per process, is made again inside the test and after it."""
+    from czjax.search import azjl_stream
+
+    default = compiling.compiler_options
+
+    def optimised(convolutions: bool):
+        return {**(default(convolutions) or {}), TEST_OPTIMISATION: 3}
+
+    monkeypatch.setattr(compiling, "compiler_options", optimised)
+    azjl_stream.compiled_advance.cache_clear()
+    yield
+    azjl_stream.compiled_advance.cache_clear()
 
 
 def pytest_configure(config):

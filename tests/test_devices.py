@@ -73,7 +73,10 @@ def assert_rows_agree(a: dict, b: dict, label):
 def four_devices(tmp_path_factory):
     out = tmp_path_factory.mktemp("devices")
     env = dict(
-        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO)
+        os.environ,
+        XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4",
+        JAX_PLATFORMS="cpu",
+        PYTHONPATH=str(REPO),
     )
     proc = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(out)], env=env, capture_output=True, text=True, timeout=600
@@ -149,7 +152,10 @@ def test_a_run_over_two_hosts_is_the_run_on_one(tmp_path):
         "2",
     ]
     env = dict(
-        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO)
+        os.environ,
+        XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2",
+        JAX_PLATFORMS="cpu",
+        PYTHONPATH=str(REPO),
     )
     commands = [[*args, "--process-id", str(i)] for i in (0, 1)]
     commands.append(

@@ -33,8 +33,8 @@ def test_the_notebook_is_committed_clean_and_uses_the_public_api():
 
 def test_the_notebook_runs_top_to_bottom(tmp_path):
     """Every cell in order in a fresh kernel of this interpreter, in an empty folder (its runs go
-    to runs/ there). XLA's backend optimisation is off in the kernel: it halves the compile time
-    (most of the notebook's) and changes nothing the notebook shows but its speed."""
+    to runs/ there). The kernel inherits the suite's XLA_FLAGS (tests/conftest.py: on the CPU,
+    XLA's backend optimisation off, which halves the notebook's compile time)."""
     kernels = tmp_path / "jupyter" / "kernels" / "czjax-test"
     kernels.mkdir(parents=True)
     (kernels / "kernel.json").write_text(
@@ -43,7 +43,6 @@ def test_the_notebook_runs_top_to_bottom(tmp_path):
                 "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
                 "display_name": "czjax test",
                 "language": "python",
-                "env": {"XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_backend_optimization_level=0".strip()},
             }
         )
     )

@@ -207,7 +207,7 @@ def protocol_errors(spec: str, per_set: dict[str, int]) -> dict[str, float]:
     return {r["set"]: r["move_error"] for r in report["sets"]}
 
 
-def test_mcts600_over_an_untrained_network_reads_like_alphazero_jl_iteration_0():
+def test_mcts600_over_an_untrained_network_reads_like_alphazero_jl_iteration_0(optimised_programs):
     """AlphaZero.jl's iteration 0 is its untrained network under its benchmark MCTS. czjax's
     protocol player over an untrained network with a value head (MLP3, seed 0) stays within
     three binomial standard errors (plus 1 point for reading the plot) of it on every set:
