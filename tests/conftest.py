@@ -12,13 +12,34 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 # Many tests start `czjax` in subprocesses that compile the same programs again: a persistent
 # compilation cache, which the subprocesses inherit, saves CI the repeats (the subprocess-heavy
 # files: 157 s without it, 131 s with it, on one core). One folder for every run of the suite on
-# this machine, kept under 1 GB (least recently used entries go first); a hit is the program a
-# miss would compile, so results do not depend on it. Every program is kept, however quick to
-# compile: nine in ten of the suite's take under half a second, and together they are a
-# second run's largest share of compiling.
+# this machine; a hit is the program a miss would compile, so results do not depend on it. Every
+# program is kept, however quick to compile: nine in ten of the suite's take under half a second,
+# and together they are most of what a second run would compile again. JAX's own size limit is
+# off: under one, each write lists the folder and reads every entry's access time, which over
+# the suite's thousands of entries cost a cold run minutes. The folder is kept under 1 GB here
+# instead, once a session (prune_cache).
+CACHE_LIMIT_BYTES = 2**30
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path(tempfile.gettempdir()) / "czjax-tests-jax-cache"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
-os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(2**30))
+os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", "-1")
+
+
+def prune_cache(folder: Path, limit: int = CACHE_LIMIT_BYTES) -> list[Path]:
+    """Where the files in ``folder`` (a compilation cache) hold more than ``limit`` bytes, deletes
+    the oldest-written until they hold at most half of it; returns the deleted files. Hidden
+    files (a lock) stay."""
+    files = [path for path in folder.glob("*") if path.is_file() and not path.name.startswith(".")]
+    stats = {path: path.stat() for path in files}
+    total = sum(stat.st_size for stat in stats.values())
+    deleted = []
+    if total > limit:
+        for path in sorted(files, key=lambda path: stats[path].st_mtime):
+            if total <= limit // 2:
+                break
+            path.unlink(missing_ok=True)
+            total -= stats[path].st_size
+            deleted.append(path)
+    return deleted
 
 
 def _cpu_only() -> bool:
@@ -80,7 +101,10 @@ def optimised_programs(monkeypatch):
 
 
 def pytest_configure(config):
-    """``CZJAX_TEST_COMPILE_LOG=PATH``: record where the suite compiles (``tests/compile_log.py``)."""
+    """The compilation cache pruned, once a session (not in each pytest-xdist worker);
+    ``CZJAX_TEST_COMPILE_LOG=PATH``: record where the suite compiles (``tests/compile_log.py``)."""
+    if not hasattr(config, "workerinput"):
+        prune_cache(Path(os.environ["JAX_COMPILATION_CACHE_DIR"]))
     path = os.environ.get("CZJAX_TEST_COMPILE_LOG")
     if path:
         from tests.compile_log import CompileLog
