@@ -58,7 +58,7 @@ def _cpu_only() -> bool:
 # time is running its programs turns it back on for them (``optimised_programs`` below); a
 # level the caller chose in XLA_FLAGS wins.
 TEST_OPTIMISATION = "xla_backend_optimization_level"
-if _cpu_only() and TEST_OPTIMISATION not in os.environ.get("XLA_FLAGS", ""):
+if TEST_OPTIMISATION not in os.environ.get("XLA_FLAGS", "") and _cpu_only():  # workers: set by the controller
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --{TEST_OPTIMISATION}=0".strip()
 
 import pytest  # noqa: E402

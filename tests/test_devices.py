@@ -69,15 +69,21 @@ def assert_rows_agree(a: dict, b: dict, label):
         assert abs(a[key] - b[key]) <= 1e-4 * max(1.0, abs(b[key])), (label, key, a[key], b[key])
 
 
-@pytest.fixture(scope="module")
-def four_devices(tmp_path_factory):
-    out = tmp_path_factory.mktemp("devices")
-    env = dict(
+def cpu_devices_env(count: int) -> dict:
+    """The environment of a subprocess that runs this checkout's czjax on ``count`` CPU devices,
+    keeping the suite's own XLA_FLAGS (tests/conftest.py)."""
+    return dict(
         os.environ,
-        XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4",
+        XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={count}",
         JAX_PLATFORMS="cpu",
         PYTHONPATH=str(REPO),
     )
+
+
+@pytest.fixture(scope="module")
+def four_devices(tmp_path_factory):
+    out = tmp_path_factory.mktemp("devices")
+    env = cpu_devices_env(4)
     proc = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(out)], env=env, capture_output=True, text=True, timeout=600
     )
@@ -151,12 +157,7 @@ def test_a_run_over_two_hosts_is_the_run_on_one(tmp_path):
         "--num-processes",
         "2",
     ]
-    env = dict(
-        os.environ,
-        XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2",
-        JAX_PLATFORMS="cpu",
-        PYTHONPATH=str(REPO),
-    )
+    env = cpu_devices_env(2)
     commands = [[*args, "--process-id", str(i)] for i in (0, 1)]
     commands.append(
         [*args[: args.index("--out")], "--out", str(tmp_path / "one"), "--devices", "1"]
