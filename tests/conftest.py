@@ -54,9 +54,10 @@ def _cpu_only() -> bool:
 # On the CPU, LLVM's optimisation of each program is most of a cold suite's compile time (a fresh
 # clone's first run: 673 s with it, 552 s without, on 2 cores), while the suite's programs are
 # small and most run a few times: off for the suite and its subprocesses, which inherit
-# XLA_FLAGS. It changes no result (tests/test_unchanged.py holds bit for bit). A test whose
-# time is running its programs turns it back on for them (``optimised_programs`` below); a
-# level the caller chose in XLA_FLAGS wins.
+# XLA_FLAGS. It may change the last bits of a float (LLVM orders arithmetic otherwise), so a test
+# that compares bits with a record makes its run at the record's flags (tests/records.py). A
+# test whose time is running its programs turns it back on for them (``optimised_programs``
+# below); a level the caller chose in XLA_FLAGS wins.
 TEST_OPTIMISATION = "xla_backend_optimization_level"
 if TEST_OPTIMISATION not in os.environ.get("XLA_FLAGS", "") and _cpu_only():  # workers: set by the controller
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --{TEST_OPTIMISATION}=0".strip()
@@ -98,6 +99,52 @@ def optimised_programs(monkeypatch):
     azjl_stream.compiled_advance.cache_clear()
     yield
     azjl_stream.compiled_advance.cache_clear()
+
+
+RECORDED = "recorded comparison"  # the user property each comparison with a record is kept under
+
+
+class RecordedComparisons:
+    """What a test compared with records (tests/records.py): each comparison said once, by
+    :meth:`said`, which the suite's summary prints; a test that made none fails."""
+
+    def __init__(self, record_property):
+        self.record_property, self.lines = record_property, []
+
+    def said(self, what: str, line: str) -> None:
+        self.lines.append(f"{what}: {line}")
+        self.record_property(RECORDED, f"{what}: {line}")
+
+    def check_said(self) -> None:
+        if not self.lines:
+            pytest.fail("this test compares with recorded results but compared with none")
+
+
+@pytest.fixture
+def recorded(record_property):
+    """For a test that compares results with records: it says with :meth:`said` which record it
+    compared with and how; one that ends without saying so fails, so no recorded comparison is
+    skipped in silence on the machine running the suite."""
+    comparisons = RecordedComparisons(record_property)
+    yield comparisons
+    comparisons.check_said()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Which record each comparison used on this machine (exact, or the nearest within float
+    noise), from every worker's reports."""
+    lines = [
+        f"{report.nodeid.split('::')[0]}: {value}"
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if getattr(report, "when", None) == "call"
+        for name, value in getattr(report, "user_properties", ())
+        if name == RECORDED
+    ]
+    if lines:
+        terminalreporter.write_sep("-", "results compared with records")
+        for line in sorted(set(lines)):
+            terminalreporter.write_line(line)
 
 
 def pytest_configure(config):

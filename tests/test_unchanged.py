@@ -1,16 +1,15 @@
-"""Results unchanged (issue 27's reshaping must not change one): fixed-seed runs of a few presets
-(every metric, a hash of the final parameters) and the program of a rollout, recorded with the
-code as it was before anything moved (tests/data/unchanged.json), come out the same.
+"""Results unchanged: fixed-seed runs of a few presets (every metric, a hash of the final
+parameters) and the program of a rollout, recorded per machine (tests/data/unchanged.json), come
+out the same.
 
-Each record holds for the platform it was taken on (the backend, the pinned jax of
-constraints/cpu.txt, the processor's name and instruction-set flags): there every bit must
-agree. Elsewhere floating point may differ in the last bits, and the test checks what must hold
-everywhere, the same seed giving the same run twice, and on the CPU with the same jax the
-metrics within float noise of a record.
+The comparison follows tests/records.py: on a machine with a record, bit for bit, the runs made
+at the record's XLA_FLAGS in a subprocess; elsewhere within float noise of the nearest record.
+The rollout's StableHLO does not depend on the processor: it must equal the nearest record's
+wherever jax is the record's version. Either way the same seed gives the same run twice.
 
-Record again (only when a change is meant to change results, and say so in the commit), or add
-this machine's record with the code from before the change checked out:
-    python tests/test_unchanged.py --record
+Record again only when a change is meant to change results, with the evidence in its commit; add
+this machine with the code from before the change checked out (docs/testing.md, "Records"):
+    python -m tests.test_unchanged --record
 """
 
 from __future__ import annotations
@@ -23,6 +22,8 @@ from pathlib import Path
 
 import jax
 import numpy as np
+
+from tests import records
 
 RECORD = Path(__file__).parent / "data" / "unchanged.json"
 TINY = dict(games_per_batch=4, batches_per_chunk=2, eval_games=2, solver_eval="off")
@@ -82,24 +83,6 @@ def rollout_program() -> str:
     return re.sub(r"@[\w.$-]+", lambda m: names.setdefault(m.group(0), f"@f{len(names)}"), text)
 
 
-def cpu_model() -> tuple[str, str]:
-    """The processor's name and a digest of its instruction-set flags: XLA compiles for the
-    processor it runs on (AVX-512 or not, ...), so the last bits of a float may differ on
-    another, even of the same name."""
-    try:
-        lines = open("/proc/cpuinfo").read().splitlines()
-    except OSError:
-        return "unknown", "unknown"
-    name = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "unknown")
-    flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
-    return name, hashlib.sha256(" ".join(sorted(flags)).encode()).hexdigest()[:16]
-
-
-def platform() -> dict:
-    name, flags = cpu_model()
-    return {"backend": jax.default_backend(), "jax": jax.__version__, "cpu": name, "cpu_flags": flags}
-
-
 def fingerprint(folder: Path) -> dict:
     return {
         "rollout_sha256": hashlib.sha256(rollout_program().encode()).hexdigest(),
@@ -107,50 +90,61 @@ def fingerprint(folder: Path) -> dict:
     }
 
 
-def assert_metrics_close(now: list, recorded: list, name: str) -> None:
-    assert [sorted(row) for row in now] == [sorted(row) for row in recorded], f"{name}: other metrics"
-    for a, b in zip(now, recorded):
-        for key in b:
-            assert np.isclose(a[key], b[key], rtol=1e-4, atol=1e-6), f"{name}: {key} changed: {a[key]} != {b[key]}"
+def fingerprint_at_flags(folder: Path, flags: str) -> dict:
+    """:func:`fingerprint` made in a subprocess at XLA_FLAGS ``flags`` (a record's), with the
+    same runs made a second time in that process as ``again``."""
+    out = folder / "fingerprint.json"
+    records.run_at_flags("tests.test_unchanged", ["--fingerprint", str(out)], flags)
+    return json.loads(out.read_text())
 
 
-def test_results_unchanged(tmp_path):
-    records = json.loads(RECORD.read_text())["records"]
-    here = platform()
-    now = fingerprint(tmp_path / "a")
-    exact = [r for r in records if r["platform"] == here]
-    if exact:  # recorded on this very platform: every bit the same
-        record = exact[0]
+def test_results_unchanged(tmp_path, recorded):
+    stored = json.loads(RECORD.read_text())["records"]
+    for record in stored:
+        assert sorted(record["runs"]) == sorted(CASES)
+        assert sorted(record["platform"]) == sorted(records.PLATFORM_KEYS)
+    choice = records.nearest(stored, records.platform())
+    if choice is None:  # no record of this backend (a GPU): the same seed gives the same run twice
+        now = {name: run_case(name, tmp_path / "a" / name) for name in CASES}
+        assert {name: run_case(name, tmp_path / "b" / name) for name in CASES} == now
+        recorded.said("results unchanged", f"no record for the {jax.default_backend()} backend: run twice, the same")
+        return
+    now = fingerprint_at_flags(tmp_path, choice.flags)
+    assert now["again"] == now["runs"], "the same seed gave another run"
+    record = choice.record
+    if record["platform"]["jax"] == jax.__version__:  # StableHLO: the same on every processor
         assert now["rollout_sha256"] == record["rollout_sha256"], "the rollout's program changed"
-        for name, recorded in record["runs"].items():
-            assert now["runs"][name]["metrics"] == recorded["metrics"], f"{name}: the metrics changed"
-            assert now["runs"][name]["params_sha256"] == recorded["params_sha256"], (
+    for name, recorded_run in record["runs"].items():
+        if choice.exact:
+            assert now["runs"][name]["metrics"] == recorded_run["metrics"], f"{name}: the metrics changed"
+            assert now["runs"][name]["params_sha256"] == recorded_run["params_sha256"], (
                 f"{name}: the final parameters changed"
             )
-    else:  # another platform: the same seed must give the same run twice ...
-        again = {name: run_case(name, tmp_path / "b" / name) for name in CASES}
-        assert again == now["runs"]
-        same_jax = [
-            r
-            for r in records
-            if {k: r["platform"][k] for k in ("backend", "jax")} == {k: here[k] for k in ("backend", "jax")}
-        ]
-        for record in same_jax[:1]:  # ... and, on the CPU with the same jax, metrics within float noise
-            for name, recorded in record["runs"].items():
-                assert_metrics_close(now["runs"][name]["metrics"], recorded["metrics"], name)
-    for record in records:
-        assert sorted(record["runs"]) == sorted(CASES)
+        else:
+            records.assert_metrics_close(now["runs"][name]["metrics"], recorded_run["metrics"], name)
+    recorded.said("results unchanged", choice.describe())
 
 
-if __name__ == "__main__" and "--record" in sys.argv:
+def main(argv: list[str]) -> None:
+    """``--fingerprint OUT``: this process's fingerprint (and its runs again) as JSON in OUT;
+    ``--record``: this machine's record, at this process's XLA_FLAGS, replacing its earlier one."""
     import tempfile
 
-    with tempfile.TemporaryDirectory() as folder:
-        new = {"platform": platform(), **fingerprint(Path(folder))}
-    kept = (
-        [r for r in json.loads(RECORD.read_text())["records"] if r["platform"] != new["platform"]]
-        if RECORD.exists()
-        else []
-    )
-    RECORD.write_text(json.dumps({"records": [*kept, new]}, indent=1) + "\n")
-    print(f"recorded {RECORD}")
+    if argv[:1] == ["--fingerprint"]:
+        with tempfile.TemporaryDirectory() as folder:
+            now = fingerprint(Path(folder) / "a")
+            now["again"] = {name: run_case(name, Path(folder) / "b" / name) for name in CASES}
+        Path(argv[1]).write_text(json.dumps(now))
+    elif argv[:1] == ["--record"]:
+        with tempfile.TemporaryDirectory() as folder:
+            new = {"platform": records.platform(), **fingerprint(Path(folder))}
+        kept = json.loads(RECORD.read_text())["records"] if RECORD.exists() else []
+        kept = [r for r in kept if r["platform"] != new["platform"]]
+        RECORD.write_text(json.dumps({"records": [*kept, new]}, indent=1) + "\n")
+        print(f"recorded {RECORD} for {records.Choice(new, exact=True).describe()}")
+    else:
+        sys.exit("usage: python -m tests.test_unchanged --record | --fingerprint OUT")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
