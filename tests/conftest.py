@@ -5,6 +5,9 @@ import os
 import tempfile
 from pathlib import Path
 
+# a hook, found here by pytest: pytest-xdist's workers ignore SIGINT once their session has finished
+from tests.worker_end import pytest_sessionfinish  # noqa: F401  (tests/worker_end.py says why)
+
 # Several pytest-xdist workers share one GPU: each takes memory as it needs it, not JAX's default
 # 75% of the card up front (set before JAX starts, as this file is read before any test module)
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")

@@ -315,6 +315,27 @@ def test_kill_9_mid_run_loses_at_most_the_checkpoint_interval(tmp_path):
         assert agreement.took_the_same_steps(a.params, b.params, 1e-3, int(a.step))
 
 
+def test_the_readmes_snippet_run_again_says_the_run_is_finished(tmp_path, capsys, monkeypatch):
+    """README.md's ``run_training(..., resume=True)`` a second time: the command line's words for
+    a finished run, in the API's spelling, and nothing trained or written."""
+    import czjax
+
+    monkeypatch.chdir(tmp_path)
+    first = czjax.run_training(CONFIG, HP, "runs/ex2", seed=0, batches=2, resume=True)
+    saved = (tmp_path / "runs/ex2" / loop.CHECKPOINT).read_bytes()
+    capsys.readouterr()
+    again = czjax.run_training(CONFIG, HP, "runs/ex2", seed=0, batches=2, resume=True)
+    assert capsys.readouterr().out == (
+        "runs/ex2 holds a finished run: its target (until 2 batches) is reached, nothing to continue. Train it "
+        "further with run_training(..., resume=True) and a larger batches or time_budget_s, or start it again "
+        "with overwrite=True\n"
+    )
+    assert (tmp_path / "runs/ex2" / loop.CHECKPOINT).read_bytes() == saved
+    assert {k: again[k] for k in ("batches", "games", "last", "interrupted")} == {
+        k: first[k] for k in ("batches", "games", "last", "interrupted")
+    }
+
+
 def test_resume_before_the_first_checkpoint_and_with_a_stored_time_budget(tmp_path, capsys):
     assert cli_train(tmp_path / "a", "--batches", "4") == 0
     (tmp_path / "a" / loop.CHECKPOINT).unlink()  # as if killed before its first checkpoint: run.json is there

@@ -2,6 +2,7 @@
 seconds: the counting itself (against hand-computed paces), the training and scan lines, and
 the commands that used to work in silence (tournament, eval with a search, openings, distill)."""
 
+import re
 import time
 
 import jax
@@ -14,30 +15,114 @@ from czjax.run import loop, scan
 from czjax.util import progress
 
 
+class FakeClock:
+    """A clock that moves only when told: steps of known durations."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 def test_durations_and_time_left():
     assert [progress.duration(s) for s in (0, 42.4, 200, 7500)] == ["0 s", "42 s", "3 min 20 s", "2 h 05 min"]
-    assert progress.time_left(0, 10, 5.0) is None  # nothing done: no pace yet
-    assert progress.time_left(2, 10, 4.0) == pytest.approx(16.0)  # 2 s a unit, 8 to go
-    assert progress.time_left(10, 10, 4.0) == 0.0
+    assert progress.Pace().time_left(10) is None  # nothing done: no pace yet
+    one = progress.Pace().add(2, 4.0)
+    assert one.time_left(8) == pytest.approx(16.0)  # the first step alone: 2 s a unit, 8 to go
+    assert one.time_left(0) == 0.0
+    assert one.add(4, 4.0).time_left(8) == pytest.approx(8.0)  # then the first (it compiles) left out: 1 s a unit
+    assert progress.pace_of([(2, 4.0), (4, 4.0)]) == one.add(4, 4.0)
+
+
+def test_the_time_left_never_reads_0_s_while_work_remains():
+    assert [progress.eta_text(s) for s in (None, 0.0, 0.4, 0.6, 200)] == [
+        "",
+        "done",
+        "under a second left",
+        "under a second left",
+        "about 3 min 20 s left",
+    ]
+
+
+def estimates(durations, units_per_step) -> list[tuple[float | None, int]]:
+    """``(seconds left, units left)`` after each step of a :class:`progress.Progress` over steps of
+    ``units_per_step[i]`` units taking ``durations[i]`` seconds of a fake clock."""
+    clock = FakeClock()
+    work = progress.Progress(lambda line: None, "positions", sum(units_per_step), every_s=1e9, clock=clock)
+    out = []
+    for seconds, units in zip(durations, units_per_step):
+        work.step(lambda s=seconds: clock.advance(s), units)
+        out.append((work.counting_down(clock()), work.total - work.done))
+    return out
+
+
+def within(seconds_per_unit: float, found: list[tuple[float, float]], share: float) -> bool:
+    """Whether every estimate with work left is within ``share`` of the time at the true pace."""
+    return all(abs(left / (units * seconds_per_unit) - 1) <= share for left, units in found if units)
+
+
+def test_noisy_steps_give_a_steady_estimate():
+    """Steps of 10 units with log-normal noise (sigma 0.5: a step often half or twice the median)
+    after a first step that compiles (30 s): once a tenth of the work is done, every estimate is
+    within 20% of the time at the true mean pace."""
+    rng = np.random.default_rng(0)
+    durations = [30.0, *rng.lognormal(0.0, 0.5, 300)]
+    found = estimates(durations, [10] * len(durations))
+    mean_pace = np.exp(0.5**2 / 2) / 10  # seconds per unit
+    assert within(mean_pace, found[len(found) // 10 :], 0.2)
+    # one step's own pace would swing from half to twice that
+    assert max(durations[1:]) / min(durations[1:]) > 4
+
+
+def test_a_stream_whose_stops_come_in_waves_gives_a_steady_estimate():
+    """A pool of searches: 1 s steps, nothing stopping for 11 of them, then a wave of about 60
+    stops (as a pool's searches started together end together): once a tenth of the work is
+    done, every estimate is within 30% of the time at the true pace (0.2 s a search)."""
+    rng = np.random.default_rng(0)
+    steps = 600
+    units = [0] + [int(rng.poisson(60)) if k % 12 == 11 else 0 for k in range(steps)]
+    durations = [30.0, *rng.uniform(0.8, 1.2, steps)]
+    found = estimates(durations, units)
+    done = np.cumsum(units)
+    assert within(1.0 / 5, [f for f, d in zip(found, done) if d >= done[-1] / 10], 0.3)
+
+
+def test_a_step_longer_than_its_estimate_never_says_0_s_and_no_line_repeats():
+    """A tournament's second match compiles too and outlasts the estimate made after the first:
+    its lines while it runs drop the estimate rather than say ``about 0 s left``."""
+    clock, lines = FakeClock(), []
+    work = progress.Progress(lines.append, "games", 8, every_s=5.0, clock=clock)
+    work.step(lambda: clock.advance(10.0), 4)  # the first match: 10 s for 4 of 8 games, "about 10 s left"
+
+    def long_match():
+        for _ in range(8):  # 40 s, a line from the ticker every 5 s
+            clock.advance(5.0)
+            work._emit(clock(), "1 match of 4 games")
+            work._emit(clock(), "1 match of 4 games")  # twice at the same time: the same line, left out
+
+    work.step(long_match, 4)
+    assert not any(re.search(r"\b0 s left", line) for line in lines), lines
+    assert len(lines) == len(set(lines))
+    assert "about 5 s left" in lines[1] and "under a second left" not in " ".join(lines)
+    assert lines[-1] == "  games: 8/8 (50 s, done)"
 
 
 def test_progress_counts_estimates_without_the_compiling_step_and_stays_quiet_when_quick():
-    lines = []
-    work = progress.Progress(lines.append, "positions", 40, every_s=0.0)
-    work.step(lambda: time.sleep(0.3), 10)  # the first step compiles: slow
+    clock, lines = FakeClock(), []
+    work = progress.Progress(lines.append, "positions", 40, every_s=0.0, clock=clock)
+    work.step(lambda: clock.advance(30.0), 10)  # the first step compiles: slow, and alone sets the pace
     for _ in range(3):
-        work.step(lambda: time.sleep(0.05), 10)
-    counted = [
-        line for line in lines if not line.startswith("  positions: 0/")
-    ]  # (lines during the first step: no pace yet)
-    assert (
-        counted[0].startswith("  positions: 10/40 (")
-        and counted[-1].startswith("  positions: 40/40 (")
-        and "done" in counted[-1]
-    )
-    # after the second step: the pace of the steps after the first, 0.05 s per 10: about 0.1 s for the 20 left
-    left = float(next(line for line in counted if "20/40" in line).split("about ")[1].split(" s left")[0])
-    assert left < 0.3 + 0.05  # with the first step counted it would say about 0.5 s
+        work.step(lambda: clock.advance(5.0), 10)
+    assert lines == [
+        "  positions: 10/40 (30 s, about 1 min 30 s left)",
+        "  positions: 20/40 (35 s, about 10 s left)",  # the steps after the first: 5 s per 10
+        "  positions: 30/40 (40 s, about 5 s left)",
+        "  positions: 40/40 (45 s, done)",
+    ]
     quiet = []
     fast = progress.Progress(quiet.append, "positions", 2, every_s=5.0)
     assert [fast.step(lambda i=i: i, 1) for i in range(2)] == [0, 1]
@@ -47,7 +132,7 @@ def test_progress_counts_estimates_without_the_compiling_step_and_stays_quiet_wh
 def test_a_step_longer_than_the_interval_is_heard_from_while_it_runs():
     lines = []
     work = progress.Progress(lines.append, "games", 2, every_s=0.1)
-    work.step(lambda: time.sleep(0.45), 1, "gumbel vs random")
+    work.step(lambda: time.sleep(1.25), 1, "gumbel vs random")  # lines at 0 s and 1 s (each said once)
     assert sum("gumbel vs random" in line and line.startswith("  games: 0/2") for line in lines) >= 2
 
 
@@ -78,15 +163,19 @@ def test_the_training_lines_time_left():
     }
     line = loop.format_progress(row, 100, 200.0)
     assert line.endswith("| about 3 min 20 s left") and "| vs punisher 0.10 |" in line
+    # the last chunks: never "about 0 s left"
+    assert loop.format_progress(row, 100, 0.3).endswith("| under a second left")
+    assert loop.format_progress(row, 10, loop.run_time_left(rows((10, 30.0, 2.0)), 0, 10, None)).endswith("| done")
     # the blog presets' yardstick, the project's RandomPunisher, is told apart in the line
     assert "| vs leftmost punisher 0.10 |" in loop.format_progress(row, 100, 200.0, "random-punisher-leftmost")
 
 
 def test_the_scan_lines_time_left():
     # first chunk of group 1 of 3: 5 batches in 1 s, 15 left in it, 40 in the later groups
-    assert scan.scan_time_left(None, 5, (5, 1.0), 20, 40) == pytest.approx(11.0)
-    started = time.perf_counter() - 2.0  # then 10 batches in 2 s since that chunk
-    assert scan.scan_time_left((5, started), 15, (5, 1.0), 20, 40) == pytest.approx(9.0, rel=0.05)
+    first = progress.Pace().add(5, 1.0)
+    assert scan.scan_time_left(first, 5, 20, 40) == pytest.approx(11.0)
+    # then the wall time since that chunk: 10 batches in 2 s, 45 left at 0.2 s each
+    assert scan.scan_time_left(first.add(10, 2.0), 15, 20, 40) == pytest.approx(9.0)
 
 
 def test_self_play_in_slices(monkeypatch):

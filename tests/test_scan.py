@@ -214,3 +214,15 @@ def test_a_scan_stops_by_the_rule_of_runs(scanned, tmp_path, monkeypatch):
     assert a.keys() == b.keys()
     for key in a:
         assert_rows_match(a[key], b[key], key)
+
+
+def test_the_outputs_line_names_every_file_the_scan_wrote(tmp_path, capsys):
+    out = tmp_path / "scan"
+    small = ["--preset", "default", "--games-per-batch", "4", "--batches-per-chunk", "1", "--eval-games", "2"]
+    assert cli.main(["scan", *small, "--batches", "1", "--grid", "learning_rate=1e-3", "--out", str(out)]) == 0
+    [outputs] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("outputs: ")]
+    listed = outputs.removeprefix("outputs: ").split(", ")
+    assert sorted(listed) == sorted(str(p) for p in out.iterdir() if not p.name.startswith("."))  # not the lock
+    assert {"scan.json", "checkpoint-group0.msgpack", "metrics.jsonl", "scan.png", "summary.json"} <= {
+        p.name for p in out.iterdir()
+    }

@@ -108,7 +108,7 @@ def cmd_train(args) -> int:
     spec = train_spec(args)
     folders.prepare(spec)  # before the header, so that a refused run prints one line only
     if spec.resume and loop.target_reached(spec):
-        print(finished_line(spec), flush=True)
+        print(loop.finished_message(spec), flush=True)
         return 0
     if args.wandb:
         sinks.check_wandb()  # the package, and a login or offline mode: before anything is written
@@ -130,17 +130,6 @@ def cmd_train(args) -> int:
     except BrokenPipeError:  # the run's files are saved; only the report could not be printed
         pass
     return stops.exit_code(summary["interrupted"])
-
-
-def finished_line(spec) -> str:
-    """What ``czjax train --resume`` says of a run that has already reached its target."""
-    from czjax.run import loop
-
-    return (
-        f"{spec.out_dir} holds a finished run: its target ({loop.describe_target(spec.batches, spec.time_budget_s)}) "
-        "is reached, nothing to continue. Train it further with czjax train --resume --out "
-        f"{shlex.quote(str(spec.out_dir))} and a larger --batches or --time-budget, or start it again with --overwrite"
-    )
 
 
 def report_run(spec, summary) -> None:

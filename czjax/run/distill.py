@@ -34,7 +34,7 @@ from czjax.learn.trainer import make_trainer
 from czjax.players import mask_for_sampling, masked_log_probs
 from czjax.run import folders
 from czjax.util import checkpoint
-from czjax.util.progress import Progress, eta_text, time_left
+from czjax.util.progress import Pace, Progress, eta_text
 
 
 def teacher_positions(teacher: Agent, num_games: int, seed: int = 0, temperature: float = 1.0, log=None) -> np.ndarray:
@@ -143,13 +143,15 @@ def train_student(model_name: str, boards, targets, values, settings: Distillati
     data = (jnp.asarray(boards, jnp.int8), jnp.asarray(targets, jnp.float32), jnp.asarray(values, jnp.float32))
     epoch = make_epoch(model, optimizer, batch_size, settings.value_weight)
     losses = []
-    start = time.perf_counter()
+    pace, last = Pace(), time.perf_counter()  # the first epoch compiles: the pace leaves it out once a second is done
     for e in range(epochs):
         key, epoch_key = jax.random.split(key)
         params, opt_state, loss = epoch(params, opt_state, data, epoch_key)
         losses.append(float(loss))
+        now = time.perf_counter()
+        pace, last = pace.add(1, now - last), now
         if log:
-            left = time_left(e + 1, epochs, time.perf_counter() - start)
+            left = pace.time_left(epochs - e - 1)
             log(f"epoch {e + 1}/{epochs}: loss {losses[-1]:.4f}" + (f" ({eta_text(left)})" if e + 1 < epochs else ""))
     return params, losses
 

@@ -7,7 +7,8 @@ atomically; the two before it kept as ``checkpoint.1.msgpack`` and ``checkpoint.
 ``metrics.jsonl`` (one object per chunk) and ``dashboard.png``, and where asked
 (``RunSpec.portable``) ``portable.msgpack``, the state without its replay buffer's rows, small
 enough to move to another machine (a resume from it rebuilds the buffer); a scan's,
-``scan.json``, ``metrics.jsonl`` and a checkpoint per group of configurations.
+``scan.json``, ``metrics.jsonl``, a checkpoint per group of configurations and, once it has
+finished, ``scan.png`` and ``summary.json`` (:func:`scan_files`).
 
 Nothing is lost silently:
 - A folder that holds a run (or a scan) is never started over unless asked (``overwrite``).
@@ -41,6 +42,7 @@ RUN = "run.json"
 PORTABLE = "portable.msgpack"  # the state without its replay buffer's rows (czjax.learn.trainer.portable)
 RUN_FILES = (CHECKPOINT, METRICS, RUN, DASHBOARD, PORTABLE)
 SCAN = "scan.json"
+SCAN_REPORT = ("scan.png", "summary.json")  # a finished scan's figure and summary table
 LOCK = ".lock"
 
 _HELD: set[Path] = set()  # the folders whose lock this process holds
@@ -86,10 +88,15 @@ def run_files(out_dir: Path) -> list[str]:
     return [*RUN_FILES, *(p.name for p in checkpoint.kept(Path(out_dir) / CHECKPOINT) if p.name != CHECKPOINT)]
 
 
+def scan_files(out_dir: Path) -> list[str]:
+    """A scan's files in ``out_dir``: ``scan.json``, ``metrics.jsonl``, the checkpoint of each
+    group of configurations there, and the report written at its end (figure and summary)."""
+    groups = sorted(Path(out_dir).glob("checkpoint-group*.msgpack"), key=lambda p: (len(p.name), p.name))
+    return [SCAN, METRICS, *(p.name for p in groups), *SCAN_REPORT]
+
+
 RUN_FOLDER = FolderKind("run", run_files)
-SCAN_FOLDER = FolderKind(
-    "scan", lambda out_dir: [METRICS, SCAN, *(p.name for p in sorted(out_dir.glob("checkpoint-group*.msgpack")))], SCAN
-)
+SCAN_FOLDER = FolderKind("scan", scan_files, SCAN)
 
 
 class Output(Protocol):
@@ -180,6 +187,20 @@ def check_out_file(path: Path, flag: str = "--out") -> None:
     if path.is_dir():
         raise ValueError(f"{flag} {path} is a folder: name the file to write")
     check_out_dir(path.parent, flag)
+
+
+def in_use(out_dir: Path) -> bool:
+    """Whether another process holds ``out_dir``'s lock now (a live process: the lock goes with it)."""
+    path = Path(out_dir) / LOCK
+    if not path.exists() or Path(out_dir).resolve() in _HELD:
+        return False
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return False
 
 
 def check_unlocked(out_dir: Path, what: str = "run", words: Spelling = FLAGS) -> None:

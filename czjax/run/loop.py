@@ -11,7 +11,8 @@ Nothing is lost silently:
   ``kill -9`` at any moment loses at most that much training.
 - ``resume=True`` continues from the checkpoint with the checkpoint's settings and target;
   rows logged after it are dropped first, so a resumed run gives the same metrics and
-  parameters as an uninterrupted one with the same seed.
+  parameters as an uninterrupted one with the same seed. A run that has reached its target
+  trains nothing and says so, as the command line does (:func:`finished_message`).
 - A run with a replay buffer can also keep a portable checkpoint (``portable=True``:
   ``portable.msgpack``, everything but the buffer's rows), so that its folder moves to another
   machine without the big checkpoints: a resume from it plays games with the current network
@@ -33,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import shlex
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -50,7 +52,7 @@ from czjax.run.folders import CHECKPOINT, DASHBOARD, METRICS, PORTABLE, RUN, RUN
 from czjax.run.sinks import log_rows
 from czjax.run.spec import RunSpec
 from czjax.util import checkpoint, devices, precision
-from czjax.util.progress import eta_text, heartbeat, time_left_after_compile
+from czjax.util.progress import eta_text, heartbeat, pace_of
 
 # Earlier checkpoints a run keeps beside its newest (checkpoint.1.msgpack, checkpoint.2.msgpack):
 # a damaged newest one is not the end of the run (czjax.util.checkpoint.newest_intact).
@@ -160,17 +162,25 @@ def format_progress(
 
 
 def run_time_left(rows: list[dict], first: int, total_batches: int | None, time_budget_s: float | None) -> float | None:
-    """Seconds until the run's target at this process's pace: wall time per batch since its
-    first chunk (``rows[first]``: compile time left out, the host's work counted), that chunk's
-    own time while it is the only one; the time budget's remainder if sooner."""
+    """Seconds until the run's target at this process's :class:`~czjax.util.progress.Pace`:
+    its first chunk's own time (``rows[first]``: compile time left out) while it is the only
+    one, then the wall time between its later chunks (the host's work counted); the time
+    budget's remainder if sooner."""
     left = [time_budget_s - rows[-1]["elapsed_s"]] if time_budget_s is not None and rows else []
     if total_batches is not None and len(rows) > first:
-        base, last = rows[first], rows[-1]
-        first_chunk = (base["batches"] - (rows[first - 1]["batches"] if first else 0), base["chunk_s"])
-        since_first = (last["batches"] - base["batches"], last["elapsed_s"] - base["elapsed_s"])
-        left.append(time_left_after_compile(first_chunk, since_first, total_batches - last["batches"]))
+        left.append(pace_of(chunk_steps(rows, first)).time_left(total_batches - rows[-1]["batches"]))
     left = [x for x in left if x is not None]
     return max(0.0, min(left)) if left else None
+
+
+def chunk_steps(rows: list[dict], first: int) -> list[tuple[int, float]]:
+    """``(batches, seconds)`` of each chunk from ``rows[first]`` (the first of this process): the
+    first its own time, each later one the wall time since the chunk before."""
+    before = rows[first - 1]["batches"] if first else 0
+    steps = [(rows[first]["batches"] - before, rows[first]["chunk_s"])]
+    for a, b in zip(rows[first:], rows[first + 1 :]):
+        steps.append((b["batches"] - a["batches"], b["elapsed_s"] - a["elapsed_s"]))
+    return steps
 
 
 def describe_target(batches: int | None, time_budget_s: float | None) -> str:
@@ -178,6 +188,26 @@ def describe_target(batches: int | None, time_budget_s: float | None) -> str:
     parts = [f"until {batches:,} batches"] if batches is not None else []
     parts += [f"for {time_budget_s:g} s of training"] if time_budget_s is not None else []
     return " or ".join(parts)
+
+
+def resume_call(spec: RunSpec) -> str:
+    """How ``spec``'s caller continues its run: ``czjax train --resume --out FOLDER`` on the
+    command line, ``run_training(..., resume=True)`` from Python."""
+    words = spec.spelling
+    if words == folders.FLAGS:
+        return f"czjax train {words.resume} {words.out} {shlex.quote(str(spec.out_dir))}"
+    return f"run_training(..., {words.resume})"
+
+
+def finished_message(spec: RunSpec) -> str:
+    """What a resume of a run that has already reached its target says, in the words of its
+    caller (``spec.spelling``: the command line's flags or the API's keywords)."""
+    words = spec.spelling
+    return (
+        f"{spec.out_dir} holds a finished run: its target ({describe_target(spec.batches, spec.time_budget_s)}) "
+        f"is reached, nothing to continue. Train it further with {resume_call(spec)} and a larger {words.batches} "
+        f"or {words.time_budget}, or start it again with {words.overwrite}"
+    )
 
 
 def saved_batches(out_dir: Path) -> int | None:
@@ -209,12 +239,14 @@ class OpenedRun(NamedTuple):
     elapsed_before: float
     init_from: str | None
     rebuilt: dict | None = None
+    finished: bool = False  # resumed at its target already: nothing to train
 
 
 def open_run(spec: RunSpec, start_params, log, num_devices: int = 1) -> OpenedRun:
     """The run in ``spec.out_dir`` ready to start or continue: on ``resume`` from its newest saved
-    state (:func:`load_saved`; rows logged after it dropped), else fresh (from ``start_params``,
-    the weights of ``init_from``, if given)."""
+    state (:func:`load_saved`; rows logged after it dropped; ``finished`` where that state has
+    reached the target, which the log says as the command line does), else fresh (from
+    ``start_params``, the weights of ``init_from``, if given)."""
     metrics_path = spec.out_dir / METRICS
     spec.out_dir.mkdir(parents=True, exist_ok=True)
     trainer = make_trainer(spec.config, None, num_devices)
@@ -226,11 +258,15 @@ def open_run(spec: RunSpec, start_params, log, num_devices: int = 1) -> OpenedRu
         rows = [r for r in read_metrics(metrics_path) if r["batches"] <= done]
         if devices.is_main_process():
             write_metrics(metrics_path, rows)
+        elapsed = rows[-1]["elapsed_s"] if rows else 0.0
+        if spec.target_reached(done, elapsed):
+            log(finished_message(spec))
+            return OpenedRun(trainer, state, rows, elapsed, init_from, finished=True)
         log(f"resuming {path} at batch {done:,} ({int(state.games):,} games)")
         rebuilt = None
         if path.name == PORTABLE:
             state, rebuilt = rebuild_replay(trainer, state, spec.hparams, log, num_devices)
-        return OpenedRun(trainer, state, rows, (rows[-1]["elapsed_s"] if rows else 0.0), init_from, rebuilt)
+        return OpenedRun(trainer, state, rows, elapsed, init_from, rebuilt)
     if spec.resume and devices.is_main_process():  # over several hosts, process 0 clears the folder
         log(f"{spec.out_dir} has no checkpoint yet: starting its run from the beginning")
         metrics_path.unlink(missing_ok=True)
@@ -312,6 +348,7 @@ def run_training(config: TrainConfig, hparams: HParams, out_dir, **options) -> d
             ``time_budget_s`` (one of them is needed), ``resume``, ``overwrite``, ``init_from``,
             ``num_devices``, ``portable`` (also keep a checkpoint without the replay buffer's
             rows, to move the run to another machine), ``stop_at`` (a deadline), ``log``.
+            With ``resume``, a run that has reached its target trains nothing and says so.
 
     Returns:
         The run's summary (:func:`train`): batches and games done, wall time, the last metrics,
@@ -339,6 +376,9 @@ def train(spec: RunSpec) -> dict:
         rule = stops.stop_rule(spec.log, spec.notice, spec.stop_at)
         opened = open_run(spec, start_params, rule.log, num_devices)
         trainer, state, rows, elapsed_before = opened.trainer, opened.state, opened.rows, opened.elapsed_before
+        if opened.finished:  # nothing to train, nothing to save
+            summary = run_summary(spec.out_dir, devices.local_view(state), rows, elapsed_before, False)
+            return {**summary, "replay_rebuilt": None}
         keeps_portable = spec.portable or (spec.out_dir / PORTABLE).exists()  # kept current once there
         spec = dataclasses.replace(spec, init_from=opened.init_from, portable=keeps_portable)
         training = _Training(spec, trainer, rule, num_devices, rebuilt=opened.rebuilt)

@@ -28,13 +28,13 @@ from czjax import models
 from czjax.learn.settings import HParams, TrainConfig, hparam_names
 from czjax.learn.trainer import make_trainer
 from czjax.run import folders, stops
-from czjax.run.folders import METRICS, SCAN, group_checkpoint, read_metrics, write_metrics
+from czjax.run.folders import METRICS, SCAN, SCAN_REPORT, group_checkpoint, read_metrics, write_metrics
 from czjax.run.loop import TIMING_KEYS, ChunkProgram, check_finite, metric_row, run_chunk_once
 from czjax.run.plots import PANELS, Figure, save_figure
 from czjax.run.sinks import log_rows
 from czjax.run.spec import ScanSpec
 from czjax.util import checkpoint, compiling, devices
-from czjax.util.progress import eta_text, time_left_after_compile
+from czjax.util.progress import Pace, eta_text
 
 AXIS = "configuration"  # the vmapped axis: skips (lax.cond) hold for all configurations at once
 SCANNABLE = hparam_names()  # every traced hyperparameter
@@ -153,13 +153,10 @@ def group_rows(group: list[dict], metrics: dict, games_per_s: float, elapsed_s: 
     return rows
 
 
-def scan_time_left(pace_from: tuple | None, batch: int, chunk: tuple, batches: int, later_batches: int) -> float | None:
-    """Seconds left in a scan from ``batch``: this group's remaining batches and every batch of
-    the groups after it (the same size, so the same pace), at the wall-clock pace since
-    ``pace_from = (batch, time)`` after the group's first chunk, or at that first chunk's own
-    pace (``chunk = (batches, seconds)``) while it is the only one."""
-    since_first = (batch - pace_from[0], time.perf_counter() - pace_from[1]) if pace_from else None
-    return time_left_after_compile(chunk, since_first, batches - batch + later_batches)
+def scan_time_left(pace: Pace, batch: int, batches: int, later_batches: int) -> float | None:
+    """Seconds left in a scan from ``batch`` at a group's ``pace``: its remaining batches and
+    every batch of the groups after it (the same size, so the same pace)."""
+    return pace.time_left(batches - batch + later_batches)
 
 
 def group_progress(label: str, size: int, new_rows: list[dict], batches: int, left_s: float | None) -> str:
@@ -206,7 +203,8 @@ class _Group:
         states = self.resumed(init(jnp.asarray([c["seed"] for c in self.configs])), rows)
         start = time.perf_counter()
         spread = devices.largest_divisor(size, self.num_devices)  # configurations split evenly
-        pace_from = None  # (batch, time) after the first chunk (which compiles)
+        # the first chunk counts its own time (its compile left out), each later one the wall time since the last
+        pace, last_chunk_end = Pace(), start
         while (done := int(np.asarray(states.step)[0])) < spec.batches and not self.rule.due():
             num_batches = min(config.batches_per_chunk, spec.batches - done)
             program = ChunkProgram(
@@ -225,10 +223,12 @@ class _Group:
             rows.extend(new_rows)
             self.save(states, new_rows)
             self.done, self.rule.chunks = done + num_batches, self.rule.chunks + 1
+            now = time.perf_counter()
+            pace = pace.add(num_batches, seconds if pace.steps == 0 else now - last_chunk_end)
+            last_chunk_end = now
             later = (self.count - self.index - 1) * spec.batches
-            left_s = scan_time_left(pace_from, self.done, (num_batches, seconds), spec.batches, later)
+            left_s = scan_time_left(pace, self.done, spec.batches, later)
             self.rule.log(group_progress(self.label, size, new_rows, spec.batches, left_s))
-            pace_from = pace_from or (self.done, time.perf_counter())
 
     def resumed(self, states, rows: list[dict]):
         """The states to continue from when the scan resumes: the group's checkpoint's (if it has
@@ -381,15 +381,22 @@ def scan_figure(rows: list[dict], path, title: str = "") -> None:
     save_figure(fig, path)
 
 
+def files_written(out_dir: Path) -> list[str]:
+    """The names of the scan's files that ``out_dir`` holds (:func:`czjax.run.folders.scan_files`)."""
+    return [name for name in folders.scan_files(out_dir) if (out_dir / name).exists()]
+
+
 def write_report(
     rows: list[dict], out_dir, grid_names: list[str], sort_by: str = "eval_win_rate", title: str = ""
 ) -> str:
     """Writes ``scan.png`` and ``summary.json`` (per setting, over seeds, the last 20% of each
-    run) into ``out_dir``; returns the summary as a text table."""
+    run) into ``out_dir``; returns the summary as a text table, then an ``outputs:`` line that
+    names every file of the scan in ``out_dir``."""
     out_dir = Path(out_dir)
-    scan_figure(rows, out_dir / "scan.png", title=title)
+    figure, summary = SCAN_REPORT
+    scan_figure(rows, out_dir / figure, title=title)
     table = summary_table(rows, sort_by=sort_by)
-    (out_dir / "summary.json").write_text(json.dumps(table, indent=1))
+    (out_dir / summary).write_text(json.dumps(table, indent=1))
     names = [k for k in SCANNABLE if k in grid_names]
     seeds = len({r["seed"] for r in rows})
     lines = [
@@ -403,5 +410,5 @@ def write_report(
             + f"  {e['entropy']:6.2f} ({e['entropy_std']:.2f})"
             + f"  {e['game_length']:6.1f} ({e['game_length_std']:.1f})"
         )
-    lines.append(f"outputs: {out_dir / METRICS}, {out_dir / 'scan.png'}, {out_dir / 'summary.json'}")
+    lines.append(f"outputs: {', '.join(str(out_dir / name) for name in files_written(out_dir))}")
     return "\n".join(lines)
