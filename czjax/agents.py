@@ -389,9 +389,45 @@ def searched_move(agent: Agent, boards, previous=None, path=None, keep: int = 0)
         *report, visits = _searched(agent.search, agent.network, agent.params, jnp.asarray(boards))
         tree = None
     probs, value, greedy = (np.asarray(x) for x in report)
+    return SearchedMove(probs=probs, value=value, greedy=greedy, shares=_shares(visits), tree=tree)
+
+
+def _shares(visits) -> np.ndarray:
+    """Root visits ``(N, 7)`` as shares of each position's visits."""
     visits = np.asarray(visits).astype(np.float64)
-    shares = visits / np.maximum(visits.sum(-1, keepdims=True), 1.0)
-    return SearchedMove(probs=probs, value=value, greedy=greedy, shares=shares, tree=tree)
+    return visits / np.maximum(visits.sum(-1, keepdims=True), 1.0)
+
+
+def _each(report, boards: jax.Array):
+    """``report`` of each of ``boards (N, 6, 7)`` as a batch of one, stacked: vmapped, so the
+    positions run as one batch, yet each row is what its board alone gives (the same key for
+    every row: a player's or a search's random draws do not depend on the row or the others)."""
+    return jax.tree.map(lambda x: x[:, 0], jax.vmap(lambda board: report(board[None]))(boards))
+
+
+@functools.partial(jax.jit, static_argnames="player")
+def _policy_each(player: Player, params, boards: jax.Array):
+    return _each(lambda board: _policy(player, params, board), boards)
+
+
+@functools.partial(jax.jit, static_argnames=("search", "network"))
+def _searched_each(search, network: Player, params, boards: jax.Array):
+    return _each(lambda board: _searched(search, network, params, board), boards)
+
+
+def searched_each(agent: Agent, boards) -> SearchedMove:
+    """:func:`searched_move` of each of int8 ``boards (N, 6, 7)`` alone, in one compiled call
+    (one per ``N``): row ``i`` is what ``searched_move(agent, boards[i : i + 1])`` reports, whatever
+    the other boards (a search's noise included; the same to float rounding, since a network's
+    products run batched), for a server answering unrelated positions at once
+    (:mod:`czjax.evaluate.serve`). No tree reuse: that follows one game."""
+    boards = jnp.asarray(np.asarray(boards, np.int8))
+    if agent.search is None:
+        probs, value, greedy = (np.asarray(x) for x in _policy_each(agent.player, agent.params, boards))
+        return SearchedMove(probs=probs, value=value, greedy=greedy, shares=None)
+    *report, visits = _searched_each(agent.search, agent.network, agent.params, boards)
+    probs, value, greedy = (np.asarray(x) for x in report)
+    return SearchedMove(probs=probs, value=value, greedy=greedy, shares=_shares(visits))
 
 
 @functools.partial(jax.jit, static_argnames=("search", "network"))
@@ -406,8 +442,7 @@ def visit_shares(agent: Agent, boards) -> np.ndarray | None:
     for a player that does not search."""
     if agent.search is None:
         return None
-    visits = search_details(agent, boards)[0].astype(np.float64)
-    return visits / np.maximum(visits.sum(-1, keepdims=True), 1.0)
+    return _shares(search_details(agent, boards)[0])
 
 
 def search_details(agent: Agent, boards) -> tuple[np.ndarray, np.ndarray]:

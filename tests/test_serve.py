@@ -44,8 +44,11 @@ CHROMIUM_ARGS = [
 ]
 
 
-def start(spec, temperature=0.0, **kwargs):
-    server = serve.make_server(agents.load_agent(spec), port=0, temperature=temperature, **kwargs)
+def start(spec, temperature=0.0, read_timeout=serve.READ_TIMEOUT, warm=False, **options):
+    """A server of the player ``spec`` on a free port, serving in a thread; ``options``: the
+    GameService's (reuse, max_batch, max_waiting)."""
+    service = serve.GameService(agents.load_agent(spec), temperature=temperature, **options)
+    server = serve.make_server(service, port=0, read_timeout=read_timeout, warm=warm)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}/"
 
@@ -523,7 +526,7 @@ def test_a_model_move_searches_each_position_once(spec, model_checkpoints):
     from tests.test_interactive import counting
 
     agent, calls = counting(spec, model_checkpoints["mlp"])
-    server = serve.make_server(agent, port=0, temperature=0.0, reuse=False)
+    server = serve.make_server(serve.GameService(agent, temperature=0.0, reuse=False), port=0)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/"
     try:
@@ -561,3 +564,228 @@ def test_nesting_depth_counts_brackets_outside_strings():
         assert serve.nesting_depth(text, 32) == depth_of(json.loads(text)), text
     assert serve.nesting_depth("", 32) == 0
     assert serve.nesting_depth("[" * 1000, 5) == 6  # stops counting past the limit
+
+
+# -- batching: concurrent requests answered by one call of the player
+
+# Positions of different lengths, none over: the empty board, one stone, two in a column, ...
+POSITIONS = ["", "4", "44", "4453", "1234567", "3355", "71", "444", "2662", "7654321"]
+
+
+class HeldPlayer:
+    """``serve.searched_each`` wrapped: records each call's batch size, can hold the calls until
+    released (``hold``), and can make each call take ``delay`` seconds longer (a slower player)."""
+
+    def __init__(self, monkeypatch):
+        self.sizes: list[int] = []
+        self.entered = threading.Event()  # a call has started since the last hold
+        self.released = threading.Event()
+        self.released.set()
+        self.delay = 0.0
+        real = serve.searched_each
+
+        def held(agent, boards):
+            self.sizes.append(len(boards))
+            self.entered.set()
+            assert self.released.wait(120), "the test never released the player"
+            time.sleep(self.delay)
+            return real(agent, boards)
+
+        monkeypatch.setattr(serve, "searched_each", held)
+
+    def hold(self):
+        self.entered.clear()
+        self.released.clear()
+
+
+def wait_until(condition, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.01)
+
+
+def post_for(url, path, body, timeout=120.0):
+    """``(status, headers, payload)`` of a POST, giving up after ``timeout`` seconds."""
+    request = urllib.request.Request(url + path.lstrip("/"), data=json.dumps(body).encode(), method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, dict(response.headers), json.loads(response.read())
+    except urllib.error.HTTPError as err:
+        return err.code, dict(err.headers), json.loads(err.read())
+
+
+def alone(agent, moves: str):
+    """The player's report of one position asked alone, as the service asked before batching."""
+    return agents.searched_move(agent, game.from_moves(moves)[None])
+
+
+def close_to(got, want):
+    return got == pytest.approx([float(x) for x in want], rel=1e-5, abs=1e-6)
+
+
+@pytest.mark.parametrize("search", ["", "gumbel:sims=8:"], ids=["network", "gumbel"])
+def test_positions_asked_together_are_answered_as_if_alone(search, model_checkpoints, monkeypatch):
+    """Ten positions waiting at once go to the player in one call (padded to 16), and each
+    answer is the one that position gets alone: the same probabilities (a search's: its move),
+    value and visit shares, to float rounding. A Gumbel search draws noise for the batch: a
+    position's row would see other noise than the position alone, and often move otherwise, were
+    the rows not searched each as if alone."""
+    player = HeldPlayer(monkeypatch)
+    agent = agents.load_agent(f"{search}{model_checkpoints['cnn-mk4-value']}")
+    service = serve.GameService(agent, temperature=0.0)
+    try:
+        player.hold()
+        with concurrent.futures.ThreadPoolExecutor(len(POSITIONS) + 1) as pool:
+            blocker = pool.submit(service.position, [])
+            assert player.entered.wait(60)  # the worker is busy: the others queue behind it
+            asked = [pool.submit(service.position, game.parse_moves(moves)) for moves in POSITIONS]
+            wait_until(lambda: service.waiting() == len(POSITIONS))
+            player.released.set()
+            states = [future.result(timeout=120) for future in asked]
+            blocker.result(timeout=120)
+    finally:
+        player.released.set()  # never leave the worker held, whatever failed
+        service.close()
+    assert player.sizes == [1, 16]  # the blocker alone, then the ten in one call
+    for moves, state in zip(POSITIONS, states):
+        want = alone(agent, moves)
+        assert state["moves"] == moves and close_to(state["probs"], want.probs[0]), moves
+        assert state["value"] == pytest.approx(float(want.value[0]), rel=1e-5, abs=1e-6), moves
+        if search:
+            assert close_to(state["shares"], want.shares[0]), moves
+            assert state["probs"].index(1.0) == int(want.greedy[0]), moves
+        else:
+            assert state["shares"] is None
+
+
+def game_of(rng: random.Random) -> str:
+    """A move string of 0-8 random legal moves, the game not over."""
+    moves: list[int] = []
+    for _ in range(rng.randrange(9)):
+        legal = [c for c in range(game.COLS) if game.apply_moves(moves)[0, c] == 0]
+        moves.append(rng.choice(legal))
+        if serve.game_result(moves) is not None:
+            moves.pop()
+            break
+    return "".join(str(c + 1) for c in moves)
+
+
+def test_fifty_moves_at_once_are_answered_in_a_few_calls(model_checkpoints, monkeypatch):
+    """50 model moves asked at once of a real server on 127.0.0.1 (the player held until all 50
+    wait, then slowed to 0.1 s a call, as a search would be): all answered 200 with the move the
+    position gets alone, in a few calls of the player, where one at a time took 100 (each move
+    asks about the position and the one after it)."""
+    player = HeldPlayer(monkeypatch)
+    spec = str(model_checkpoints["cnn-mk4-value"])
+    server, url = start(spec)
+    agent = server.service.agent
+    rng = random.Random(0)
+    games = [game_of(rng) for _ in range(50)]
+    try:
+        startup = len(player.sizes)
+        player.hold()
+        with concurrent.futures.ThreadPoolExecutor(51) as pool:
+            blocker = pool.submit(post_for, url, "/api/position", {"moves": ""})
+            assert player.entered.wait(60)
+            asked = [pool.submit(post_for, url, "/api/model-move", {"moves": moves}) for moves in games]
+            wait_until(lambda: server.service.waiting() == len(games))
+            player.delay = 0.1
+            player.released.set()
+            replies = [future.result(timeout=180) for future in asked]
+            assert blocker.result(timeout=60)[0] == 200
+    finally:
+        player.released.set()
+        server.shutdown()
+        server.server_close()
+    calls = player.sizes[startup + 1 :]  # after the blocker's
+    assert calls[0] == serve.MAX_BATCH and len(calls) <= 10, calls  # the 50 moves, then the positions after
+    for moves, (status, _, state) in zip(games, replies):
+        assert status == 200, (moves, state)
+        want = int(alone(agent, moves).greedy[0]) + 1
+        assert state["move"] == want and state["moves"] == moves + str(want), (moves, state["move"], want)
+
+
+def test_a_request_past_the_queue_limit_is_503_with_retry_after(monkeypatch):
+    """With one position allowed to wait and the player busy, a third request is refused at
+    once: 503, a JSON error and Retry-After; the two taken are answered once the player is free."""
+    player = HeldPlayer(monkeypatch)
+    server, url = start("random", max_waiting=1)
+    try:
+        player.hold()
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            first = pool.submit(post_for, url, "/api/position", {"moves": ""})
+            assert player.entered.wait(60)
+            second = pool.submit(post_for, url, "/api/model-move", {"moves": "4"})
+            wait_until(lambda: server.service.waiting() == 1)
+            status, headers, payload = post_for(url, "/api/model-move", {"moves": "44"}, timeout=30)
+            assert status == 503 and set(payload) == {"error"} and "busy" in payload["error"], payload
+            assert headers["Retry-After"] == str(serve.RETRY_AFTER)
+            player.released.set()
+            assert first.result(timeout=60)[0] == 200
+            status, _, state = second.result(timeout=60)
+            assert status == 200 and state["moves"] == "41"
+    finally:
+        player.released.set()
+        server.shutdown()
+        server.server_close()
+
+
+def test_tree_reuse_answers_one_position_at_a_time(model_checkpoints, monkeypatch):
+    """With a PUCT search reusing its tree, the positions go one at a time through the search's
+    memory (none through the batched call), and the answers are the memory's: the same visit
+    shares as a SearchMemory asked about the same positions in the same order."""
+    from czjax.evaluate.interactive import SearchMemory
+
+    player = HeldPlayer(monkeypatch)
+    agent = agents.load_agent(f"mcts:sims=8:{model_checkpoints['mlp']}")
+    service = serve.GameService(agent, temperature=0.0, reuse=True)
+    try:
+        state = service.model_move(game.parse_moves("44"))
+    finally:
+        service.close()
+    memory = SearchMemory(agent, reuse=True)
+    before, after = memory.searched(game.parse_moves("44")), memory.searched(game.parse_moves(state["moves"]))
+    assert service.memory.keep and player.sizes == []
+    assert state["move"] == int(before.greedy[0]) + 1
+    assert close_to(state["move_shares"], before.shares[0]) and close_to(state["shares"], after.shares[0])
+
+
+def test_warm_compiles_every_batch_size(monkeypatch):
+    player = HeldPlayer(monkeypatch)
+    server, _ = start("random", max_batch=8, warm=True)
+    try:
+        wait_until(lambda: sorted(player.sizes) == [1, 2, 4, 8])
+    finally:
+        server.server_close()
+
+
+def test_batch_sizes_are_powers_of_two_and_the_largest():
+    assert serve.batch_sizes(64) == (1, 2, 4, 8, 16, 32, 64)
+    assert serve.batch_sizes(48) == (1, 2, 4, 8, 16, 32, 48)
+    assert serve.batch_sizes(1) == (1,) and serve.batch_sizes(2) == (1, 2)
+    assert [serve.padded_size(n, serve.batch_sizes(48)) for n in (1, 3, 17, 33, 48)] == [1, 4, 32, 48, 48]
+    with pytest.raises(ValueError, match="at least 1"):
+        serve.batch_sizes(0)
+
+
+def test_serve_checks_its_address_before_loading_the_player(monkeypatch, capsys):
+    """A host that does not resolve, or a port in use, is refused in one line before the player
+    is loaded or compiled."""
+    from czjax import cli
+    from czjax.cli import flags
+
+    loaded = []
+    monkeypatch.setattr(flags, "load_player", lambda spec: loaded.append(spec) or agents.load_agent(spec))
+    assert cli.main(["serve", "random", "--host", "256.1.1.1", "--port", "0"]) == 2
+    err = capsys.readouterr()
+    assert err.err.startswith("czjax: error: cannot serve on 256.1.1.1:0: ") and err.err.count("\n") == 1, err.err
+    assert "compiling" not in err.out
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert cli.main(["serve", "random", "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"czjax: error: cannot serve on 127.0.0.1:{port}: ") and err.count("\n") == 1, err
+    assert loaded == []

@@ -107,14 +107,19 @@ def cmd_openings(args) -> int:
 def cmd_serve(args) -> int:
     from czjax.evaluate import serve
 
-    agent = flags.load_player(args.player)
-    print(f"compiling {agent.name} (the page opens once it is ready) ...", flush=True)
-    try:
-        server = serve.make_server(
-            agent, args.host, args.port, temperature=agent.temperature(args.temperature), seed=args.seed
-        )
-    except OSError as err:  # port taken, host unknown
+    try:  # the address first: a host that does not resolve or a port in use costs no compile
+        bound = serve.bind(args.host, args.port)
+    except OSError as err:
         raise ValueError(f"cannot serve on {args.host}:{args.port}: {err.strerror or err}") from None
+    try:
+        agent = flags.load_player(args.player)
+        print(f"compiling {agent.name} (the page opens once it is ready) ...", flush=True)
+        # warm: the larger batch sizes compile in the background once the page is up
+        service = serve.GameService(agent, temperature=agent.temperature(args.temperature), seed=args.seed)
+        server = serve.make_server(service, warm=True, server=bound)
+    except BaseException:
+        bound.server_close()
+        raise
     host, port = str(server.server_address[0]), server.server_address[1]
     print(
         f"playing {agent.name} at temperature {agent.temperature(args.temperature):g} at http://{host}:{port}/  "

@@ -4,11 +4,17 @@ Inference runs in czjax behind a small JSON API rather than in the browser from 
 export: the page then works for every player czjax loads (checkpoints of any model and the
 built-in players, which have no ONNX form), needs no JavaScript runtime for ONNX, and the
 rules are checked by czjax's engine, not re-implemented in JavaScript. The page holds the game
-as a move string; the server is stateless. A search runs once per position asked for. With
-``reuse`` (:func:`make_server`; off by default, as measured) a PUCT search (``mcts``) keeps its
-last tree and starts the search of a position up to two moves past that tree's root from its
-subtree there (:class:`czjax.evaluate.interactive.SearchMemory`): the positions a page asks for
-in turn, whichever page asked.
+as a move string; the server is stateless. A search runs once per position asked for.
+
+Requests that arrive together are answered together: one worker thread takes every position
+waiting (up to ``max_batch``) and asks the player about all of them in one compiled call
+(:func:`czjax.agents.searched_each`: each position as if alone, so a batched answer is the one
+asked alone, to float rounding), padded to a few fixed batch sizes so that few programs
+compile. With ``reuse`` (:class:`GameService`; off by default, as measured) a PUCT search
+(``mcts``) keeps its last tree and starts the search of a position up to two moves past that
+tree's root from its subtree there (:class:`czjax.evaluate.interactive.SearchMemory`): the
+positions a page asks for in turn, whichever page asked; that follows one position after
+another, so the worker then answers them one at a time, in the order they arrived.
 
 API (JSON in, JSON out; columns 1-based as in move strings):
 
@@ -34,6 +40,8 @@ Every error reply is JSON, ``{"error": ...}``, with one of these statuses:
   ``Content-Length`` (or with a ``Transfer-Encoding``). 413: a body over ``MAX_BODY`` bytes,
   refused unread. 414, 431: a request line or headers over http.server's limits. 505: an HTTP
   version other than 1.x. 500: a bug (logged in one line).
+* 503 (with ``Retry-After``): ``max_waiting`` positions already wait for the player (the server
+  is that far behind), or the server is stopping.
 
 Each connection carries one request (HTTP/1.0) and closes after the reply. A client that sends
 nothing, or half a request, for ``read_timeout`` seconds is dropped; a client that goes away
@@ -47,6 +55,7 @@ import re
 import socket
 import sys
 import threading
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
@@ -54,7 +63,7 @@ from importlib import resources
 import numpy as np
 
 from czjax import game
-from czjax.agents import Agent
+from czjax.agents import Agent, searched_each
 from czjax.evaluate.interactive import REUSE_TREES, SearchMemory, absolute_board, choose_move, game_result
 
 RESULTS = {None: None, 0: "draw", 1: "first", -1: "second"}
@@ -66,25 +75,168 @@ LINGER_LIMIT = 64 * 1024  # bytes read and dropped, at most, before closing a co
 DISCONNECTS = (ConnectionError, TimeoutError)  # a client went away or stalled: nothing to answer
 PAGE_PATHS = ("/", "/index.html")
 ALL_METHODS = "GET, HEAD, POST"
+# Positions the player is asked about in one call, at most: a burst of 50 moves is one call, then
+# one or two for the positions after the moves. A batch costs time on a CPU (on 2 cores, 32
+# searches of the default player in one call took 4.9 s, one alone 0.29 s), little on a GPU.
+MAX_BATCH = 64
+MAX_WAITING = 256  # positions waiting for the player, at most; a request past them is refused (503)
+RETRY_AFTER = 1  # seconds a refused client is told to wait before asking again
+
+
+def batch_sizes(max_batch: int) -> tuple[int, ...]:
+    """The batch sizes the player is called with: the powers of two below ``max_batch``, and
+    ``max_batch``. A batch is padded up to the next of them, so that at most ``log2(max_batch) + 1``
+    programs compile and a batch does at most twice the work it needs."""
+    if max_batch < 1:
+        raise ValueError(f"max_batch must be at least 1, got {max_batch}")
+    return tuple(1 << k for k in range((max_batch - 1).bit_length()) if 1 << k < max_batch) + (max_batch,)
+
+
+def padded_size(count: int, sizes: tuple[int, ...]) -> int:
+    """The smallest of ``sizes`` (ascending) that holds ``count`` positions."""
+    return next(size for size in sizes if size >= count)
+
+
+class ServiceBusy(Exception):
+    """A position the service will not take now: too many wait already, or it is stopping."""
+
+
+@dataclass
+class Job:
+    """One position waiting for the worker, and, once ``done``, its answer (or ``error``)."""
+
+    moves: list[int]
+    choose: bool  # a model move: the worker also picks the column
+    answer: tuple = ()  # (probs, value, greedy, shares, column or None)
+    error: BaseException | None = None
+    done: threading.Event = field(default_factory=threading.Event)
 
 
 class GameService:
-    """The JSON API's logic, separate from HTTP so it can be called directly."""
+    """The JSON API's logic, separate from HTTP so it can be called directly.
 
-    def __init__(self, agent: Agent, temperature: float | None = None, seed: int = 0, reuse: bool = REUSE_TREES):
+    Every position goes through one queue to one worker thread, which asks the player about all
+    that wait (up to ``max_batch``) in one call, padded to :func:`batch_sizes`. More than
+    ``max_waiting`` positions waiting: :class:`ServiceBusy`. Sampled moves (``temperature`` > 0)
+    draw from one generator seeded with ``seed``, used by the worker alone: one draw per model
+    move, in the order the requests joined the queue (rows of a batch in order). With ``reuse``
+    (a PUCT search keeping its tree between the positions of a game) the worker answers one
+    position at a time in that order, since each search continues the previous one's tree."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        temperature: float | None = None,
+        seed: int = 0,
+        reuse: bool = REUSE_TREES,
+        max_batch: int = MAX_BATCH,
+        max_waiting: int = MAX_WAITING,
+    ):
         self.agent, self.temperature = agent, agent.temperature(temperature)
-        self.rng = np.random.default_rng(seed)
-        self.lock = threading.Lock()
+        self.rng = np.random.default_rng(seed)  # the worker's alone
         # one search per position; with ``reuse``, a PUCT search's last tree kept for the next
         # position of the same game (the positions a page asks for in turn)
         self.memory = SearchMemory(agent, reuse)
+        self.sizes, self.max_waiting = batch_sizes(max_batch), max_waiting
+        self.pending: list[Job] = []
+        self.arrived = threading.Condition()  # guards pending and closed
+        self.closed = False
+        self.worker = threading.Thread(target=self._work, name="czjax-serve-player", daemon=True)
+        self.worker.start()
+
+    # -- the queue and its worker
+
+    def waiting(self) -> int:
+        """Positions queued for the worker, not yet taken."""
+        with self.arrived:
+            return len(self.pending)
+
+    def close(self) -> None:
+        """Stop the worker once its batch is done; positions still waiting are refused."""
+        with self.arrived:
+            self.closed = True
+            refused, self.pending = self.pending, []
+            self.arrived.notify_all()
+        for job in refused:
+            job.error = ServiceBusy("the server is stopping")
+            job.done.set()
+
+    def _ask(self, moves: list[int], choose: bool = False) -> tuple:
+        """The worker's answer for the position after ``moves``; waits for it."""
+        job = Job(moves, choose)
+        with self.arrived:
+            if self.closed:
+                raise ServiceBusy("the server is stopping")
+            if len(self.pending) >= self.max_waiting:
+                raise ServiceBusy(f"the server is busy ({len(self.pending)} positions already wait for the player)")
+            self.pending.append(job)
+            self.arrived.notify()
+        job.done.wait()
+        if job.error is not None:
+            raise job.error
+        return job.answer
+
+    def _take(self) -> list[Job]:
+        """The positions waiting, up to the largest batch, once there is one; [] once closed."""
+        with self.arrived:
+            while not self.pending and not self.closed:
+                self.arrived.wait()
+            if self.closed:
+                return []
+            jobs, self.pending = self.pending[: self.sizes[-1]], self.pending[self.sizes[-1] :]
+            return jobs
+
+    def _work(self) -> None:
+        while jobs := self._take():
+            try:
+                self._answer(jobs)
+            except Exception as err:  # a bug: each request answers 500 with it; the worker goes on
+                for job in jobs:
+                    job.error = err
+            for job in jobs:
+                job.done.set()
+
+    def _answer(self, jobs: list[Job]) -> None:
+        if self.memory.keep:  # reusing trees: one position after another, each from the last tree
+            reports = [(self.memory.searched(job.moves), 0) for job in jobs]
+        else:
+            report = self._report([job.moves for job in jobs])
+            reports = [(report, row) for row in range(len(jobs))]
+        for job, (report, row) in zip(jobs, reports):
+            probs, value, greedy = report.probs[row], float(report.value[row]), int(report.greedy[row])
+            shares = None if report.shares is None else [float(x) for x in report.shares[row]]
+            col = choose_move(probs, greedy, self.temperature, self.rng) if job.choose else None
+            job.answer = (probs, None if np.isnan(value) else value, greedy, shares, col)
+
+    def _report(self, games: list[list[int]]):
+        """The player's report of the positions after each of ``games``, from one call padded
+        to a batch size with empty boards (the padding's rows dropped)."""
+        boards = np.zeros((padded_size(len(games), self.sizes), game.ROWS, game.COLS), np.int8)
+        for row, moves in enumerate(games):
+            boards[row] = game.apply_moves(moves)
+        return searched_each(self.agent, boards)
+
+    def warm(self) -> None:
+        """Compile the player for every batch size but one (the first position compiled that
+        one), by asking it about empty boards outside the queue. Nothing to do when reusing
+        trees: positions then go one at a time."""
+        if self.memory.keep:
+            return
+        for size in self.sizes[1:]:
+            try:
+                searched_each(self.agent, np.zeros((size, game.ROWS, game.COLS), np.int8))
+            except Exception as err:  # out of memory, say: a batch this large will fail when asked, too
+                first_line = str(err).split("\n", 1)[0]
+                print(
+                    f"czjax serve: compiling a batch of {size} failed: {type(err).__name__}: {first_line}",
+                    file=sys.stderr,
+                )
+                return
+
+    # -- the API
 
     def _evaluate(self, moves: list[int]):
-        with self.lock:
-            report = self.memory.searched(moves)
-        probs, value, greedy = report.probs[0], report.value[0], report.greedy[0]
-        shares = None if report.shares is None else [float(x) for x in report.shares[0]]
-        return probs, (None if np.isnan(value) else float(value)), int(greedy), shares
+        return self._ask(moves)[:4]
 
     def position(self, moves: list[int]) -> dict:
         result = game_result(moves)
@@ -106,9 +258,7 @@ class GameService:
     def model_move(self, moves: list[int]) -> dict:
         if game_result(moves) is not None:
             raise ValueError("the game is over")
-        probs, value, greedy, shares = self._evaluate(moves)
-        with self.lock:
-            col = choose_move(probs, greedy, self.temperature, self.rng)
+        probs, value, _, shares, col = self._ask(moves, choose=True)
         after = self.position(moves + [col])
         return dict(after, move=col + 1, move_probs=[float(p) for p in probs], move_value=value, move_shares=shares)
 
@@ -311,6 +461,8 @@ class ApiHandler(BaseHTTPRequestHandler):
             state = self.routes[self.path](self.service.parse(body))
         except ValueError as err:  # an illegal move string, or a move after the end
             raise RequestError(400, str(err)) from None
+        except ServiceBusy as err:
+            raise RequestError(503, f"{err}: try again in a moment", {"Retry-After": str(RETRY_AFTER)}) from None
         self._json(200, state)
 
     def _read_body(self) -> bytes:
@@ -334,6 +486,12 @@ class ApiServer(ThreadingHTTPServer):
     # connections waiting to be accepted: socketserver's 5 fills up under a burst (a page load, a
     # fuzz), and the kernel then drops connections that the client retries only a second later
     request_queue_size = 128
+    service: GameService | None = None  # set by make_server; stopped with the server
+
+    def server_close(self):
+        super().server_close()
+        if self.service is not None:
+            self.service.close()
 
     def handle_error(self, request, client_address):
         err = sys.exc_info()[1]
@@ -363,20 +521,33 @@ class ApiServer(ThreadingHTTPServer):
         self.close_request(request)
 
 
+def bind(host: str = "127.0.0.1", port: int = 8000) -> ApiServer:
+    """A server bound to ``host:port`` that answers nothing yet (:func:`make_server` gives it
+    the player): an ``OSError`` for a host that cannot be resolved or a port in use, found
+    before a player is loaded or compiled."""
+    return ApiServer((host, port), ApiHandler)
+
+
 def make_server(
-    agent: Agent,
+    player: Agent | GameService,
     host: str = "127.0.0.1",
     port: int = 8000,
-    temperature: float | None = None,
-    seed: int = 0,
+    *,
     read_timeout: float = READ_TIMEOUT,
-    reuse: bool = REUSE_TREES,
-) -> ThreadingHTTPServer:
+    warm: bool = False,
+    server: ApiServer | None = None,
+) -> ApiServer:
     """An HTTP server for the page and the API, bound and with the player compiled (not started:
-    call ``serve_forever``). ``temperature`` None: the agent's default (sampling for built-in
-    players, greedy for models). ``read_timeout``: seconds a client may stall mid-request.
-    ``reuse``: a PUCT search keeps its tree between the positions of a game (:class:`GameService`)."""
-    service = GameService(agent, temperature, seed, reuse)
+    call ``serve_forever``). ``player``: an agent, served with :class:`GameService`'s defaults
+    (the agent's temperature: sampling for built-in players, greedy for models; no tree reuse;
+    batches of up to ``MAX_BATCH``), or a :class:`GameService` made with other choices.
+    ``read_timeout``: seconds a client may stall mid-request. ``warm``: compile the other batch
+    sizes too, in a background thread (each takes about as long as the first compile, 5-10 s for
+    the default player on a 2-core CPU: the page opens after the first, and a burst that comes
+    before its size is ready compiles it itself). ``server``: one :func:`bind` made, instead of
+    binding ``host:port`` here; closed if this fails."""
+    service = player if isinstance(player, GameService) else GameService(player)
+    agent = service.agent
     handler = type(
         "Handler",
         (ApiHandler,),
@@ -387,7 +558,13 @@ def make_server(
             "routes": {"/api/position": service.position, "/api/model-move": service.model_move},
         },
     )
-    server = ApiServer((host, port), handler)  # bind first: a port in use fails before the compile
+    try:
+        if server is None:
+            server = bind(host, port)  # bind first: a port in use fails before the compile
+    except BaseException:
+        service.close()
+        raise
+    server.RequestHandlerClass, server.service = handler, service
     try:
         # compile the player now: the first move would otherwise wait for it (7-9 s for the
         # shipped model) with the page showing nothing
@@ -395,4 +572,6 @@ def make_server(
     except BaseException:
         server.server_close()
         raise
+    if warm:
+        threading.Thread(target=service.warm, name="czjax-serve-warm", daemon=True).start()
     return server
