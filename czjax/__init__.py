@@ -53,6 +53,8 @@ PUBLIC = {
     "PRESETS": ("czjax.run.presets", "PRESETS"),
     "run_training": ("czjax.run.loop", "run_training"),
     "run_scan": ("czjax.run.scan", "run_scan"),
+    "run_tune": ("czjax.run.tune", "run_tune"),
+    "TuneSpec": ("czjax.run.tune", "TuneSpec"),
     # evaluation
     "load_positions": ("czjax.evaluate.solver", "load_positions"),
     "accuracy": ("czjax.evaluate.solver", "accuracy"),

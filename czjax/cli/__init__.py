@@ -9,7 +9,7 @@ import contextlib
 import os
 import sys
 
-from czjax.cli import bench, errors, evaluate, exchange, train
+from czjax.cli import bench, errors, evaluate, exchange, train, tune
 from czjax.cli.train import train_spec
 
 __all__ = ["build_parser", "main", "train_spec"]
@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_commands(commands)
     train.add_train_command(commands)
     train.add_scan_command(commands)
+    tune.add_tune_command(commands)
     evaluate.add_evaluation_commands(commands)
     evaluate.add_play_commands(commands)
     exchange.add_commands(commands)

@@ -124,6 +124,21 @@ def setting_argument(name: str, field: dataclasses.Field) -> tuple[list[str], di
     return [flag_name(name), *FLAG_ALIASES.get(name, ())], keywords
 
 
+def setting_words(overrides: dict) -> list[str]:
+    """The command-line words that give ``overrides`` (settings by their override name), as a
+    command printed for the user to run: ``{"ppo.clip": 0.1}`` -> ``["--ppo-clip", "0.1"]``."""
+    words: list[str] = []
+    for name, value in overrides.items():
+        flag = flag_name(name)
+        if isinstance(value, bool):
+            words.append(flag if value else "--no-" + flag[2:])
+        elif isinstance(value, (tuple, list)):
+            words += [flag, *map(str, value)]
+        else:
+            words += [flag, str(value)]
+    return words
+
+
 def add_setting_flag(parser, name: str, **changes: Any) -> None:
     """One setting's flag (:func:`setting_argument`), ``changes`` replacing its keywords (a
     benchmark's list of values and its defaults)."""
