@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import common
+from czjax.cli import flags
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "docs" / "results"
@@ -859,6 +860,24 @@ def run_step(
     return summary
 
 
+def launch_step(launcher, name: str, args, argv) -> int:
+    """``run STEP --launcher ...``: the step as one submitit job that calls this script for the
+    step (at most --max-seconds a call, exit 3 while not done) until it is done, requeued after
+    preemption or its time limit; waits for it unless --no-wait."""
+    from czjax.run import launch
+
+    again = ["--results", args.results, "--work", args.work, "run", name, "--max-seconds", str(args.max_seconds)]
+    again += ["--scale", str(args.scale)] + (["--copy-to", args.copy_to] if args.copy_to else [])
+    job_folder = Path(args.work) / name / launch.JOBS
+    executor = launcher.executor(job_folder)
+    job = executor.submit(launch.CommandJob([sys.executable, str(Path(__file__).resolve()), *again], os.getcwd(), (3,)))
+    print(f"campaign: {name}: submitted as job {job.job_id} ({launcher.kind}); its log in {job_folder}/", flush=True)
+    if args.no_wait:
+        return 0
+    launch.wait([job])
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], epilog=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -883,6 +902,7 @@ def main(argv=None) -> int:
         default=1.0,
         help="fraction of the step's work, for tests and CPU smoke runs (default: 1)",
     )
+    flags.add_launcher_flags(run, "one: the step, run in calls of at most --max-seconds until it is done")
     args = parser.parse_args(argv)
     results_root, work_root = Path(args.results), Path(args.work)
     if args.command == "status":
@@ -901,6 +921,9 @@ def main(argv=None) -> int:
     if not args.max_seconds > 0 or not 0 < args.scale <= 1:
         parser.error("--max-seconds must be positive and --scale in (0, 1]")
     try:
+        launcher = flags.launcher(args)
+        if launcher is not None:
+            return launch_step(launcher, name, args, argv)
         summary = run_step(
             name,
             args.max_seconds,

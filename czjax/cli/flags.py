@@ -235,3 +235,43 @@ def add_player_arg(parser: argparse.ArgumentParser, default: str | None = None) 
             default=default,
             help=f"{player_help()} (default: {default})",
         )
+
+
+def add_launcher_flags(parser: argparse.ArgumentParser, jobs: str) -> None:
+    """--launcher and SLURM's options, for commands whose work can run as an array of jobs
+    (``jobs``: what one job of the array is, for the help)."""
+    group = parser.add_argument_group(
+        "beyond one machine (submitit: pip install 'czjax[cluster]')",
+        f"With --launcher the work runs as an array of jobs, {jobs}, each requeued after preemption or a "
+        "time-out and continued from its last checkpoint; jobs' logs in OUT/jobs/.",
+    )
+    group.add_argument(
+        "--launcher",
+        choices=("local", "slurm"),
+        default=None,
+        help="run as submitit jobs: on this machine (local) or as a SLURM array (default: in this process)",
+    )
+    group.add_argument("--partition", default=None, help="SLURM's partition (default: the cluster's)")
+    group.add_argument("--gpus-per-task", type=positive_int, default=None, metavar="N", help="GPUs per job on SLURM")
+    group.add_argument(
+        "--time", type=positive_int, default=60, metavar="MINUTES", help="a job's time limit (default: %(default)s)"
+    )
+    group.add_argument(
+        "--array-parallelism", type=positive_int, default=None, metavar="N", help="jobs running at once on SLURM"
+    )
+    group.add_argument(
+        "--no-wait", action="store_true", help="submit and return, without waiting for the jobs to finish"
+    )
+
+
+def launcher(args):
+    """The :class:`~czjax.run.launch.Launcher` the flags describe, or None without --launcher
+    (SLURM's options without it: a one-line error)."""
+    from czjax.run import launch
+
+    if args.launcher is None:
+        if args.partition or args.gpus_per_task or args.array_parallelism or args.no_wait:
+            raise ValueError("--partition, --gpus-per-task, --array-parallelism and --no-wait go with --launcher")
+        return None
+    launch.import_submitit()  # the install named before anything is written
+    return launch.Launcher(args.launcher, args.partition, args.gpus_per_task, args.time, args.array_parallelism)

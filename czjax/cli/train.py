@@ -186,10 +186,15 @@ def scan_spec(args, preset, grid: dict):
 def cmd_scan(args) -> int:
     from czjax.run import folders, presets, scan, sinks, stops
 
+    if args.merge:
+        return merge_scan(args)
     preset = presets.get_preset(args.preset)
     grid = scan.parse_grid(args.grid)
     scan.check_sort(args.sort, list(grid))  # everything is checked before anything is written or run
     spec = scan_spec(args, preset, grid)
+    launcher = flags.launcher(args)
+    if launcher is not None:
+        return launch_scan(args, spec, launcher, list(grid))
     folders.prepare(spec)  # before the header
     if args.wandb:
         sinks.check_wandb()
@@ -210,6 +215,50 @@ def cmd_scan(args) -> int:
         return stops.exit_code(result.interrupted)
     title = f"czjax scan --preset {args.preset} " + " ".join(args.grid)
     print(scan.write_report(result.rows, spec.out_dir, list(grid), args.sort, title))
+    return 0
+
+
+def scan_title(args, grid_names) -> str:
+    return f"czjax scan --preset {args.preset} " + " ".join(args.grid or grid_names)
+
+
+def launch_scan(args, spec, launcher, grid_names: list[str]) -> int:
+    """``czjax scan --launcher``: the scan as an array of shard jobs, then (unless --no-wait) their
+    merge into the files and report a one-machine scan writes."""
+    from czjax.run import launch
+
+    if args.tensorboard or args.wandb:
+        raise ValueError("--tensorboard and --wandb log a scan run in this process: not with --launcher")
+    shards = args.shards or len(spec.settings)
+    jobs = launch.launch(spec, launcher, shards)
+    if not jobs:
+        print(f"every shard of the scan in {spec.out_dir} has finished", flush=True)
+    else:
+        ids = ", ".join(str(job.job_id) for job in jobs)
+        print(
+            f"submitted {len(jobs)} shard jobs ({launcher.kind}): {ids}; logs in {spec.out_dir / launch.JOBS}/",
+            flush=True,
+        )
+    merge_command = f"czjax scan --merge {shlex.quote(str(spec.out_dir))}"
+    if args.no_wait:
+        print(f"once they finish: {merge_command}")
+        return 0
+    launch.wait(jobs)
+    print(launch.merged_report(spec.out_dir, grid_names, args.sort, scan_title(args, grid_names)))
+    return 0
+
+
+def merge_scan(args) -> int:
+    """``czjax scan --merge DIR``: a launched scan's shards gathered, its report written."""
+    import json
+
+    from czjax.run import launch, scan
+
+    out = Path(args.merge)
+    shards = out / launch.SHARDS
+    names = list(json.loads(shards.read_text())["scan"]["settings"][0]) if shards.exists() else []
+    scan.check_sort(args.sort, names)
+    print(launch.merged_report(out, names, args.sort, f"czjax scan --merge {out}"))
     return 0
 
 
@@ -354,4 +403,19 @@ def add_scan_command(commands) -> None:
         metavar="N",
         help="spread each group's configurations over N local devices (default: all of them)",
     )
+    scan.add_argument(
+        "--shards",
+        type=flags.positive_int,
+        default=None,
+        metavar="N",
+        help="with --launcher: jobs the scan is split into, by settings (by seeds past one a setting) "
+        "(default: one a setting)",
+    )
+    scan.add_argument(
+        "--merge",
+        metavar="DIR",
+        default=None,
+        help="gather the finished shards of the launched scan in DIR into its table and figure, and stop",
+    )
+    flags.add_launcher_flags(scan, "one a shard of the scan's configurations, each shard a scan folder")
     scan.set_defaults(func=cmd_scan)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 
@@ -57,7 +58,13 @@ def cmd_tune(args) -> int:
             f"{spec.sampler}; outputs in {spec.out_dir}/",
             flush=True,
         )
-    result = tune.run_tune(spec)
+    launcher = flags.launcher(args)
+    if launcher is None:
+        result = tune.run_tune(spec)
+    else:
+        result = launched(spec, launcher, args)
+        if result is None:
+            return 0
     if result.interrupted:
         output.stderr(f"continue with: czjax tune --resume and the same flags (--out {spec.out_dir})")
     if args.json:
@@ -83,6 +90,24 @@ def cmd_tune(args) -> int:
     return stops.exit_code(result.interrupted) if result.interrupted else 0
 
 
+def launched(spec, launcher, args):
+    """``czjax tune --launcher``: --workers jobs sharing the study; once they end (unless
+    --no-wait), the tune's result from the study."""
+    from czjax.run import launch, tune
+
+    jobs = launch.launch_tune(spec, launcher, args.workers)
+    ids = ", ".join(str(job.job_id) for job in jobs)
+    output.stderr(f"submitted {len(jobs)} workers ({launcher.kind}): {ids}; logs in {spec.out_dir / launch.JOBS}/")
+    if args.no_wait:
+        output.stderr(
+            f"once they finish: czjax tune --resume with the same flags and --out {spec.out_dir} writes the tables"
+        )
+        return None
+    launch.wait(jobs, spec.log)
+    optuna = tune.import_optuna()
+    return tune.finish(spec, tune.open_study(dataclasses.replace(spec, resume=True), optuna), optuna, False)
+
+
 def add_tune_command(commands) -> None:
 
     parser = commands.add_parser(
@@ -103,6 +128,14 @@ def add_tune_command(commands) -> None:
     add_search_flags(parser)
     flags.add_setting_flags(parser)
     add_output_flags(parser)
+    parser.add_argument(
+        "--workers",
+        type=flags.positive_int,
+        default=2,
+        metavar="N",
+        help="with --launcher: jobs sharing the study, each asking --batch trials at a time (default: %(default)s)",
+    )
+    flags.add_launcher_flags(parser, "a worker asking for batches of trials from the shared study")
     parser.set_defaults(func=cmd_tune)
 
 

@@ -359,7 +359,13 @@ def run_tune(spec: TuneSpec) -> TuneResult:
             if folders.in_use(folder):
                 continue  # another process is running it
             spec.log(f"continuing {folder.name}")
-            if reason := run_batch(spec, study, folder, spec.log):
+            try:
+                reason = run_batch(spec, study, folder, spec.log)
+            except ValueError:
+                if folders.in_use(folder):  # another process took it between the look and the lock
+                    continue
+                raise
+            if reason:
                 break
         while not reason and (left := spec.trials - counted_trials(study, optuna)) > 0:
             folder = ask_batch(spec, study, optuna, min(spec.batch, left))
