@@ -317,7 +317,7 @@ def test_search_based_training_steps():
         np.mean(pons), rel=1e-5
     )
     assert 0 < float(metrics["public_optimal"]) <= float(metrics["public_keeps"]) < 1
-    # the benchmark is an argument of the chunk (issue 35): its scores are the final network's on
+    # the benchmark is an argument of the chunk: its scores are the final network's on
     # the benchmark, scored alone by a function that closes over it (the way the chunk did before)
     from czjax.learn import solver_metrics
 

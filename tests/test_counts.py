@@ -1,6 +1,6 @@
 """Wide counts (czjax.util.counts) against Python's integers, and their checkpoints: a run's
 totals are exact past 2**31 and 2**32 without JAX's 64-bit types, and a checkpoint written when
-they were int32 scalars still loads (issue 35)."""
+they were int32 scalars still loads."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def test_total_is_the_exact_sum():
 
 def test_a_wide_count_round_trips_through_a_checkpoint_and_an_int32_one_is_widened(tmp_path):
     """A state holding wide counts saves and loads; the same state stored with int32 scalars (a
-    checkpoint of czjax before issue 35, its games wrapped past 2**31) loads as the wide count."""
+    checkpoint of czjax from before the counts were wide, its games wrapped past 2**31) loads as the wide count."""
     from czjax.util.pytree import pytree_dataclass
 
     @pytree_dataclass(frozen=True)

@@ -169,7 +169,7 @@ def counting(spec: str, checkpoint) -> tuple[agents.Agent, list]:
 
 @pytest.mark.parametrize("spec", ["gumbel:sims=8", "mcts:sims=8"])
 def test_a_searched_move_costs_one_search_and_says_what_two_did(spec, model_checkpoints):
-    """Issue 35: a search player's move, value and visit shares come from one search (its
+    """A search player's move, value and visit shares come from one search (its
     network evaluated sims + 1 times per position, where policy() and visit_shares() searched
     twice), the same numbers; `czjax play` searches once per model move; and a PUCT search asked
     to reuse its tree (interactive.SearchMemory) continues from it after the model's move and the

@@ -520,7 +520,7 @@ def test_a_search_reports_its_visit_shares(model_checkpoints):
 
 @pytest.mark.parametrize("spec", ["gumbel:sims=8", "mcts:sims=8"])
 def test_a_model_move_searches_each_position_once(spec, model_checkpoints):
-    """Issue 35: a model move searches the position it moves from once (its move, value and
+    """A model move searches the position it moves from once (its move, value and
     shares from one search) and the position after it once: 2 x (sims + 1) network evaluations,
     where each position was searched twice before; with the shares those searches give."""
     from tests.test_interactive import counting

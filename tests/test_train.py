@@ -138,7 +138,7 @@ def test_promotion_on_scripted_win_rates(trainer):
 
 
 def test_the_counters_run_past_2_31_batches_and_2_32_games(tmp_path):
-    """Issue 35: a run's counters are wide (czjax.util.counts). From just below 2**31 batches and
+    """A run's counters are wide (czjax.util.counts). From just below 2**31 batches and
     2**32 games, the win-rate window's slot and the promotion check follow the batch count as
     Python counts it (an int32 count wrapped to -2**31, whose remainder by 3 is 1, not 2), the
     metrics rows say the exact numbers, and a run resumed from such a checkpoint continues and
@@ -175,7 +175,7 @@ def test_the_counters_run_past_2_31_batches_and_2_32_games(tmp_path):
 
 
 def test_the_solver_benchmark_is_an_argument_of_the_chunk_not_a_constant():
-    """Issue 35: with --solver-eval the chunk takes the benchmark (7,000 positions and their labels)
+    """With --solver-eval the chunk takes the benchmark (7,000 positions and their labels)
     as an argument: its program holds no large literal for XLA to fold at every compile, where a
     function closing over the benchmark holds its boards as one (2 hex digits a cell). A chunk
     lowered without it is refused. (That its metrics are the benchmark's scored alone:

@@ -28,8 +28,8 @@ from czjax.learn.trainer import build_search, make_trainer
 from czjax.run import scan
 from czjax.util import devices, precision
 
-# The PyTorch project's RandomPunisher-vs-RandomPunisher games on the 2-core development CPU
-# (issue 2): the figure czjax's RandomPunisher games are compared with.
+# The PyTorch project's RandomPunisher-vs-RandomPunisher games on its reference 2-core CPU: the
+# figure czjax's RandomPunisher games are compared with (docs/benchmarks.md).
 PYTORCH_PUNISHER_GAMES_PER_S = 250.0
 
 
@@ -132,7 +132,7 @@ def stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-# The PyTorch project's training-iteration throughput on the 2-core development CPU (issue 3),
+# The PyTorch project's published training-iteration throughput on its reference 2-core CPU,
 # shown beside czjax's figures: games per second of a whole iteration (games and update).
 PYTORCH_TRAIN_GAMES_PER_S = {("mlp", 50): 950.0, ("mlp", 4096): 14000.0, ("cnn-mk4", 50): 145.0}
 

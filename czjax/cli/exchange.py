@@ -17,9 +17,6 @@ def cmd_import_torch(args) -> int:
     return 0
 
 
-CHECKPOINT_HELP = "a run folder or checkpoint file, or czjax (the model shipped with czjax)"
-
-
 def checkpoint_file(spec: str):
     """The checkpoint file ``spec`` names: a shipped model's (``czjax``, ``czjax@1``, ... as for
     every player), else a run folder's checkpoint or the file itself."""
