@@ -36,15 +36,15 @@ PUBLIC = {
     "random_punisher_leftmost": ("czjax.players", "random_punisher_leftmost"),
     "play_games": ("czjax.rollout", "play_games"),
     "Side": ("czjax.rollout", "Side"),
-    "Agent": ("czjax.agents", "Agent"),
-    "load_agent": ("czjax.agents", "load_agent"),
-    "policy": ("czjax.agents", "policy"),
+    "Agent": ("czjax.players.agent", "Agent"),
+    "load_agent": ("czjax.players.loading", "load_agent"),
+    "policy": ("czjax.players.agent", "policy"),
     # models
     "get_model": ("czjax.models", "get_model"),
     "MODELS": ("czjax.models", "MODELS"),
     # searches
     "make_search": ("czjax.search", "make_search"),
-    "search_player": ("czjax.search", "search_player"),
+    "search_player": ("czjax.players.searched", "search_player"),
     # training
     "TrainConfig": ("czjax.learn.settings", "TrainConfig"),
     "HParams": ("czjax.learn.settings", "HParams"),
@@ -56,10 +56,10 @@ PUBLIC = {
     "run_tune": ("czjax.run.tune", "run_tune"),
     "TuneSpec": ("czjax.run.tune", "TuneSpec"),
     # evaluation
-    "load_positions": ("czjax.evaluate.solver", "load_positions"),
-    "accuracy": ("czjax.evaluate.solver", "accuracy"),
-    "load_pons": ("czjax.evaluate.solver", "load_pons"),
-    "pons": ("czjax.evaluate.solver", "pons"),
+    "load_positions": ("czjax.evaluate.positions", "load_positions"),
+    "accuracy": ("czjax.evaluate.positions", "accuracy"),
+    "load_pons": ("czjax.evaluate.pons", "load_pons"),
+    "pons": ("czjax.evaluate.pons", "pons"),
     "play_tournament": ("czjax.evaluate.tournament", "tournament"),
 }
 

@@ -26,6 +26,7 @@ from jax import lax
 from czjax import compaction, game
 from czjax.compaction import all_configurations
 from czjax.players import Player, sample_masked_uniform
+from czjax.util import platforms
 from czjax.util.devices import split as split_games
 from czjax.util.pytree import pytree_dataclass
 
@@ -158,7 +159,7 @@ class _Match(NamedTuple):
     sample_plies: int | None
     axis_name: str | None
     record_targets: bool
-    merged: bool  # both halves' movers evaluated as one vmapped call (:data:`MERGED_HALVES`)
+    merged: bool  # both halves' movers evaluated as one vmapped call (``merged_halves``, :func:`_match`)
 
     @property
     def a_first(self) -> jax.Array:
@@ -261,32 +262,30 @@ def _start(key, num_games: int, openings: int, devices: int) -> tuple:
     return jax.tree.map(lambda x: split_games(x, devices), init)
 
 
-# Whether the two halves' movers are evaluated as one call vmapped over the halves where both
-# sides are the same player (self-play, with its frozen copy's parameters or its own) and no half
-# is compacted, by backend: on a GPU each call is a program of its own, a search a chain of
-# them, so one call a ply halves the programs of a batch (and a search's simulation steps); on a
-# CPU compacted halves skip their finished games, which a vmapped call cannot. Backends not
-# listed: two calls. The same games either way.
-MERGED_HALVES = {"gpu": True}
-
-
 def _match(
     sides: tuple[Side, Side],
     num_games: int,
-    *,
+    platform: str,
     chunks: int | None,
     sample_plies: int | None,
     axis_name: str | None,
     record_targets: bool,
 ) -> _Match:
-    """What every ply of a batch of ``num_games`` reads (see :func:`play_games`'s options)."""
+    """What every ply of a batch of ``num_games`` reads (see :func:`play_games`'s options).
+
+    Where the ``platform`` merges halves (``merged_halves``, :mod:`czjax.util.platforms`), both
+    sides are the same player (self-play, with its frozen copy's parameters or its own) and no
+    half is compacted, the two halves' movers are one call vmapped over the halves. On a GPU each
+    call is a program of its own, a search a chain of them, so one call a ply halves the programs
+    of a batch (and a search's simulation steps); on a CPU compacted halves skip their finished
+    games, which a vmapped call cannot. The same games either way."""
     split = first_player_split(num_games)
     a_first = jnp.arange(num_games) < split
     chunks_of = [default_chunks(s.player, s.params, num_games - split) if chunks is None else chunks for s in sides]
     halves = (slice(0, split), slice(split, num_games))
     mover_is_a = {(0, 1): a_first, (1, 0): ~a_first}
     merged = (
-        MERGED_HALVES.get(jax.default_backend(), False)
+        platforms.choices_for(platform).merged_halves
         and sides[0].player is sides[1].player
         and 2 * split == num_games
         and max(chunks_of) <= 1
@@ -305,6 +304,7 @@ _STATIC_ARGS = (
     "unroll",
     "openings",
     "skip_finished",
+    "platform",
 )
 
 
@@ -323,6 +323,7 @@ def play_games(
     unroll: int = 1,
     openings: int = 0,
     skip_finished: bool = True,
+    platform: str | None = None,
 ) -> tuple[Trajectory, GameResults]:
     """Play whole games between two sides, as one compiled loop over the plies.
 
@@ -349,6 +350,8 @@ def play_games(
         skip_finished: skip a pair of plies in which every game has ended (``lax.cond``); False
             plays it under the ``done`` mask (the same records, no data-dependent branch, whose
             predicate a GPU sends to the host at every step).
+        platform: the platform the program is built for (None: the one being built for, else this
+            machine's): its choices (:mod:`czjax.util.platforms`) make the program; the same games.
 
     Returns:
         ``(trajectory, results)``: :class:`Trajectory`, every ply as ``(42, num_games, ...)``
@@ -357,9 +360,14 @@ def play_games(
     """
     if num_games < 2:
         raise ValueError(f"num_games must be at least 2 (half of the games with each side first), got {num_games}")
-    match = _match(
-        (a, b), num_games, chunks=chunks, sample_plies=sample_plies, axis_name=axis_name, record_targets=record_targets
-    )
+    platform = platforms.checked(platform) if platform else platforms.target()
+    with platforms.building_for(platform):  # what the players build (a search's descent) is the platform's
+        match = _match((a, b), num_games, platform, chunks, sample_plies, axis_name, record_targets)
+        return _play(match, key, num_games, openings, devices, skip_finished, unroll)
+
+
+def _play(match: _Match, key, num_games: int, openings: int, devices: int, skip_finished: bool, unroll: int):
+    """:func:`play_games`'s loop over the plies, its options read."""
     init = _start(key, num_games, openings, devices)
     player_keys, uniforms = game_randomness(key, num_games)
     randomness = (player_keys, split_games(uniforms, devices, axis=2), jnp.arange(PLIES // 2))

@@ -1,8 +1,9 @@
 """Where the experiments' modules are found.
 
 ``experiments/`` holds what the studies share (``campaign``, the runner of the named steps;
-``curves``, the statistics of seeds and milestones; ``index``, the studies' table; this module)
-and a folder per study, ``experiments/<study>/``, with its scripts and its README. A script runs
+``steps``, what a step is; ``curves``, the statistics of seeds and milestones; ``index``, the
+studies' table; this module) and a folder per study, ``experiments/<study>/``, with its scripts,
+its campaign steps (``<name>_steps.py``) and its README. A script runs
 as ``python experiments/<study>/<script>.py``, so Python puts its own folder on the import path
 and not ``experiments/``; a script that imports a shared module puts ``experiments/`` there
 first, in one line, and a module of another study by naming that study:

@@ -95,8 +95,8 @@ def optimised_programs(monkeypatch):
 
     default = compiling.compiler_options
 
-    def optimised(convolutions: bool):
-        return {**(default(convolutions) or {}), TEST_OPTIMISATION: 3}
+    def optimised(convolutions: bool, platform: str | None = None):
+        return {**(default(convolutions, platform) or {}), TEST_OPTIMISATION: 3}
 
     monkeypatch.setattr(compiling, "compiler_options", optimised)
     azjl_stream.compiled_advance.cache_clear()

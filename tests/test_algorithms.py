@@ -260,10 +260,11 @@ def test_the_rollout_records_the_searchs_policy_targets():
     board): the recorded target of every ply is that search's visit distribution on the ply's
     board, zero on plies that did not happen; the move played is legal there."""
     from czjax import search
+    from czjax.players.searched import search_player
 
     model = models.get_model("mlp3")
     params = models.init_params(model, jax.random.key(3))
-    searched = search.search_player(search.PUCT(sims=6), models.model_player(model))
+    searched = search_player(search.PUCT(sims=6), models.model_player(model))
     with precision.parity():  # two programs compute the same values: full float32 on every backend
         side = rollout.Side(searched, params)
         traj, _ = rollout.play_games(jax.random.key(0), side, side, 4, record_targets=True)
@@ -403,12 +404,12 @@ def test_both_sides_trains_on_every_position_with_its_movers_outcome(both_sides_
     assert (np.abs(np.asarray(results.outcome)) <= 1).all() and not (all_boards[0] == 0).all()  # started from openings
 
 
-def test_replay_steps_are_successive_steps_on_fresh_draws(both_sides_games, monkeypatch):
+def test_replay_steps_are_successive_steps_on_fresh_draws(both_sides_games):
     """replay.steps = 2: the update equals two of the algorithm's steps, each on its own draw
     (split keys) from the buffer that holds the batch. The steps' gradient is compacted in 8
     chunks here; where the replay steps take the plain gradient instead (a GPU's choice,
-    trainer.REPLAY_PLAIN_GRADIENT; forced here) they are the same steps."""
-    from czjax.learn import algorithms, replay, trainer
+    ``replay_plain_gradient``; the set-up built for a GPU here) they are the same steps."""
+    from czjax.learn import algorithms, replay
     from czjax.learn.trainer import replay_update
 
     config, setup, state, hp, traj, results = both_sides_games
@@ -423,14 +424,14 @@ def test_replay_steps_are_successive_steps_on_fresh_draws(both_sides_games, monk
         want, opt_state = state.params, state.opt_state
         for step_key in jax.random.split(key, 2):
             want, opt_state, _ = step(want, opt_state, *replay.sample(expected_buffer, step_key, 16))
-        for plain in (False, True):
-            monkeypatch.setattr(trainer, "REPLAY_PLAIN_GRADIENT", {jax.default_backend(): plain})
-            params, _, metrics, buffer = jax.jit(lambda s, t, o, k: replay_update(setup, s, t, o, hp, k))(
+        for platform in ("cpu", "gpu"):  # the chunked gradient, the plain one
+            built = setup._replace(platform=platform)
+            params, _, metrics, buffer = jax.jit(lambda s, t, o, k: replay_update(built, s, t, o, hp, k))(
                 state, traj, results.outcome, key
             )
             # two compiled programs (one jitted update, the steps one by one): they may sum in other
             # orders (on an AVX-512 CPU too), so the same steps within float noise (tests/agreement.py)
-            assert agreement.took_the_same_steps(params, want, float(hp.learning_rate), 2), plain
+            assert agreement.took_the_same_steps(params, want, float(hp.learning_rate), 2), platform
     assert float(metrics["replay_reuse"]) == pytest.approx(2 * 16 / float(np.asarray(batch.valid).sum()))
     with pytest.raises(ValueError, match="both_sides"):
         TrainConfig(model="mlp3", algorithm="alphazero", search="gumbel:sims=4", both_sides=True)  # opponent self

@@ -10,6 +10,7 @@ import pytest
 
 from czjax import cli, compaction, search
 from czjax.bench import roofline, search_bench
+from czjax.players.searched import search_player
 
 # SimpleMLP 42-128-64-7: one multiply and one add per weight of each Dense layer (biases and
 # ReLUs are not matrix products), written out from the layer sizes
@@ -122,7 +123,7 @@ def test_a_search_rows_network_flops_are_its_roots_and_simulations():
     # a root evaluation and one per simulation, for every position searched
     assert row["network_flops_per_call"] == SEARCH_NETWORK_FLOPS * batch * (sims + 1)
     # the same count read from the whole traced search over one position
-    player = search.search_player(search.PUCT(sims=sims), search_bench.search_network_player)
+    player = search_player(search.PUCT(sims=sims), search_bench.search_network_player)
     assert compaction.flops_per_board(player, search_bench.search_network_params()) == SEARCH_NETWORK_FLOPS * (sims + 1)
     assert row["network_flops_per_s"] == pytest.approx(row["network_flops_per_call"] / row["median_s"])
     assert row["step_s"] == pytest.approx(row["median_s"] / sims)

@@ -1,14 +1,24 @@
-"""experiments/campaign.py: the step table, status read from the results folder, a step stopped
-at its time limit and resumed equal to one run straight through, results copied where asked."""
+"""experiments/campaign.py: the step table built from the studies' modules, status read from
+the results folder, a step stopped at its time limit and resumed equal to one run straight
+through, results copied where asked; and the studies' steps it runs (experiments/<study>/*_steps.py)."""
 
 import gzip
+import importlib
 import json
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 import campaign
+import common
+import steps
+from czjax.players.loading import load_agent
+
+common.use("strength", "benchmarks")
+import benchmark_steps
+import strength_steps
 
 DETERMINISTIC = ("batches", "games", "seed", "entropy", "win_rate", "eval_win_rate", "game_length", "policy_loss")
 
@@ -58,6 +68,18 @@ def test_steps_in_the_issues_order_and_status_from_the_results(tmp_path):
     assert "next on a GPU: python experiments/campaign.py run ex3-8seeds" in text
 
 
+def test_each_step_is_defined_in_the_folder_of_its_study():
+    """A reader of experiments/<study>/ finds the study's steps there: each study's module of
+    steps sits in its folder and defines only steps of that study, and together they are the table."""
+    defined = []
+    for study, name in campaign.STEP_MODULES.items():
+        module = importlib.import_module(name)
+        assert Path(module.__file__).parent == common.folder(study)
+        assert {step.study for step in module.STEPS.values()} == {study}
+        defined += list(module.STEPS)
+    assert sorted(defined) == sorted(campaign.STEPS) == sorted(campaign.ORDER)
+
+
 def rows_of(path):
     with gzip.open(path, "rt") as f:
         return [{k: r[k] for k in DETERMINISTIC} for r in map(json.loads, f)]
@@ -99,11 +121,11 @@ def test_a_step_stopped_at_its_time_limit_resumes_to_the_same_result(tmp_path):
 
 def test_metrics_are_decimated_per_configuration(tmp_path):
     rows = [{"config": c, "batches": b} for c in range(2) for b in range(1000)]
-    campaign.write_rows(tmp_path / "m.jsonl.gz", rows)
+    steps.write_rows(tmp_path / "m.jsonl.gz", rows)
     kept = [json.loads(line) for line in gzip.open(tmp_path / "m.jsonl.gz", "rt")]
     for c in range(2):
         mine = [r["batches"] for r in kept if r["config"] == c]
-        assert len(mine) <= campaign.METRICS_ROWS + 1 and mine[0] == 0 and mine[-1] == 999
+        assert len(mine) <= steps.METRICS_ROWS + 1 and mine[0] == 0 and mine[-1] == 999
 
 
 def test_unknown_step_is_one_line(capsys):
@@ -117,7 +139,6 @@ def test_the_strength_step_leaves_a_playable_model(tmp_path):
     player, its metrics carry the solver errors, and its search is the step's. strength-ptemp
     runs the same function with the search's prior at temperature 1.5 appended (its program is
     the recipe's, which the seeds step below compiles too: run here is strength-10min's)."""
-    from czjax import agents
     from czjax.run import presets
     from czjax.util import checkpoint
 
@@ -126,17 +147,19 @@ def test_the_strength_step_leaves_a_playable_model(tmp_path):
     assert summary["done"] and {"czjax.msgpack", "dashboard.png", "results.md", "metrics.jsonl.gz", "summary.json"} <= {
         p.name for p in results.iterdir()
     }
-    agent = agents.load_agent(str(results / "czjax.msgpack"))
+    agent = load_agent(str(results / "czjax.msgpack"))
     assert agent.model_name == "resnet:blocks=1,channels=8" and agent.has_value
     assert "pons_mean_error" in summary["last_row"]
     meta, _ = checkpoint.read_meta(results / "czjax.msgpack")
-    assert meta["extra"]["search"] == campaign.SMALL_STRENGTH["search"]
+    assert meta["extra"]["search"] == strength_steps.SMALL_STRENGTH["search"]
     ptemp = campaign.STEPS["strength-ptemp"].run
-    assert ptemp.func is campaign.strength_run and ptemp.keywords == {"search_options": "prior_temperature=1.5"}
+    assert ptemp.func is strength_steps.strength_run and ptemp.keywords == {"search_options": "prior_temperature=1.5"}
     full = presets.get_preset("gumbel-az-gpu").config
-    assert campaign.strength_config(1.0) == full
-    assert campaign.strength_config(1.0, "prior_temperature=1.5").search == full.search + ",prior_temperature=1.5"
-    assert campaign.strength_config(0.01, "prior_temperature=1.5").search == (
+    assert strength_steps.strength_config(1.0) == full
+    assert str(strength_steps.strength_config(1.0, "prior_temperature=1.5").search) == (
+        f"{full.search},prior_temperature=1.5"
+    )
+    assert str(strength_steps.strength_config(0.01, "prior_temperature=1.5").search) == (
         "gumbel:sims=4,considered=4,move=policy,rescale=0,prior_temperature=1.5"
     )
 
@@ -148,10 +171,9 @@ def test_the_seeds_step_continues_each_seed_over_calls_from_its_portable_state(t
     and a last call, with a budget seed 0 has reached and seed 1 reaches in a chunk or a few, finishes
     seed 1 and skips seed 0. The results count each seed's calls and device seconds, hold every
     finished batch once, and a player per seed."""
-    from czjax import agents
 
-    monkeypatch.setattr(campaign, "STRENGTH_SEEDS", (0, 1))
-    monkeypatch.setattr(campaign, "STRENGTH_SEED_S", 1e6)  # not reached by the first two calls
+    monkeypatch.setattr(strength_steps, "STRENGTH_SEEDS", (0, 1))
+    monkeypatch.setattr(strength_steps, "STRENGTH_SEED_S", 1e6)  # not reached by the first two calls
     results, work = tmp_path / "results", tmp_path / "work"
     first = campaign.run_step("strength-seeds", 1e-3, 0.01, results, work, log=print)
     assert not first["done"] and [(c["seed"], c["batches"]) for c in first["this_call"]] == [(0, 1)]
@@ -161,8 +183,8 @@ def test_the_seeds_step_continues_each_seed_over_calls_from_its_portable_state(t
     second = campaign.run_step("strength-seeds", 1e-3, 0.01, results, work, log=print)
     (piece,) = second["this_call"]
     assert piece["seed"] == 0 and piece["batches"] == 2 and piece["replay_rebuilt"]["games"] > 0
-    assert piece["games"] == 2 * campaign.SMALL_STRENGTH["games_per_batch"]  # the rebuild's are not counted
-    monkeypatch.setattr(campaign, "STRENGTH_SEED_S", min(second["seeds"][0]["elapsed_s"], 0.5) / 0.01)
+    assert piece["games"] == 2 * strength_steps.SMALL_STRENGTH["games_per_batch"]  # the rebuild's are not counted
+    monkeypatch.setattr(strength_steps, "STRENGTH_SEED_S", min(second["seeds"][0]["elapsed_s"], 0.5) / 0.01)
     last = campaign.run_step("strength-seeds", 600, 0.01, results, work, log=print)
     assert last["done"] and last["calls"] == 3 and [c["seed"] for c in last["this_call"]] == [1]
     summary = json.loads((results / "strength" / "strength-seeds" / "summary.json").read_text())
@@ -173,20 +195,20 @@ def test_the_seeds_step_continues_each_seed_over_calls_from_its_portable_state(t
     for seed in (0, 1):  # every finished batch once, in order (a chunk is one batch here)
         assert [r["batches"] for r in rows if r["seed"] == seed] == list(range(1, seeds[seed]["batches"] + 1))
     for seed in (0, 1):
-        agent = agents.load_agent(str(results / "strength" / "strength-seeds" / f"seed-{seed}.msgpack"))
+        agent = load_agent(str(results / "strength" / "strength-seeds" / f"seed-{seed}.msgpack"))
         assert agent.model_name == "resnet:blocks=1,channels=8"
     text = (results / "strength" / "strength-seeds" / "results.md").read_text()
     assert "| 0 | 2 |" in text and "| 1 | 1 |" in text
 
 
 def test_the_profile_grid_runs_smaller_batches_first():
-    cells = campaign.profile_cells(1.0)
+    cells = benchmark_steps.profile_cells(1.0)
     assert len(cells) == 2 * 3 * 2 and len(set(cells)) == len(cells)
     assert [games for _, games, _ in cells] == sorted(games for _, games, _ in cells)
     assert {program for program, _, _ in cells} == {"strength", "mk4"}
     assert {precision for _, _, precision in cells} == {"default", "mixed"}
-    assert campaign.profile_programs(1.0)["mk4"].model == "cnn-mk4"
-    assert campaign.profile_programs(1.0)["strength"] == campaign.strength_config(1.0)
+    assert benchmark_steps.profile_programs(1.0)["mk4"].model == "cnn-mk4"
+    assert benchmark_steps.profile_programs(1.0)["strength"] == strength_steps.strength_config(1.0)
 
 
 def test_the_profile_step_tabulates_each_programs_time_by_kind(tmp_path):
@@ -228,14 +250,14 @@ def test_a_command_step_keeps_json_from_stdout_alone(tmp_path):
     """A command run with --json prints its JSON on stdout and its table on stderr: the step's
     .json holds stdout (parseable), its .log both; a command that prints no JSON gets no .json."""
     emit = "import json, sys; print(json.dumps({'rows': [1, 2]})); print('a table', file=sys.stderr)"
-    step = campaign.command_step(
+    step = steps.command_step(
         "two commands",
         "benchmarks",
         lambda ctx: [("both", [sys.executable, "-c", emit]), ("plain", [sys.executable, "-c", "print('rows: 1 2')"])],
     )
     results = tmp_path / "results"
     results.mkdir()
-    ctx = campaign.Context(work=tmp_path, results=results, stop_at=time.monotonic() + 60, scale=1.0, log=print)
+    ctx = steps.Context(work=tmp_path, results=results, stop_at=time.monotonic() + 60, scale=1.0, log=print)
     summary = step.run(ctx)
     assert summary["done"]
     assert json.loads((results / "both.json").read_text()) == {"rows": [1, 2]}

@@ -6,6 +6,7 @@ import pytest
 
 from czjax import cli
 from czjax.run import loop
+from czjax.util.specs import PlayerSpec
 
 
 @pytest.mark.parametrize(
@@ -136,7 +137,7 @@ def test_train_flags_for_algorithms_pools_and_leagues():
         "ppo",
         True,
         "pool",
-        ("random-punisher", "random"),
+        (PlayerSpec("random-punisher"), PlayerSpec("random")),  # the flags' text, parsed once
         True,
     )
     ppo = config.settings_of("ppo")
@@ -156,7 +157,7 @@ def test_train_flags_for_algorithms_pools_and_leagues():
         False,
         "random-punisher-leftmost",  # the PyTorch project's RandomPunisher, as the blog trains
         False,
-        "random-punisher-leftmost",
+        PlayerSpec("random-punisher-leftmost"),
     )
     # the flags still choose either tie rule
     args = parser.parse_args(["train", "--preset", "ex4-a2c", "--opponent", "random-punisher"])
@@ -244,7 +245,7 @@ def _settings(cls, prefix=""):
             for name, algorithm in ALGORITHMS.items():
                 if algorithm.settings is not None:
                     found.update(_settings(algorithm.settings, f"{name}."))
-        elif dataclasses.is_dataclass(value):
+        elif dataclasses.is_dataclass(value) and not isinstance(value, PlayerSpec):  # a group; a spec is one setting
             found.update(_settings(type(value), f"{prefix}{field.name}."))
         else:
             found[prefix + field.name] = field
@@ -312,7 +313,7 @@ def test_the_settings_that_had_no_flag_reach_the_config():
     )
     assert (config.promotion.every_games, config.promotion.window_games, config.promotion.threshold) == (700, 300, 0.6)
     assert not config.promotion.draws_count_half
-    assert (config.opponent, config.pool.members, config.pool.league) == ("pool", ("random",), True)
+    assert (config.opponent, config.pool.members, config.pool.league) == ("pool", (PlayerSpec("random"),), True)
     assert (config.pool.ema, config.pool.league_slots, config.pool.league_threshold) == (0.3, 3, 0.7)
     with pytest.raises(ValueError, match="drop --pool-ema"):
         cli.train_spec(parser.parse_args(["train", "--resume", "--out", "x", "--pool-ema", "0.2"]))

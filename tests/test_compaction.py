@@ -71,26 +71,26 @@ def test_flops_are_counted_from_the_program_the_same_on_every_backend():
     assert rollout.default_chunks(models.model_player(model), params, 25) == compaction.ROLLOUT_CHUNKS
 
 
-def test_compaction_modes_per_backend(monkeypatch):
+def test_compaction_modes_per_platform():
     """--compaction: on (both places), loss (the gradient only), off (neither); auto is on, except
     that a GPU's rollouts below 2,048 boards per player call evaluate every board (measured)."""
     from czjax.learn.settings import TrainConfig
     from czjax.learn.trainer import make_setup
 
-    def chunks(mode, games=50, model="cnn-mk4"):
-        setup = make_setup(TrainConfig(model=model, games_per_batch=games, eval_games=100, compaction=mode), None)
+    def chunks(mode, games=50, model="cnn-mk4", platform="cpu"):
+        config = TrainConfig(model=model, games_per_batch=games, eval_games=100, compaction=mode)
+        setup = make_setup(config, None, platform=platform)
         return setup.rollout_chunks, setup.eval_chunks, setup.ctx.num_chunks
 
     rule = None  # the FLOP rule decides (czjax.compaction.rollout_chunks)
-    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")  # as on a CPU, wherever the suite runs
-    assert chunks("on") == (rule, rule, compaction.LOSS_CHUNKS)
+    assert chunks("on") == (rule, rule, compaction.LOSS_CHUNKS)  # built for a CPU, wherever the suite runs
     assert chunks("loss") == (1, 1, compaction.LOSS_CHUNKS)
     assert chunks("off") == (1, 1, 1)
     assert chunks("auto") == chunks("on")  # on a CPU
-    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
-    assert chunks("auto") == (1, 1, compaction.LOSS_CHUNKS)
-    assert chunks("auto", games=4096) == (rule, 1, compaction.LOSS_CHUNKS)  # the evaluation's 100 games: every board
-    assert chunks("on") == (rule, rule, compaction.LOSS_CHUNKS)
+    assert chunks("auto", platform="gpu") == (1, 1, compaction.LOSS_CHUNKS)
+    # the evaluation's 100 games: every board
+    assert chunks("auto", games=4096, platform="gpu") == (rule, 1, compaction.LOSS_CHUNKS)
+    assert chunks("on", platform="gpu") == (rule, rule, compaction.LOSS_CHUNKS)
     with pytest.raises(ValueError, match="unknown compaction 'some'; choose one of auto, on, loss, off"):
         TrainConfig(compaction="some")
 
@@ -137,16 +137,16 @@ def test_static_control_flow_runs_the_same_iteration_without_branches(name):
     assert "stablehlo.case" not in programs["static"] and "stablehlo.if" not in programs["static"]
 
 
-def test_auto_control_flow_follows_the_measured_table(monkeypatch):
+def test_auto_control_flow_follows_the_measured_table():
     """auto is cond on the CPU; on a GPU static for the SimpleMLP alone (the network measured
     faster so), cond for Mk4 and for the networks not measured; an explicit choice is kept."""
     from czjax.learn.settings import TrainConfig
+    from czjax.learn.trainer import static_control_flow
 
-    def static(model, flow="auto"):
-        return TrainConfig(model=model, control_flow=flow).static
+    def static(model, flow="auto", platform="cpu"):
+        return static_control_flow(TrainConfig(model=model, control_flow=flow), platform)
 
-    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
     assert not static("mlp") and not static("cnn-mk4") and static("cnn-mk4", "static")
-    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
-    assert static("mlp") and not static("cnn-mk4") and not static("cnn-mk4-value") and not static("mlp3")
-    assert not static("mlp", "cond") and static("cnn-mk4", "static")
+    assert static("mlp", platform="gpu") and not static("cnn-mk4", platform="gpu")
+    assert not static("cnn-mk4-value", platform="gpu") and not static("mlp3", platform="gpu")
+    assert not static("mlp", "cond", "gpu") and static("cnn-mk4", "static", "gpu")

@@ -11,8 +11,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from czjax import agents
-from czjax.evaluate import puzzles, solver, tournament
+from czjax.evaluate import pons, puzzles, tournament
+from czjax.evaluate import positions as labelled
+from czjax.players.agent import Agent, policy
+from czjax.players.loading import load_agent
 from czjax.util import checkpoint
 from tests.reference import COLS, replay
 
@@ -29,13 +31,13 @@ REFERENCE = {
 
 @pytest.fixture(scope="module")
 def records():
-    with solver.default_positions_path().open() as f:
+    with labelled.default_positions_path().open() as f:
         return [json.loads(line) for line in f]
 
 
 @pytest.fixture(scope="module")
 def positions():
-    return solver.load_positions()
+    return labelled.load_positions()
 
 
 def reference_choices(player: str, record: dict) -> list[int]:
@@ -46,7 +48,7 @@ def reference_choices(player: str, record: dict) -> list[int]:
 
 
 def test_derived_columns_equal_the_files_labels(records, positions):
-    optimal, keeps, value = solver.good_columns(positions["scores"])
+    optimal, keeps, value = labelled.good_columns(positions["scores"])
     for i, r in enumerate(records):
         assert list(np.flatnonzero(optimal[i]) + 1) == r["optimal_cols"]
         assert list(np.flatnonzero(keeps[i]) + 1) == r["outcome_preserving_cols"]
@@ -56,7 +58,7 @@ def test_derived_columns_equal_the_files_labels(records, positions):
 
 @pytest.mark.parametrize("player", ["random", "random-punisher"])
 def test_builtin_players_reproduce_the_reference_figures(player, records, positions):
-    report = solver.accuracy(agents.load_agent(player), positions)
+    report = labelled.accuracy(load_agent(player), positions)
     assert report["n"] == 1000
     for key, expected in REFERENCE[player].items():
         assert abs(report[key] - expected) <= 0.001, (key, report[key])
@@ -88,8 +90,8 @@ def test_builtin_players_reproduce_the_reference_figures(player, records, positi
 
 
 def test_accuracy_of_a_model_is_a_proper_expectation(model_checkpoints, positions):
-    report = solver.accuracy(agents.load_agent(str(model_checkpoints["cnn-mk4-value"])), positions)
-    for key in solver.ACCURACY_KEYS:
+    report = labelled.accuracy(load_agent(str(model_checkpoints["cnn-mk4-value"])), positions)
+    for key in labelled.ACCURACY_KEYS:
         assert 0.0 <= report[key] <= 1.0
     # keeping the outcome is weaker than being optimal
     assert report["sampled_keeps_outcome"] >= report["sampled_optimal"]
@@ -112,7 +114,7 @@ def test_malformed_positions_files_name_the_line(tmp_path, line, message):
     good = '{"moves": "4", "scores": [0,0,0,0,0,0,0]}'
     path.write_text(good + "\n" + line + "\n")
     with pytest.raises(ValueError, match=message) as exc:
-        solver.load_positions(path)
+        labelled.load_positions(path)
     assert f"{path}:2" in str(exc.value)
 
 
@@ -161,12 +163,12 @@ def test_every_shipped_puzzle_is_verified_by_the_reference_rules(shipped_puzzles
 
 
 def test_puzzle_scores_of_builtin_players(shipped_puzzles, model_checkpoints):
-    punisher = puzzles.score(agents.load_agent("random-punisher"), shipped_puzzles)
+    punisher = puzzles.score(load_agent("random-punisher"), shipped_puzzles)
     for kind in puzzles.KINDS:
         assert punisher[kind]["n"] == 5000 and punisher[kind]["greedy"] == 1.0
         assert punisher[kind]["sampled"] == pytest.approx(1.0, abs=1e-6)  # float32 probabilities
     assert punisher["value_error_win"] is None
-    random = puzzles.score(agents.load_agent("random"), shipped_puzzles)
+    random = puzzles.score(load_agent("random"), shipped_puzzles)
     for kind in puzzles.KINDS:
         expected = np.mean(
             [
@@ -177,7 +179,7 @@ def test_puzzle_scores_of_builtin_players(shipped_puzzles, model_checkpoints):
         )
         assert random[kind]["sampled"] == pytest.approx(expected, abs=1e-6)
     assert 1 / 7 <= random["block"]["sampled"] < 0.2  # one answer among at most 7 columns
-    model = puzzles.score(agents.load_agent(str(model_checkpoints["cnn-mk4-value"])), shipped_puzzles)
+    model = puzzles.score(load_agent(str(model_checkpoints["cnn-mk4-value"])), shipped_puzzles)
     assert 0.0 <= model["value_error_win"] <= 2.0
 
 
@@ -228,7 +230,7 @@ def test_a_clean_sweep_stays_finite():
 
 
 def test_tournament_orders_random_below_random_punisher(model_checkpoints):
-    players = [agents.load_agent(s) for s in ("random", "random-punisher", str(model_checkpoints["mlp"]))]
+    players = [load_agent(s) for s in ("random", "random-punisher", str(model_checkpoints["mlp"]))]
     report = tournament.tournament(players, games=300, anchor="random")
     for row in report["results"]:
         assert row["wins_a"] + row["draws"] + row["wins_b"] == 300
@@ -246,7 +248,7 @@ def greedy_game(first, second) -> int:
 
     ref, movers = RefGame(), (first, second)
     while not ref.over:
-        _, _, greedy = agents.policy(movers[len(ref.moves) % 2], np.asarray([ref.canonical()], np.int8))
+        _, _, greedy = policy(movers[len(ref.moves) % 2], np.asarray([ref.canonical()], np.int8))
         ref.play(int(greedy[0]))
     return 0 if ref.winner == 0 else (1 if ref.winner == 1 else -1)
 
@@ -261,7 +263,7 @@ def test_a_tournament_plays_each_player_as_it_plays_everywhere(model_checkpoints
 
     copy = tmp_path / "copy.msgpack"
     shutil.copy(model_checkpoints["mlp"], copy)
-    a, b = agents.load_agent(str(model_checkpoints["mlp"])), agents.load_agent(str(copy))
+    a, b = load_agent(str(model_checkpoints["mlp"])), load_agent(str(copy))
     report = tournament.tournament([a, b], games=20, seed=3)
     a_first, b_first = greedy_game(a, b), -greedy_game(b, a)  # from a's side
     expected = [sum(10 * (o == side) for o in (a_first, b_first)) for side in (1, 0, -1)]
@@ -281,11 +283,9 @@ def test_a_tournament_plays_each_player_as_it_plays_everywhere(model_checkpoints
 
 def test_tournament_rejects_bad_input():
     with pytest.raises(ValueError, match="at least two"):
-        tournament.tournament([agents.load_agent("random")], games=10)
+        tournament.tournament([load_agent("random")], games=10)
     with pytest.raises(ValueError, match="anchor"):
-        tournament.tournament(
-            [agents.load_agent("random"), agents.load_agent("random-punisher")], games=10, anchor="nobody"
-        )
+        tournament.tournament([load_agent("random"), load_agent("random-punisher")], games=10, anchor="nobody")
 
 
 # --------------------------------------------------------------------------------------------
@@ -293,38 +293,38 @@ def test_tournament_rejects_bad_input():
 
 
 def test_players_load_from_names_files_and_run_folders(model_checkpoints, tmp_path):
-    assert agents.load_agent("random").params is None
+    assert load_agent("random").params is None
     path = model_checkpoints["mlp"]
     folder = tmp_path / "run"
     folder.mkdir()
     (folder / "checkpoint.msgpack").write_bytes(path.read_bytes())
-    a, b = agents.load_agent(str(path)), agents.load_agent(str(folder))
+    a, b = load_agent(str(path)), load_agent(str(folder))
     assert a.model_name == b.model_name == "mlp" and not a.has_value
-    assert agents.load_agent(str(model_checkpoints["cnn-mk4-value"])).has_value
+    assert load_agent(str(model_checkpoints["cnn-mk4-value"])).has_value
     with pytest.raises(ValueError, match="neither a built-in player .* no such path"):
-        agents.load_agent("no-such-player")
+        load_agent("no-such-player")
     (tmp_path / "unsaved-run").mkdir()
     with pytest.raises(ValueError, match="a folder with no checkpoint.msgpack yet"):
-        agents.load_agent(str(tmp_path / "unsaved-run"))
+        load_agent(str(tmp_path / "unsaved-run"))
     with pytest.raises(
         ValueError, match="unknown search 'alphabeta'.*one of playouts, mcts, entropy-mcts, gumbel, azjl"
     ):
-        agents.load_agent("alphabeta:depth=3:random")
+        load_agent("alphabeta:depth=3:random")
     with pytest.raises(ValueError, match="minimax takes options only.*it searches no player"):
-        agents.load_agent("minimax:depth=3:random")  # minimax searches no network
+        load_agent("minimax:depth=3:random")  # minimax searches no network
     damaged = tmp_path / "damaged.msgpack"
     damaged.write_bytes(path.read_bytes()[:100])
     with pytest.raises(checkpoint.CheckpointError, match="damaged"):
-        agents.load_agent(str(damaged))
+        load_agent(str(damaged))
 
 
 def test_pons_sets_are_shipped_and_read(tmp_path):
     """The six shipped sets with every column's score, 1,000 legal positions each, in
     AlphaZero.jl's order; each position's best column score is the score of the plain Pons file
     (also shipped, read by --dir) for the same line; a malformed line names itself."""
-    sets = solver.load_pons()
-    plain = solver.load_pons(solver.default_pons_dir())
-    assert list(sets) == list(solver.PONS_REFERENCE_ORDER) and sorted(plain) == sorted(solver.PONS_SETS)
+    sets = pons.load_pons()
+    plain = pons.load_pons(pons.default_pons_dir())
+    assert list(sets) == list(pons.PONS_REFERENCE_ORDER) and sorted(plain) == sorted(pons.PONS_SETS)
     for name, data in sets.items():
         assert len(data["moves"]) == 1000 and data["moves"] == plain[name]["moves"], name
         np.testing.assert_array_equal(np.nanmax(data["scores"], axis=1), plain[name]["value"])
@@ -333,7 +333,7 @@ def test_pons_sets_are_shipped_and_read(tmp_path):
         )  # null exactly on full columns
     (tmp_path / "Test_L1_R1").write_text("44 0\n4x 1\n")
     with pytest.raises(ValueError, match="Test_L1_R1:2"):
-        solver.load_pons(tmp_path)
+        pons.load_pons(tmp_path)
 
 
 def test_pons_report_reads_outcomes_from_values_and_scores_moves(monkeypatch):
@@ -345,14 +345,14 @@ def test_pons_report_reads_outcomes_from_values_and_scores_moves(monkeypatch):
     sets = {"Test_X": {"boards": boards, "scores": scores, "value": np.array([3, -2, 0, 5, 0]), "moves": [""] * 5}}
     values = np.array([0.9, -0.9, 0.2, -0.5, 0.5])  # right, right, right (draw), wrong (a loss), wrong (a win)
     greedy = np.array([2, 3, 0, 0, 4])  # keeps, keeps (a lost position), keeps, error, error
-    monkeypatch.setattr(solver, "policy", lambda agent, b, **kwargs: (np.eye(7)[greedy], values, greedy))
-    agent = agents.load_agent("mcts:sims=2:random")
-    row = solver.pons(agent, sets)["sets"][0]
+    monkeypatch.setattr(pons, "policy", lambda agent, b, **kwargs: (np.eye(7)[greedy], values, greedy))
+    agent = load_agent("mcts:sims=2:random")
+    row = pons.pons(agent, sets)["sets"][0]
     assert row["outcome"] == pytest.approx(3 / 5) and row["move_error"] == pytest.approx(40.0)
     assert (row["win"], row["n_win"], row["loss"], row["draw"], row["n_draw"]) == (0.5, 2, 1.0, 0.5, 2)
     assert row["sign_on_decided"] == pytest.approx(2 / 3)  # 0.9, -0.9 right; -0.5 on a win wrong
-    assert "Test_X" in solver.format_pons(solver.pons(agent, sets))
-    no_value = solver.pons(agents.load_agent("random"), sets)["sets"][0]  # a player without a value: moves only
+    assert "Test_X" in pons.format_pons(pons.pons(agent, sets))
+    no_value = pons.pons(load_agent("random"), sets)["sets"][0]  # a player without a value: moves only
     assert "outcome" not in no_value and no_value["move_error"] == pytest.approx(40.0)
 
 
@@ -362,7 +362,7 @@ def test_random_punisher_pons_error_against_the_reference_game():
     error where its score does not keep the outcome."""
     from tests.reference import RefGame
 
-    data = solver.load_pons()["Test_L3_R1"]
+    data = pons.load_pons()["Test_L3_R1"]
     errors = []
     for moves, scores in zip(data["moves"], data["scores"]):
         g = RefGame()
@@ -375,8 +375,30 @@ def test_random_punisher_pons_error_against_the_reference_game():
         best = max(scores[c] for c in legal)
         keeps = [c for c in legal if best < 0 or np.sign(scores[c]) == np.sign(best)]
         errors.append(sum(c not in keeps for c in choice) / len(choice))
-    report = solver.pons(agents.load_agent("random-punisher"), {"Test_L3_R1": data})
+    report = pons.pons(load_agent("random-punisher"), {"Test_L3_R1": data})
     assert report["sets"][0]["move_error"] == pytest.approx(100 * np.mean(errors), abs=1e-6)
+
+
+def test_the_old_solver_module_gives_each_name_from_its_new_home_with_a_warning():
+    """``czjax.evaluate.solver`` was split by job (positions, pons, protocol): for one release
+    each of its names resolves from its new home with a DeprecationWarning naming that home, the
+    two whose shape changed as they were; the public API's names are the new homes'."""
+    import importlib
+
+    import czjax
+    from czjax.evaluate import solver
+
+    for name, home in solver.MOVED.items():
+        with pytest.warns(DeprecationWarning, match=f"moved to {home}.{name};"):
+            assert getattr(solver, name) is getattr(importlib.import_module(home), name)
+    with pytest.warns(DeprecationWarning, match="PROTOCOLS"):
+        assert solver.PROTOCOLS == {"alphazero.jl": "azjl:sims=600,c=2.0"}
+    with pytest.warns(DeprecationWarning, match="stopped_searches"), pytest.raises(ValueError, match="over a network"):
+        solver.stopped_searches(load_agent("random"), np.zeros((1, 6, 7), np.int8), game_end_rounds=0)
+    with pytest.raises(AttributeError, match="search_cost.cpu_conv"):
+        solver.YARDSTICK_CONV  # noqa: B018
+    public = (czjax.load_positions, czjax.accuracy, czjax.load_pons, czjax.pons)
+    assert public == (labelled.load_positions, labelled.accuracy, pons.load_pons, pons.pons)
 
 
 def test_solver_metrics_on_the_device_equal_the_host_reports():
@@ -388,15 +410,15 @@ def test_solver_metrics_on_the_device_equal_the_host_reports():
     from czjax.learn import solver_metrics
 
     model = models.get_model("mlp3")
-    agent = agents.Agent("mlp3", models.model_player(model), models.init_params(model, jax.random.key(1)), "mlp3")
+    agent = Agent("mlp3", models.model_player(model), models.init_params(model, jax.random.key(1)), "mlp3")
     bench = solver_metrics.load()
     device = jax.jit(lambda p: solver_metrics.metrics(agent.player, p, bench))(agent.params)
-    pons = solver.pons(agent, solver.load_pons())
-    for row in pons["sets"]:
+    report = pons.pons(agent, pons.load_pons())
+    for row in report["sets"]:
         assert float(device[solver_metrics.short_name(row["set"]) + "_error"]) == pytest.approx(
             row["move_error"], abs=1e-3
         )
-    assert float(device["pons_mean_error"]) == pytest.approx(pons["mean_move_error"], abs=1e-3)
-    accuracy = solver.accuracy(agent, solver.load_positions())
+    assert float(device["pons_mean_error"]) == pytest.approx(report["mean_move_error"], abs=1e-3)
+    accuracy = labelled.accuracy(agent, labelled.load_positions())
     assert float(device["public_optimal"]) == pytest.approx(accuracy["greedy_optimal"], abs=1e-6)
     assert float(device["public_keeps"]) == pytest.approx(accuracy["greedy_keeps_outcome"], abs=1e-6)

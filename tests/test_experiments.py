@@ -10,6 +10,8 @@ import jax
 import numpy as np
 import pytest
 
+from czjax.players.loading import load_agent
+
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
 
 import curves
@@ -182,13 +184,12 @@ def test_search_strength_scores_every_player_and_rates_them(model_checkpoints, t
     shipped positions and puzzles, a 4-game match and 10 positions of each Pons set; its JSON has
     a row per player with an Elo, the figures are fractions, and the Pons rates are those
     `czjax eval pons` gives the same players, the difference paired position by position."""
-    from czjax import agents
-    from czjax.evaluate import solver
+    from czjax.evaluate import pons
 
     script = load_script("search-strength/search_strength")
-    full = solver.load_pons
+    full = pons.load_pons
     sets = {name: {k: v[:10] for k, v in data.items()} for name, data in full().items()}
-    monkeypatch.setattr(solver, "load_pons", lambda *a, **k: sets)
+    monkeypatch.setattr(pons, "load_pons", lambda *a, **k: sets)
     out = tmp_path / "strength.json"
     assert (
         script.main(
@@ -209,11 +210,11 @@ def test_search_strength_scores_every_player_and_rates_them(model_checkpoints, t
         == 0
     )
     report = json.loads(out.read_text())
-    rows, pons = report["rows"], report["pons"]["players"]
-    for name, scored in pons.items():
-        rates = {r["set"]: r["greedy_error"] for r in solver.pons(agents.load_agent(name), sets)["sets"]}
+    rows, scores = report["rows"], report["pons"]["players"]
+    for name, scored in scores.items():
+        rates = {r["set"]: r["greedy_error"] for r in pons.pons(load_agent(name), sets)["sets"]}
         assert scored["per_set"] == pytest.approx(rates)
-    network, searched = (pons[r["player"]] for r in rows)
+    network, searched = (scores[r["player"]] for r in rows)
     assert network["difference_from_first"] is None
     assert searched["difference_from_first"]["diff"] == pytest.approx(searched["mean"] - network["mean"])
     assert [r["player"] for r in rows] == [str(model_checkpoints["mlp"]), f"mcts:sims=4:{model_checkpoints['mlp']}"]
@@ -257,7 +258,7 @@ def test_seed_questions_arms_differ_only_in_their_setting_and_verdicts_need_an_i
     gumbel = presets.get_preset("gumbel-az")
     soft = script.arm_config(gumbel, "targets", "soft", args)
     hard = script.arm_config(gumbel, "targets", "hard", args)
-    played, played_too = soft.search, hard.search
+    played, played_too = str(soft.search), str(hard.search)
     assert (soft.algorithm, hard.algorithm) == ("alphazero", "alpha")
     assert played == played_too and "sims=24" in played and "move=action" in played
     assert soft.override({"algorithm": "alpha"}) == hard
@@ -265,7 +266,7 @@ def test_seed_questions_arms_differ_only_in_their_setting_and_verdicts_need_an_i
     alphazero = presets.get_preset("alphazero")
     mcts = script.arm_config(alphazero, "search", "mcts", args)
     entropy = script.arm_config(alphazero, "search", "entropy-mcts", args)
-    searched, searched_entropy = mcts.search, entropy.search
+    searched, searched_entropy = str(mcts.search), str(entropy.search)
     assert (searched, searched_entropy) == ("mcts:sims=24,noise=0.25", "entropy-mcts:sims=24,noise=0.25")
     assert mcts.override({"search": searched_entropy}) == entropy
     # the difference is first - second: a lower error for the first arm favours it

@@ -10,8 +10,10 @@ import re
 
 import pytest
 
-from czjax import agents, cli
+from czjax import cli
 from czjax.evaluate import interactive
+from czjax.players.agent import Agent, policy, searched_move, visit_shares
+from czjax.players.loading import DEFAULT_OPPONENT, load_agent
 
 # X (the human) fills column 1 with the model, then stacks column 4 while the model, its column
 # 1 full, plays column 2: X completes four in column 4 on move 13.
@@ -49,7 +51,7 @@ def test_play_samples_a_built_in_player_by_default_and_says_so(monkeypatch, caps
 def test_play_checks_the_result_and_the_moves():
     transcript = []
     answers = iter(SCRIPT)
-    result = interactive.play(agents.load_agent("random"), read=lambda prompt: next(answers), write=transcript.append)
+    result = interactive.play(load_agent("random"), read=lambda prompt: next(answers), write=transcript.append)
     assert result == {"moves": "1111114242424", "result": "human", "human_first": True}
     # the last board shows X's four in column 4 above the model's stones
     final_board = [line for line in "\n".join(transcript).splitlines() if line.startswith("|")][-6:]
@@ -69,27 +71,27 @@ def test_the_model_can_move_first(monkeypatch, capsys):
 
 
 def test_analyze_reports_probability_entropy_and_value(model_checkpoints):
-    report = interactive.analyze(agents.load_agent("random"), "111111")
+    report = interactive.analyze(load_agent("random"), "111111")
     assert [r["column"] for r in report["plies"]] == [1] * 6 and report["result"] == "unfinished"
     assert all(
         r["prob"] == pytest.approx(1 / 7) and r["entropy"] == pytest.approx(math.log(7)) for r in report["plies"]
     )
     assert all(r["value"] is None for r in report["plies"])
-    report = interactive.analyze(agents.load_agent("random"), "1111112")  # column 1 now full
+    report = interactive.analyze(load_agent("random"), "1111112")  # column 1 now full
     assert report["plies"][-1]["prob"] == pytest.approx(1 / 6) and report["plies"][-1]["entropy"] == pytest.approx(
         math.log(6)
     )
     # O ignores X's threat in column 1 on move 6, and X wins there on move 7
-    report = interactive.analyze(agents.load_agent("random-punisher"), "1212121")
+    report = interactive.analyze(load_agent("random-punisher"), "1212121")
     assert report["result"] == "X (first) wins"
     assert report["plies"][5]["prob"] == 0.0 and (report["plies"][5]["best"], report["plies"][5]["best_prob"]) == (
         1,
         1.0,
     )
     assert report["plies"][6]["prob"] == 1.0 and report["plies"][6]["entropy"] == 0.0
-    with_value = interactive.analyze(agents.load_agent(str(model_checkpoints["cnn-mk4-value"])), seed=1)
+    with_value = interactive.analyze(load_agent(str(model_checkpoints["cnn-mk4-value"])), seed=1)
     assert with_value["result"] != "unfinished" and all(-1 <= r["value"] <= 1 for r in with_value["plies"])
-    assert with_value == interactive.analyze(agents.load_agent(str(model_checkpoints["cnn-mk4-value"])), seed=1)
+    assert with_value == interactive.analyze(load_agent(str(model_checkpoints["cnn-mk4-value"])), seed=1)
 
 
 def test_analyze_rejects_illegal_games(capsys):
@@ -100,9 +102,9 @@ def test_analyze_rejects_illegal_games(capsys):
 
 
 def test_openings_count_every_game():
-    greedy = interactive.openings(agents.load_agent("random"), games=64, depth=4, temperature=0.0)
+    greedy = interactive.openings(load_agent("random"), games=64, depth=4, temperature=0.0)
     assert greedy["openings"] == [{"moves": "1111", "count": 64, "share": 1.0}]
-    sampled = interactive.openings(agents.load_agent("random"), games=700, depth=1, top=10)
+    sampled = interactive.openings(load_agent("random"), games=700, depth=1, top=10)
     assert sampled["distinct"] == 7 and sum(r["count"] for r in sampled["openings"]) == 700
     assert all(50 <= r["count"] <= 150 for r in sampled["openings"])  # about 100 each
     counts = [r["count"] for r in sampled["openings"]]
@@ -115,17 +117,17 @@ def test_the_shipped_model_is_the_default_opponent():
     the shipped solver-labelled positions (its sampled moves beat uniformly random ones by a
     margin); the older shipped models stay loadable by their names (czjax@3 and czjax@2: the CPU
     hours' MLP3s, czjax@1: example 3's Mk4)."""
-    from czjax.evaluate import solver
+    from czjax.evaluate.positions import accuracy, load_positions
 
     parser = cli.build_parser()
     for command in ("play", "serve"):
-        assert str(parser.parse_args([command]).player) == agents.DEFAULT_OPPONENT
-    default = agents.load_agent(agents.DEFAULT_OPPONENT)
+        assert str(parser.parse_args([command]).player) == DEFAULT_OPPONENT
+    default = load_agent(DEFAULT_OPPONENT)
     assert default.search is not None and default.model_name == "resnet"
-    assert agents.load_agent("czjax@2").model_name == agents.load_agent("czjax@3").model_name == "mlp3"
-    assert agents.load_agent("czjax@1").model_name == "cnn-mk4-value"
-    positions = solver.load_positions()
-    shipped, chance = (solver.accuracy(agents.load_agent(name), positions) for name in ("czjax", "random"))
+    assert load_agent("czjax@2").model_name == load_agent("czjax@3").model_name == "mlp3"
+    assert load_agent("czjax@1").model_name == "cnn-mk4-value"
+    positions = load_positions()
+    shipped, chance = (accuracy(load_agent(name), positions) for name in ("czjax", "random"))
     assert shipped["sampled_optimal"] > chance["sampled_optimal"] + 0.1
     assert shipped["sampled_keeps_outcome_not_lost"] > chance["sampled_keeps_outcome_not_lost"] + 0.05
 
@@ -147,14 +149,15 @@ def test_play_shows_a_search_s_visit_shares(monkeypatch, capsys, model_checkpoin
     assert shares[move] == max(shares.values())
 
 
-def counting(spec: str, checkpoint) -> tuple[agents.Agent, list]:
+def counting(spec: str, checkpoint) -> tuple[Agent, list]:
     """The search agent ``SEARCH:OPTIONS`` over ``checkpoint``'s network, whose network counts
     its evaluations (one debug callback per batch evaluated), and the list they are counted in."""
     import jax
 
     from czjax import search
+    from czjax.players.searched import search_player
 
-    base = agents.load_agent(str(checkpoint))
+    base = load_agent(str(checkpoint))
     calls: list = []
 
     def network(params, boards, key):
@@ -163,7 +166,7 @@ def counting(spec: str, checkpoint) -> tuple[agents.Agent, list]:
 
     name, _, options = spec.partition(":")
     settings = search.make_search(name, options)
-    player = search.search_player(settings, network)
+    player = search_player(settings, network)
     return base._replace(name=spec, player=player, search=settings, network=network), calls
 
 
@@ -180,10 +183,10 @@ def test_a_searched_move_costs_one_search_and_says_what_two_did(spec, model_chec
 
     agent, calls = counting(spec, model_checkpoints["mlp"])
     boards = np.stack([game.from_moves(m) for m in ("", "4453", "112233", "2233")])
-    report = agents.searched_move(agent, boards)
+    report = searched_move(agent, boards)
     assert len(calls) == 9
-    probs, value, greedy = agents.policy(agent, boards)
-    shares = agents.visit_shares(agent, boards)
+    probs, value, greedy = policy(agent, boards)
+    shares = visit_shares(agent, boards)
     assert len(calls) == 9 + 2 * 9  # the two calls of before: a search each
     for got, want in zip(report[:4], (probs, value, greedy, shares)):
         np.testing.assert_array_equal(got, want)

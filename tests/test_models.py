@@ -1,5 +1,6 @@
 """Models: PyTorch parameter counts, the players they make, the im2col convolution, Flax's initialisation."""
 
+import dataclasses
 import functools
 
 import jax
@@ -11,7 +12,7 @@ from flax.traverse_util import flatten_dict
 from czjax import game, models, players, rollout
 from czjax.models import layers
 from czjax.run import loop
-from czjax.util import compiling, precision
+from czjax.util import compiling, platforms, precision
 
 # A network applied as one compiled program: applied eagerly, op by op, a first run compiles each
 # of its operations for each shape, which costs more than compiling the whole once
@@ -234,22 +235,21 @@ def test_convolves_says_whether_the_program_holds_convolutions(name, conv):
 
 
 def test_compiler_options_only_for_convolutions_and_never_against_the_users_flags(monkeypatch):
-    """Options for programs with convolutions on a backend that has them (the CPU); none for other
-    programs; none where XLA_FLAGS already chooses (the user's choice wins) or where this jaxlib
-    refuses the option (its defaults, not an error)."""
-    choose = compiling.compiler_options.__wrapped__  # uncached: each case reads the settings anew
-    assert choose(False) is None
-    if jax.default_backend() in compiling.CONVOLUTION_OPTIONS:
-        assert choose(True) == compiling.CONVOLUTION_OPTIONS[jax.default_backend()]
-    else:
-        assert choose(True) is None
+    """Options for programs with convolutions built for a platform that has them (the CPU); none
+    for other programs or platforms; none where XLA_FLAGS already chooses (the user's choice wins)
+    or where this machine's jaxlib refuses the option (its defaults, not an error)."""
+    choose = compiling.compiler_options
+    assert choose(False, "cpu") is None and choose(True, "gpu") is None
+    if jax.default_backend() == "cpu":
+        assert choose(True, "cpu") == dict(platforms.CHOICES["cpu"].convolution_options)
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_experimental_ynn_fusion_type=")
-    assert choose(True) is None
-    monkeypatch.delenv("XLA_FLAGS")
+    assert choose(True, "cpu") is None
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    refused = ((compiling.YNN_FUSIONS, "LIBRARY_FUSION_TYPE_NONE_SUCH"),)
     monkeypatch.setitem(
-        compiling.CONVOLUTION_OPTIONS, jax.default_backend(), {compiling.YNN_FUSIONS: "LIBRARY_FUSION_TYPE_NONE_SUCH"}
+        platforms.CHOICES, "cpu", dataclasses.replace(platforms.CHOICES["cpu"], convolution_options=refused)
     )
-    assert choose(True) is None
+    assert choose(True, "cpu") is None
 
 
 def test_a_function_compiled_with_options_runs_inside_other_programs_too():

@@ -12,7 +12,8 @@ import json
 import shutil
 from pathlib import Path
 
-from czjax import agents, cli
+from czjax import cli
+from czjax.players.loading import load_agent
 from czjax.run import loop
 from tests import records
 
@@ -26,7 +27,7 @@ def copy_of_old_run(folder: Path) -> Path:
 
 def test_an_old_run_loads_as_a_player(tmp_path):
     run = copy_of_old_run(tmp_path / "run")
-    agent = agents.load_agent(str(run))
+    agent = load_agent(str(run))
     assert agent.model_name == "resnet:blocks=1,channels=8" and agent.has_value
     stored = json.loads((run / "run.json").read_text())["config"]
     assert stored["algorithm"] == "ppo" and "ppo" in stored  # the settings as they were stored then

@@ -92,15 +92,15 @@ def test_export_onnx_of_the_shipped_models(tmp_path, capsys):
     """``czjax@N`` names a shipped model here too, as for every player; the command checks the file
     against it in onnxruntime. The newest, ``czjax`` (a 5 x 64 ResNet), exports single-board and
     batched, and onnxruntime gives czjax's outputs on other positions too."""
-    from czjax import agents
+    from czjax.players.loading import SHIPPED_MODEL, SHIPPED_MODELS, load_params
 
     out = tmp_path / "czjax3.onnx"
     assert cli.main(["export-onnx", "czjax@3", "-o", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert f"exported {agents.load_params(agents.SHIPPED_MODELS['czjax@3'])[0]} to {out}" in printed
+    assert f"exported {load_params(SHIPPED_MODELS['czjax@3'])[0]} to {out}" in printed
     assert "largest difference from czjax" in printed and float(printed.rsplit(" ", 1)[1]) <= 1e-5
 
-    name, params, _ = agents.load_params(agents.SHIPPED_MODEL)
+    name, params, _ = load_params(SHIPPED_MODEL)
     logits, values = jax.jit(functools.partial(models.apply_model, models.get_model(name)))(params, BOARDS)
     for flags in ([], ["--batch"]):
         out = tmp_path / f"czjax{''.join(flags)}.onnx"

@@ -206,3 +206,43 @@ def test_random_player_gives_uniform_logits():
     np.testing.assert_array_equal(
         np.asarray(players.random_player(None, boards, jax.random.key(0)).logits), np.zeros((3, COLS))
     )
+
+
+OLD_PATHS = [  # (old module, name, its home now)
+    ("czjax.agents", "Agent", "czjax.players.agent"),
+    ("czjax.agents", "searched_move", "czjax.players.agent"),
+    ("czjax.agents", "load_agent", "czjax.players.loading"),
+    ("czjax.agents", "DEFAULT_OPPONENT", "czjax.players.loading"),
+    ("czjax.minimax", "Minimax", "czjax.players.minimax"),
+    ("czjax.models.player", "model_player", "czjax.players.network"),
+    ("czjax.search", "search_player", "czjax.players.searched"),
+    ("czjax.search.registry", "search_player", "czjax.players.searched"),
+]
+
+
+@pytest.mark.parametrize(("old", "name", "home"), OLD_PATHS)
+def test_an_old_import_path_answers_with_a_deprecation_warning(old, name, home):
+    """A moved name still answers from its old module for one release: the same object, with a
+    warning that names its home now and points at the caller's line."""
+    import importlib
+
+    with pytest.warns(DeprecationWarning, match=f"{old}.{name} moved to {home}.{name}") as caught:
+        value = getattr(importlib.import_module(old), name)
+    assert value is getattr(importlib.import_module(home), name)
+    assert caught[0].filename == __file__
+    with pytest.raises(AttributeError, match="has no attribute 'nothing_here'"):
+        importlib.import_module(old).nothing_here  # noqa: B018
+
+
+def test_the_players_package_names_what_players_named():
+    """``czjax.players``, a package now, names what the module did, with no warning; the models'
+    package still names a network's player."""
+    import warnings
+
+    from czjax import models
+    from czjax.players import builtin, network
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert players.random_punisher is builtin.random_punisher and players.BUILTIN_PLAYERS is builtin.BUILTIN_PLAYERS
+        assert models.model_player is network.model_player and models.apply_model is network.apply_model

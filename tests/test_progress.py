@@ -9,7 +9,9 @@ import jax
 import numpy as np
 import pytest
 
-from czjax import agents, cli
+from czjax import cli
+from czjax.players.agent import self_play
+from czjax.players.loading import load_agent
 from czjax.rollout import Side, play_games
 from czjax.run import loop, scan
 from czjax.util import progress
@@ -181,14 +183,14 @@ def test_the_scan_lines_time_left():
 def test_self_play_in_slices(monkeypatch):
     """A long self-play job is played in equal slices (each a step of its progress); up to one
     slice it is the one call it always was, so the same seed keeps its games."""
-    player = agents.load_agent("random")
+    player = load_agent("random")
     key = jax.random.key(4)
     whole, _ = play_games(key, Side(player.player), Side(player.player), 6)
-    one = agents.self_play(player, 6, key, 1.0)
+    one = self_play(player, 6, key, 1.0)
     assert np.array_equal(one.actions, whole.actions)
-    monkeypatch.setattr(agents, "SELF_PLAY_SLICE", 8)
+    monkeypatch.setattr("czjax.players.agent.SELF_PLAY_SLICE", 8)
     lines = []
-    sliced = agents.self_play(player, 20, key, 1.0, progress.Progress(lines.append, "games", 20, every_s=0.0))
+    sliced = self_play(player, 20, key, 1.0, progress.Progress(lines.append, "games", 20, every_s=0.0))
     assert sliced.actions.shape[1] == 20
     for i in range(3):  # 20 games: three slices of 8 (7 rounded up to even), the last 4 dropped
         part, _ = play_games(jax.random.fold_in(key, i), Side(player.player), Side(player.player), 8)
@@ -199,7 +201,7 @@ def test_self_play_in_slices(monkeypatch):
 def test_the_protocols_cost_is_a_bound_when_its_searches_stop_when_decided():
     """Under AlphaZero.jl's protocol each search stops once its move is decided, so the count of
     evaluations announced is the most it can take, and says why; run to the end, about that."""
-    agent = agents.load_agent("azjl:sims=600:czjax@3")
+    agent = load_agent("azjl:sims=600:czjax@3")
     stopped = agent.cost_note(6000, "Pons' positions", stopped=True)
     assert stopped is not None and "up to 600 times per move: at most 3,600,000 evaluations" in stopped
     assert "each search stops once its move is decided" in stopped
@@ -208,7 +210,7 @@ def test_the_protocols_cost_is_a_bound_when_its_searches_stop_when_decided():
 
 def test_a_search_announces_its_cost_and_reports_progress(monkeypatch, capsys):
     monkeypatch.setattr(progress, "HEARTBEAT_S", 0.0)
-    monkeypatch.setattr(agents, "LARGE_JOB_EVALUATIONS", 100)
+    monkeypatch.setattr("czjax.players.agent.LARGE_JOB_EVALUATIONS", 100)
     # czjax@3, an MLP3: this is about the progress lines, and a small network compiles fast
     assert cli.main(["tournament", "random", "mcts:sims=2:czjax@3", "--games", "4"]) == 0
     out = capsys.readouterr()

@@ -4,6 +4,7 @@ protocol player against AlphaZero.jl's own published figures."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import jax
@@ -11,8 +12,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from czjax import agents, game, minimax, models
-from czjax.evaluate import solver
+from czjax import game, models
+from czjax.evaluate import pons, protocol
+from czjax.players import minimax
+from czjax.players.loading import load_agent
 from czjax.search.azjl import AlphaZeroJlMCTS
 from czjax.util.specs import PlayerSpec
 from tests import reference_azjl as R
@@ -21,7 +24,7 @@ from tests import reference_azjl as R
 @pytest.fixture(scope="module")
 def pons_records():
     """Every 97th Pons position (62 positions from all six sets), with its solver scores."""
-    sets = solver.load_pons_moves()
+    sets = pons.load_pons_moves()
     records = []
     for name, data in sets.items():
         for moves, scores in zip(data["moves"], data["scores"]):
@@ -73,7 +76,7 @@ def test_azjl_search_visits_equal_alphazero_jl_mcts_with_a_uniform_oracle(pons_r
     root visits equal the reference's exactly, transpositions on and off."""
     records = pons_records[:24]
     search = AlphaZeroJlMCTS(sims=120, transpositions=transpositions)
-    random = agents.load_agent("random")
+    random = load_agent("random")
     out = jax.jit(lambda b: search.run(random.player, None, b, jax.random.key(0)))(boards_of(records))
     for i, r in enumerate(records):
         col, visits = R.mcts_move(R.Board.from_moves(r["moves"]), 120, 2.0, transpositions=transpositions)
@@ -101,7 +104,7 @@ def test_azjl_transpositions_share_nodes():
     has one parent; both make one node a simulation (none ends a game this early)."""
     from czjax.search.azjl import run_graph_search
 
-    random = agents.load_agent("random")
+    random = load_agent("random")
     boards = jnp.zeros((1, game.ROWS, game.COLS), jnp.int8)
     for transpositions, more_links in ((True, True), (False, False)):
         graph = run_graph_search(
@@ -114,7 +117,7 @@ def test_azjl_transpositions_share_nodes():
 
 def test_protocol_spec_wraps_networks_only():
     def wrapped(text: str) -> str:
-        return str(solver.protocol_spec("alphazero.jl", PlayerSpec.parse(text)))
+        return str(protocol.protocol_spec("alphazero.jl", PlayerSpec.parse(text)))
 
     assert wrapped("runs/x") == "azjl:sims=600,c=2.0:runs/x"
     assert wrapped("czjax") == "azjl:sims=600,c=2.0:czjax"
@@ -122,7 +125,29 @@ def test_protocol_spec_wraps_networks_only():
     assert wrapped("rollout:width=2:czjax") == "rollout:width=2:czjax"  # a search's earlier name is a search too
     assert wrapped("minimax:depth=5") == "minimax:depth=5"
     with pytest.raises(ValueError, match="unknown protocol"):
-        solver.protocol_spec("leela", PlayerSpec.parse("czjax"))
+        protocol.protocol_spec("leela", PlayerSpec.parse("czjax"))
+    with pytest.raises(ValueError, match="unknown protocol 'leela'; choose one of alphazero.jl"):
+        protocol.protocol_agent("leela", "czjax")
+    agent = protocol.protocol_agent("alphazero.jl", "random")  # the agent of the protocol's spec
+    assert agent.name == "azjl:sims=600,c=2.0:random" and agent.search.sims == 600 and agent.search.c == 2.0
+
+
+def test_the_models_table_says_what_a_network_costs_the_protocols_searches():
+    """Each network's cost in the protocol's searches is its entry's: a convolutional network
+    (Mk4, the ResNet) with XLA's convolution on a CPU and the stream's rounds of game-ending
+    simulations before each call; an MLP as it is, with none. A protocol may say otherwise."""
+    from czjax.search.azjl_stream import GAME_ENDS_PER_STEP
+
+    rules = protocol.ALPHAZERO_JL
+    for name, entry in models.MODELS.items():
+        convolutional = isinstance(models.get_model(name), (models.ResNet, models.CNNMk4))
+        cost = entry.search_cost
+        assert rules.rounds(cost) == (GAME_ENDS_PER_STEP if convolutional else 0), name
+        assert cost.cpu_conv == ("xla" if convolutional else "auto") and cost.cpu_conv in models.CONV_METHODS, name
+        mine = dataclasses.replace(rules, game_end_rounds=8, conv="im2col")
+        assert (mine.rounds(cost), mine.network_conv(cost)) == (8, "im2col")
+    on_cpu = jax.default_backend() == "cpu"
+    assert rules.network_conv(models.MODELS["resnet"].search_cost) == ("xla" if on_cpu else "auto")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,16 +194,16 @@ def test_minimax_values_and_moves_equal_alphazero_jl_minmax(pons_records, depth,
 
 
 def test_minimax_player_specs():
-    agent = agents.load_agent("minimax:depth=2,ties=random")
+    agent = load_agent("minimax:depth=2,ties=random")
     boards = boards_of([{"moves": "4444"}, {"moves": "1122334"}])
     out = agent.player(None, boards, jax.random.key(0))
     # 4444: every move is scored by the heuristic; 1122334: column 4 (index 3) wins at once
     assert np.asarray(out.logits[1] == 0).tolist() == [False, False, False, True, False, False, False]
     with pytest.raises(ValueError, match="depth must be 1 to 8"):
-        agents.load_agent("minimax:depth=0")
+        load_agent("minimax:depth=0")
     with pytest.raises(ValueError, match="ties must be one of"):
-        agents.load_agent("minimax:ties=best")
-    assert agents.load_agent("minimax").name == "minimax"
+        load_agent("minimax:ties=best")
+    assert load_agent("minimax").name == "minimax"
 
 
 def test_minimax_finds_a_forced_win_and_sees_a_forced_loss():
@@ -201,9 +226,9 @@ def test_minimax_finds_a_forced_win_and_sees_a_forced_loss():
 
 def protocol_errors(spec: str, per_set: dict[str, int]) -> dict[str, float]:
     """Move error (%) of ``spec`` under AlphaZero.jl's protocol on the first positions of each set."""
-    agent = agents.load_agent(solver.protocol_spec("alphazero.jl", PlayerSpec.parse(spec)))
-    sets = {name: {k: v[: per_set[name]] for k, v in data.items()} for name, data in solver.load_pons().items()}
-    report = solver.pons(agent, sets, protocol="alphazero.jl")
+    agent = protocol.protocol_agent("alphazero.jl", spec)
+    sets = {name: {k: v[: per_set[name]] for k, v in data.items()} for name, data in pons.load_pons().items()}
+    report = pons.pons(agent, sets, protocol="alphazero.jl")
     return {r["set"]: r["move_error"] for r in report["sets"]}
 
 
@@ -214,10 +239,10 @@ def test_mcts600_over_an_untrained_network_reads_like_alphazero_jl_iteration_0(o
     1,000 positions of the hardest set, where the protocol's details matter most (a uniform
     prior with value 0 reads 45% without transpositions, 41% with them, against ~35%: its exact
     ties all go to the lowest column), 100 of each other."""
-    per_set = {name: 1000 if name == "Test_L1_R3" else 100 for name in solver.PONS_REFERENCE_ORDER}
+    per_set = {name: 1000 if name == "Test_L1_R3" else 100 for name in pons.PONS_REFERENCE_ORDER}
     errors = protocol_errors("untrained:mlp3", per_set)
     for name, n in per_set.items():
-        ref = solver.PONS_REFERENCE["azjl-iter0"][name]
+        ref = pons.PONS_REFERENCE["azjl-iter0"][name]
         tolerance = 300 * math.sqrt(ref / 100 * (1 - ref / 100) / n) + 1.0
         assert abs(errors[name] - ref) <= tolerance, (name, errors[name], ref, tolerance)
 
@@ -351,21 +376,21 @@ def test_simulations_that_end_the_game_need_no_network_call(mlp):
     assert steps < int(s.sims_used[0]) // 2, (steps, int(s.sims_used[0]))
 
 
-def test_the_protocols_cpu_network_makes_the_same_moves(monkeypatch):
-    """The protocol's searches on a CPU compute a ResNet's convolutions their own way
-    (``solver.YARDSTICK_CONV``: XLA's convolution, compiled with the options for convolutions):
-    over 6 positions of each set, ``czjax@4``'s searches of 64 simulations choose the moves they
-    choose with the model's own convolution (im2col products), and their root values agree to
-    the search's rounding."""
-    agent = agents.load_agent("azjl:sims=64:czjax@4")
-    sets = {name: {k: v[:6] for k, v in data.items()} for name, data in solver.load_pons().items()}
+def test_the_protocols_cpu_network_makes_the_same_moves():
+    """The protocol's searches on a CPU compute a ResNet's convolutions their own way (its
+    entry's ``search_cost.cpu_conv``: XLA's convolution, compiled with the options for
+    convolutions): over 6 positions of each set, ``czjax@4``'s searches of 64 simulations choose
+    the moves they choose with the model's own convolution (im2col products), and their root
+    values agree to the search's rounding."""
+    agent = load_agent("azjl:sims=64:czjax@4")
+    sets = {name: {k: v[:6] for k, v in data.items()} for name, data in pons.load_pons().items()}
 
     def searched(conv: str):
-        monkeypatch.setattr(solver, "YARDSTICK_CONV", {jax.default_backend(): conv})
-        rows = list(solver._set_policies(agent, sets, stop_when_decided=True))
-        return np.concatenate([row[4] for row in rows]), np.concatenate([row[3] for row in rows])
+        rules = dataclasses.replace(protocol.ALPHAZERO_JL, conv=conv)
+        rows = list(pons.set_policies(agent, sets, stopped_by=rules))
+        return np.concatenate([row.greedy for row in rows]), np.concatenate([row.value for row in rows])
 
-    (cpu, cpu_value), (own, own_value) = searched(solver.YARDSTICK_CONV["cpu"]), searched("im2col")
+    (cpu, cpu_value), (own, own_value) = searched(models.MODELS["resnet"].search_cost.cpu_conv), searched("im2col")
     np.testing.assert_array_equal(cpu, own)
     np.testing.assert_allclose(cpu_value, own_value, atol=1e-3)
 
@@ -373,15 +398,15 @@ def test_the_protocols_cpu_network_makes_the_same_moves(monkeypatch):
 def test_the_protocol_reads_the_same_move_errors_with_searches_stopped_when_decided():
     """``pons`` under the protocol (searches stopped when decided, the default) and with
     ``full_searches``: the same move error on every set, and the report says which ran."""
-    agent = agents.load_agent("azjl:sims=60:czjax@3")
-    sets = {name: {k: v[:20] for k, v in data.items()} for name, data in solver.load_pons().items()}
-    fast = solver.pons(agent, sets, protocol="alphazero.jl")
-    full = solver.pons(agent, sets, protocol="alphazero.jl", full_searches=True)
+    agent = load_agent("azjl:sims=60:czjax@3")
+    sets = {name: {k: v[:20] for k, v in data.items()} for name, data in pons.load_pons().items()}
+    fast = pons.pons(agent, sets, protocol="alphazero.jl")
+    full = pons.pons(agent, sets, protocol="alphazero.jl", full_searches=True)
     assert (fast["searches"], full["searches"]) == ("stopped when decided", "full")
     assert [r["move_error"] for r in fast["sets"]] == [r["move_error"] for r in full["sets"]]
     assert all(1 <= r["evaluations"] <= r["simulations"] <= 60 for r in fast["sets"])
     assert not any("simulations" in r for r in full["sets"])
-    assert "each search stopped once its move was decided" in solver.format_pons(fast)
+    assert "each search stopped once its move was decided" in pons.format_pons(fast)
 
 
 def test_stopped_searches_refuse_a_player_without_a_network():
@@ -389,4 +414,4 @@ def test_stopped_searches_refuse_a_player_without_a_network():
     in one line naming the player."""
     for spec in ("minimax:depth=1", "czjax@4"):
         with pytest.raises(ValueError, match="need AlphaZero.jl's MCTS over a network"):
-            solver.stopped_searches(agents.load_agent(spec), np.zeros((1, 6, 7), np.int8))
+            protocol.stopped_searches(load_agent(spec), np.zeros((1, 6, 7), np.int8))

@@ -10,10 +10,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from czjax import agents, game
+from czjax import game
 from czjax.learn.replay import ReplaySettings
 from czjax.learn.settings import HParams, TrainConfig
 from czjax.learn.trainer import scheduled
+from czjax.players.loading import load_agent
 from czjax.search.gumbel import Gumbel
 
 
@@ -44,7 +45,7 @@ def test_replay_window_grows_linearly_to_the_capacity():
 def test_prior_temperature_divides_the_logits_at_every_node():
     """Gumbel over the shipped network with temperature T equals Gumbel over a network whose
     logits are already divided by T (the same search, the same noise)."""
-    agent = agents.load_agent("czjax@3")
+    agent = load_agent("czjax@3")
     boards = jnp.asarray(np.stack([game.from_moves(m) for m in ("", "44", "4455", "123")]))
     T = 1.7
 
@@ -62,13 +63,14 @@ def test_prior_temperature_divides_the_logits_at_every_node():
     cold = searched(Gumbel(sims=16, considered=4), agent.player)
     assert not np.allclose(np.asarray(cold.policy), np.asarray(hot.policy))
     with pytest.raises(ValueError, match="prior_temperature"):
-        agents.load_agent("gumbel:prior_temperature=0:czjax@3")
+        load_agent("gumbel:prior_temperature=0:czjax@3")
 
 
 def test_evaluation_opponent_by_name():
     """--eval-opponent: the built-in players, or AlphaZero.jl's minimax as the yardstick."""
-    from czjax import minimax, players
+    from czjax import players
     from czjax.learn.trainer import eval_opponent
+    from czjax.players import minimax
 
     assert eval_opponent("random-punisher") is players.random_punisher
     assert eval_opponent("minimax:depth=3,ties=random") is minimax.Minimax(3, "random").player()
@@ -82,9 +84,9 @@ def test_playout_cap_randomization_trains_on_full_searches_only():
     """full_fraction 1: the full search, trained on; 0: the fast search's move and policy, not
     trained on (its policy target is zeros, so it adds no policy loss); in between, a whole call
     is one or the other."""
-    from czjax.search import search_player
+    from czjax.players.searched import search_player
 
-    agent = agents.load_agent("czjax@3")
+    agent = load_agent("czjax@3")
     boards = jnp.asarray(np.stack([game.from_moves(m) for m in ("", "44", "4455", "123")]))
     key = jax.random.key(0)
     base = dict(considered=4, move="policy", rescale=False)
@@ -106,4 +108,4 @@ def test_playout_cap_randomization_trains_on_full_searches_only():
     assert all(np.asarray(out.trained).all() == np.asarray(out.trained).any() for out in calls)  # a whole call
     assert 8 <= sum(shares) <= 32  # about half, as drawn
     with pytest.raises(ValueError, match="fast_sims must be below sims"):
-        agents.load_agent("gumbel:sims=8,fast_sims=8:czjax@3")
+        load_agent("gumbel:sims=8,fast_sims=8:czjax@3")

@@ -11,9 +11,10 @@ import onnxruntime as ort
 import pytest
 import torch  # the test extra installs it: pip install -e ".[test]"
 
-from czjax import agents, cli, models
+from czjax import cli, models
 from czjax.interop import onnx_export, torch_models
 from czjax.models import torch_layout
+from czjax.players.loading import SHIPPED_MODEL, load_params, load_weights, shipped_path
 from czjax.util import precision
 from tests.test_onnx import io_signature
 from tests.test_torch import random_boards
@@ -65,7 +66,7 @@ def numpy_state_dict(model):
 
 
 def shipped():
-    return agents.load_params(agents.SHIPPED_MODEL)[1]
+    return load_params(SHIPPED_MODEL)[1]
 
 
 @pytest.mark.parametrize("name", SIZES)
@@ -104,7 +105,7 @@ def test_shipped_model_exports_to_pytorch_and_back(tmp_path, capsys):
 
     ckpt = tmp_path / "imported.msgpack"
     assert cli.main(["import-torch", str(pth), "-o", str(ckpt)]) == 0
-    name, params, _ = agents.load_params(ckpt)
+    name, params, _ = load_params(ckpt)
     assert name == "resnet"  # the shipped model's own name
     assert jax.tree.all(jax.tree.map(np.array_equal, params, shipped()))
 
@@ -118,7 +119,7 @@ def test_a_resnets_size_survives_the_round_trip(tmp_path, capsys):
     torch.save({"model_state_dict": model.state_dict()}, start)
     ckpt = tmp_path / "run.msgpack"
     assert cli.main(["import-torch", str(start), "--model", "resnet:channels=16,blocks=2", "-o", str(ckpt)]) == 0
-    assert agents.load_params(ckpt)[0] == name
+    assert load_params(ckpt)[0] == name
     out = tmp_path / "out.pth"
     assert cli.main(["export-torch", str(ckpt), "-o", str(out)]) == 0
     fresh = torch_models.ResNet(2, 16)
@@ -200,8 +201,8 @@ def test_onnx_export_computes_czjax_outputs(name):
 def test_weights_are_found_under_any_spelling_of_their_network():
     """``--init-from czjax`` with the ResNet spelt out (its defaults written) takes the shipped
     weights; another size is refused in one line."""
-    path = agents.shipped_path("czjax")
-    params = agents.load_weights(path, "resnet:blocks=5,channels=64")
-    assert agents.load_weights(path, "resnet") is not None and len(jax.tree.leaves(params)) > 0
+    path = shipped_path("czjax")
+    params = load_weights(path, "resnet:blocks=5,channels=64")
+    assert load_weights(path, "resnet") is not None and len(jax.tree.leaves(params)) > 0
     with pytest.raises(ValueError, match="holds weights of model 'resnet', not 'resnet:blocks=2'"):
-        agents.load_weights(path, "resnet:blocks=2")
+        load_weights(path, "resnet:blocks=2")

@@ -1,6 +1,7 @@
 """Tree reuse between moves (czjax.search.reuse, issue 35): the re-rooted tree against a
-plain-Python walk of the old tree's arrays, and a search continued from it against the recursive
-float64 PUCT of tests/reference_search.py continued from the same node."""
+plain-Python walk of the old tree's arrays, and a search continued from it (PUCT's ``tree``
+argument) against the recursive float64 PUCT of tests/reference_search.py continued from the same
+node."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ SIMS = 48
 
 @jax.jit
 def _search(params, boards, key):
-    return reuse.puct_search(search.make_search("mcts", f"sims={SIMS},c=1.5"), linear_player, params, boards, key)
+    return search.make_search("mcts", f"sims={SIMS},c=1.5").run(linear_player, params, boards, key).tree
 
 
 _reroot = jax.jit(reuse.reroot, static_argnums=(2, 3))
@@ -120,7 +121,7 @@ def test_reroot_is_the_python_walks_subtree(keep):
     """Along the two most visited moves, along one, along none (the whole tree again), along a
     move no simulation tried, and on a tree re-rooted twice; ``keep`` 5 cuts the subtrees short
     (a node's parent is always kept)."""
-    _, tree = _search(PARAMS, BOARDS, jax.random.key(0))
+    tree = _search(PARAMS, BOARDS, jax.random.key(0))
     two = most_visited_path(tree, 2)
     one = np.stack([two[:, 0], np.full(len(POSITIONS), -1)], 1)
     none = np.full_like(two, -1)
@@ -145,18 +146,17 @@ def test_a_search_from_a_reused_tree_is_the_python_search_continued():
     the subtree's plus the new simulations'. Where the path leaves the tree the search starts
     afresh, as the plain search of that position."""
     settings = search.make_search("mcts", f"sims={SIMS},c=1.5")
-    _, tree = _search(PARAMS, BOARDS, jax.random.key(0))
+    tree = _search(PARAMS, BOARDS, jax.random.key(0))
     paths = most_visited_path(tree, 2)
     moves = [p + "".join(str(m + 1) for m in path if m >= 0) for p, path in zip(POSITIONS, paths)]
     playable = [i for i, m in enumerate(moves) if ref_game(m).over is False]
     boards = jnp.asarray(np.stack([game.from_moves(moves[i]) for i in playable]))
     previous = jax.tree.map(lambda x: x[np.asarray(playable)], tree)
     keep = SIMS + 1
-    out, new = jax.jit(
-        lambda p, b, k, t, path: reuse.puct_search(
-            settings, linear_player, p, b, k, reuse.PreviousTree(t, path), keep=keep
-        )
+    out = jax.jit(
+        lambda p, b, k, t, path: settings.run(linear_player, p, b, k, tree=reuse.reroot(t, path, keep, keep + SIMS)[0])
     )(PARAMS, boards, jax.random.key(1), previous, paths[playable])
+    new = out.tree
     reused_visits = np.asarray(_reroot(previous, paths[playable], keep, keep + SIMS)[0].node_visits[:, 0])
     found = 0
     for j, i in enumerate(playable):
@@ -179,28 +179,38 @@ def test_a_search_from_a_reused_tree_is_the_python_search_continued():
 
 
 @pytest.mark.parametrize("options", ["sims=24,c=1.5", "sims=24,noise=0.25,noise_alpha=0.5"])
-def test_without_a_tree_to_reuse_it_is_the_plain_search(options):
-    """No previous tree, or a path that leaves it: the search is PUCT.run's, with the tree's
-    extra slots (``keep``) left empty."""
+def test_from_an_empty_tree_it_is_the_plain_search(options):
+    """An empty tree (a game's first search), or one the path leaves: the search is the one it
+    runs without a tree, its tree's extra slots (``keep``) left empty."""
     settings = search.make_search("mcts", options)
     plain = jax.jit(lambda p, b, k: settings.run(linear_player, p, b, k))(PARAMS, BOARDS, jax.random.key(3))
-    out, tree = jax.jit(lambda p, b, k: reuse.puct_search(settings, linear_player, p, b, k, keep=9))(
-        PARAMS, BOARDS, jax.random.key(3)
+    assert plain.tree.node_visits.shape == (len(POSITIONS), 24 + 1)
+    out = jax.jit(lambda p, b, k, t: settings.run(linear_player, p, b, k, tree=t))(
+        PARAMS, BOARDS, jax.random.key(3), reuse.empty_tree(len(POSITIONS), 9 + 24)
     )
-    assert tree.node_visits.shape == (len(POSITIONS), 9 + 24)
+    assert out.tree.node_visits.shape == (len(POSITIONS), 9 + 24)
     for field in ("action", "visits", "policy", "value"):
         np.testing.assert_array_equal(np.asarray(getattr(out, field)), np.asarray(getattr(plain, field)))
     np.testing.assert_array_equal(np.asarray(out.q), np.asarray(plain.q))  # NaN where not visited, alike
     if settings.noise > 0:
         return
     lost = jnp.full((len(POSITIONS), 2), 7 - 1, jnp.int32).at[:, 1].set(-1)  # column 7, in no tree here:
-    previous = tree.replace(children_index=jnp.full_like(tree.children_index, UNVISITED))
-    out, _ = jax.jit(
-        lambda p, b, k, t: reuse.puct_search(settings, linear_player, p, b, k, reuse.PreviousTree(t, lost), keep=9)
-    )(PARAMS, BOARDS, jax.random.key(3), previous)
+    previous = out.tree.replace(children_index=jnp.full_like(out.tree.children_index, UNVISITED))
+    out = jax.jit(lambda p, b, k, t: settings.run(linear_player, p, b, k, tree=reuse.reroot(t, lost, 9, 9 + 24)[0]))(
+        PARAMS, BOARDS, jax.random.key(3), previous
+    )
     np.testing.assert_array_equal(np.asarray(out.visits), np.asarray(plain.visits))
 
 
 def test_which_searches_can_reuse():
+    """PUCT continues a tree; the others refuse one in a line (and the tree must hold the
+    simulations)."""
     assert reuse.reusable(search.make_search("mcts")) and reuse.reusable(search.make_search("entropy-mcts"))
-    assert not reuse.reusable(search.make_search("gumbel")) and not reuse.reusable(search.make_search("playouts"))
+    tree = reuse.empty_tree(len(POSITIONS), 9)
+    for name in ("gumbel", "playouts", "azjl"):
+        settings = search.make_search(name)
+        assert not reuse.reusable(settings)
+        with pytest.raises(ValueError, match="starts from a fresh root"):
+            settings.run(linear_player, PARAMS, BOARDS, jax.random.key(0), tree=tree)
+    with pytest.raises(ValueError, match="needs num_simulations"):
+        search.make_search("mcts", "sims=9").run(linear_player, PARAMS, BOARDS, jax.random.key(0), tree=tree)

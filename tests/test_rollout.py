@@ -181,37 +181,37 @@ def test_evaluating_only_running_games_plays_the_same_games(mlp_pair):
     assert (np.asarray(whole[3]) < 42).any()  # some games ended early: chunks were skipped
 
 
-def test_both_halves_evaluated_as_one_vmapped_call_play_the_same_games(mlp_pair, monkeypatch):
-    """Where both sides are one player (a GPU's choice, rollout.MERGED_HALVES; forced here),
+def test_both_halves_evaluated_as_one_vmapped_call_play_the_same_games(mlp_pair):
+    """Where both sides are one player (a GPU's choice, ``merged_halves``; built for a GPU here),
     each ply evaluates the two halves' movers as one call vmapped over the halves, each with its
     side's parameters and key: the same games and the same recorded targets as two calls, for a
     network with two sets of parameters (self-play against a frozen copy), for a search over it
     (its Gumbel noise from each half's key) and for a built-in player without parameters."""
     from czjax import search
+    from czjax.players.searched import search_player
 
     player, params_a, params_b = mlp_pair
-    searched = search.search_player(search.make_search("gumbel", "sims=4"), player)
+    searched = search_player(search.make_search("gumbel", "sims=4"), player)
     cases = [(player, params_a, params_b), (searched, params_a, params_a), (players.random_punisher, None, None)]
-    play = rollout.play_games.__wrapped__  # traced anew in each mode: the choice is made when tracing
 
-    def games(side_player, pa, pb):
+    def games(side_player, pa, pb, platform):
         a, b = rollout.Side(side_player, pa), rollout.Side(side_player, pb, 0.5)
-        traj, results = jax.jit(lambda: play(jax.random.key(5), a, b, 12, chunks=1, record_targets=True))()
-        return traj, results
+        options = dict(chunks=1, record_targets=True, platform=platform)
+        return jax.jit(lambda: rollout.play_games(jax.random.key(5), a, b, 12, **options))()
+
+    def merged(sides, num_games):
+        return rollout._match(
+            sides, num_games, "gpu", chunks=1, sample_plies=None, axis_name=None, record_targets=False
+        ).merged
 
     for case in cases:
-        monkeypatch.setattr(rollout, "MERGED_HALVES", {})
-        two_calls = games(*case)
-        monkeypatch.setattr(rollout, "MERGED_HALVES", {jax.default_backend(): True})
-        sides = (rollout.Side(case[0], case[1]), rollout.Side(case[0], case[2]))
-        assert rollout._match(sides, 12, chunks=1, sample_plies=None, axis_name=None, record_targets=True).merged
-        one_call = games(*case)
+        two_calls = games(*case, "cpu")
+        assert merged((rollout.Side(case[0], case[1]), rollout.Side(case[0], case[2])), 12)
+        one_call = games(*case, "gpu")
         for a, b in zip(jax.tree.leaves(one_call), jax.tree.leaves(two_calls)):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
-    unlike = (rollout.Side(player, params_a), rollout.Side(players.random_punisher))
-    assert not rollout._match(unlike, 12, chunks=1, sample_plies=None, axis_name=None, record_targets=False).merged
-    odd = (rollout.Side(player, params_a), rollout.Side(player, params_b))
-    assert not rollout._match(odd, 13, chunks=1, sample_plies=None, axis_name=None, record_targets=False).merged
+    assert not merged((rollout.Side(player, params_a), rollout.Side(players.random_punisher)), 12)
+    assert not merged((rollout.Side(player, params_a), rollout.Side(player, params_b)), 13)
 
 
 # Distinct Connect 4 positions after exactly n plies, n = 0..4 (OEIS A212693): the table of

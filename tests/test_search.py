@@ -2,18 +2,23 @@
 (tests/reference_search.py), Gumbel MuZero against mctx itself, hand-built tactics, legality,
 determinism, and search as a player."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from czjax import agents, game, search
+from czjax import game, search
 from czjax.players import PlayerOutput, random_player
+from czjax.players.agent import policy
+from czjax.players.loading import load_agent
 from czjax.search import tree as tree_module
 from czjax.search.playouts import RolloutImprover, rollout_values
 from czjax.search.puct import dirichlet_noise
 from czjax.search.selection import considered_visits, gumbel_select, puct_select, subtree_entropy
 from czjax.search.tree import RootPerturbation, init_tree, run_tree_search
+from czjax.util import platforms
 from tests import reference_search as ref
 from tests.reference import replay
 
@@ -103,8 +108,8 @@ def test_puct_matches_the_python_search(entropy_guided):
 
 @pytest.mark.parametrize("name", ["mcts", "gumbel"])
 def test_walking_several_levels_a_test_makes_the_same_search(monkeypatch, name):
-    """The walk down the tree going 3 levels per test of its loop's predicate (as a GPU does,
-    tree.DESCEND_LEVELS; forced here), the walks that ended left where they are: the same
+    """The walk down the tree going several levels per test of its loop's predicate (as a GPU
+    does, its ``descend_levels``; 3 here), the walks that ended left where they are: the same
     search, bit for bit, as one level a test (which the searches' tests check against the
     Python searches and mctx)."""
     s = search.make_search(name, "sims=48")
@@ -112,11 +117,13 @@ def test_walking_several_levels_a_test_makes_the_same_search(monkeypatch, name):
     def searched():  # a new function each time: traced again with the levels then in force
         return jax.jit(lambda p, b, k: s.run(linear_player, p, b, k))(PARAMS, BOARDS, jax.random.key(0))
 
-    monkeypatch.setattr(tree_module, "DESCEND_LEVELS", {jax.default_backend(): 1})
-    one = searched()
-    monkeypatch.setattr(tree_module, "DESCEND_LEVELS", {jax.default_backend(): 3})
-    assert tree_module.descend_levels() == 3
-    three = searched()
+    with platforms.building_for("cpu"):
+        assert tree_module.descend_levels() == 1
+        one = searched()
+    monkeypatch.setitem(platforms.CHOICES, "gpu", dataclasses.replace(platforms.CHOICES["gpu"], descend_levels=3))
+    with platforms.building_for("gpu"):
+        assert tree_module.descend_levels() == 3
+        three = searched()
     for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(three)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
@@ -270,16 +277,16 @@ def test_subtree_entropy_of_hand_built_children():
 
 def test_search_specs_and_their_errors(model_checkpoints):
     path = str(model_checkpoints["mlp"])
-    agent = agents.load_agent(f"mcts:sims=8,c=1.5:{path}")
+    agent = load_agent(f"mcts:sims=8,c=1.5:{path}")
     assert agent.search == search.PUCT(sims=8, c=1.5) and agent.temperature() == 0.0
-    assert agents.load_agent(f"gumbel:{path}").search == search.Gumbel()
-    assert agents.load_agent("playouts:width=2,depth=2:random").search == search.RolloutImprover(width=2, depth=2)
+    assert load_agent(f"gumbel:{path}").search == search.Gumbel()
+    assert load_agent("playouts:width=2,depth=2:random").search == search.RolloutImprover(width=2, depth=2)
     # the earlier spellings, where users typed them, still read: the search `rollout`, mcts's `alpha`
-    assert agents.load_agent("rollout:width=2,depth=2:random").search == search.RolloutImprover(width=2, depth=2)
-    assert agents.load_agent("mcts:noise=0.25,alpha=0.5:random").search.noise_alpha == 0.5
+    assert load_agent("rollout:width=2,depth=2:random").search == search.RolloutImprover(width=2, depth=2)
+    assert load_agent("mcts:noise=0.25,alpha=0.5:random").search.noise_alpha == 0.5
     # the same search over the same network is the same player function (tournaments group it)
-    assert agents.load_agent(f"mcts:sims=8,c=1.5:{path}").player is agent.player
-    probs, _, greedy = agents.policy(agent, boards_of(["112233"]))
+    assert load_agent(f"mcts:sims=8,c=1.5:{path}").player is agent.player
+    probs, _, greedy = policy(agent, boards_of(["112233"]))
     assert greedy[0] == 3 and probs[0, 3] == probs[0].max()
     for spec, message in [
         ("mcts:sims=0:random", "sims must be at least 1"),
@@ -289,7 +296,7 @@ def test_search_specs_and_their_errors(model_checkpoints):
         ("mcts:sims=8:mcts:random", "cannot search a search"),
     ]:
         with pytest.raises(ValueError, match=message):
-            agents.load_agent(spec)
+            load_agent(spec)
 
 
 def test_analyze_shows_a_searchs_visits_and_q():
@@ -297,7 +304,7 @@ def test_analyze_shows_a_searchs_visits_and_q():
     winning column of the last position (a win in one)."""
     from czjax.evaluate import interactive
 
-    report = interactive.analyze(agents.load_agent("mcts:sims=32:random"), "1122334")
+    report = interactive.analyze(load_agent("mcts:sims=32:random"), "1122334")
     before_win = report["plies"][-1]  # X to move before 4 wins: the position after 112233
     assert sum(before_win["visits"]) == 32 and before_win["q"][3] == 1.0
     assert "visits/Q" in interactive.format_analysis(report)

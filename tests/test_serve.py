@@ -28,8 +28,10 @@ try:
 except ImportError:  # the API tests need no browser; the browser tests skip, saying why
     expect = sync_playwright = None
 
-from czjax import agents, game
+from czjax import game
 from czjax.evaluate import serve
+from czjax.players.agent import searched_move, visit_shares
+from czjax.players.loading import load_agent
 
 CHROMIUM = os.environ.get("CZJAX_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -47,7 +49,7 @@ CHROMIUM_ARGS = [
 def start(spec, temperature=0.0, read_timeout=serve.READ_TIMEOUT, warm=False, **options):
     """A server of the player ``spec`` on a free port, serving in a thread; ``options``: the
     GameService's (reuse, max_batch, max_waiting)."""
-    service = serve.GameService(agents.load_agent(spec), temperature=temperature, **options)
+    service = serve.GameService(load_agent(spec), temperature=temperature, **options)
     server = serve.make_server(service, port=0, read_timeout=read_timeout, warm=warm)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}/"
@@ -131,7 +133,7 @@ def test_api_answers_get_on_post_endpoints_with_405(random_server):
 
 
 def test_built_in_players_sample_unless_a_temperature_is_given():
-    random_agent = agents.load_agent("random")
+    random_agent = load_agent("random")
     assert random_agent.temperature() == 1.0 and random_agent.temperature(0.0) == 0.0
     service = serve.GameService(random_agent, seed=0)
     first_moves = {service.model_move([])["move"] for _ in range(60)}
@@ -362,7 +364,7 @@ def test_make_server_compiles_the_player_before_it_returns(monkeypatch):
     monkeypatch.setattr(
         serve.GameService, "position", lambda self, moves: evaluated.append(moves) or real_position(self, moves)
     )
-    server = serve.make_server(agents.load_agent("random"), port=0)
+    server = serve.make_server(load_agent("random"), port=0)
     server.server_close()
     assert evaluated == [[]]
 
@@ -534,7 +536,7 @@ def test_a_model_move_searches_each_position_once(spec, model_checkpoints):
         calls.clear()
         status, state = post(url, "/api/model-move", {"moves": "44"})
         assert status == 200 and len(calls) == 2 * 9
-        want = agents.visit_shares(agent, game.from_moves("44")[None])[0]
+        want = visit_shares(agent, game.from_moves("44")[None])[0]
         assert state["move_shares"] == [float(x) for x in want]
     finally:
         server.shutdown()
@@ -617,7 +619,7 @@ def post_for(url, path, body, timeout=120.0):
 
 def alone(agent, moves: str):
     """The player's report of one position asked alone, as the service asked before batching."""
-    return agents.searched_move(agent, game.from_moves(moves)[None])
+    return searched_move(agent, game.from_moves(moves)[None])
 
 
 def close_to(got, want):
@@ -632,7 +634,7 @@ def test_positions_asked_together_are_answered_as_if_alone(search, model_checkpo
     position's row would see other noise than the position alone, and often move otherwise, were
     the rows not searched each as if alone."""
     player = HeldPlayer(monkeypatch)
-    agent = agents.load_agent(f"{search}{model_checkpoints['cnn-mk4-value']}")
+    agent = load_agent(f"{search}{model_checkpoints['cnn-mk4-value']}")
     service = serve.GameService(agent, temperature=0.0)
     try:
         player.hold()
@@ -738,7 +740,7 @@ def test_tree_reuse_answers_one_position_at_a_time(model_checkpoints, monkeypatc
     from czjax.evaluate.interactive import SearchMemory
 
     player = HeldPlayer(monkeypatch)
-    agent = agents.load_agent(f"mcts:sims=8:{model_checkpoints['mlp']}")
+    agent = load_agent(f"mcts:sims=8:{model_checkpoints['mlp']}")
     service = serve.GameService(agent, temperature=0.0, reuse=True)
     try:
         state = service.model_move(game.parse_moves("44"))
@@ -776,7 +778,7 @@ def test_serve_checks_its_address_before_loading_the_player(monkeypatch, capsys)
     from czjax.cli import flags
 
     loaded = []
-    monkeypatch.setattr(flags, "load_player", lambda spec: loaded.append(spec) or agents.load_agent(spec))
+    monkeypatch.setattr(flags, "load_player", lambda spec: loaded.append(spec) or load_agent(spec))
     assert cli.main(["serve", "random", "--host", "256.1.1.1", "--port", "0"]) == 2
     err = capsys.readouterr()
     assert err.err.startswith("czjax: error: cannot serve on 256.1.1.1:0: ") and err.err.count("\n") == 1, err.err

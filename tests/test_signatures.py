@@ -1,6 +1,7 @@
-"""Signatures a reader can follow: across czjax, at most a few functions take more than 8
-parameters (group them into the typed records that exist: settings, specs, a rollout's
-``Side``), and none is longer than 60 lines (split it into named steps). Read from the source
+"""Signatures a reader can follow: in czjax and in experiments/ (the studies' scripts, their
+steps and the campaign), at most a few functions of each take more than 8 parameters (group them
+into the typed records that exist: settings, specs, a rollout's ``Side``, a script's parsed
+arguments), and none is longer than 60 lines (split it into named steps). Read from the source
 with ``ast``: every function, nested ones and methods included; nothing is exempt."""
 
 from __future__ import annotations
@@ -8,12 +9,16 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "czjax"
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "czjax"
+TREES = [PACKAGE, ROOT / "experiments"]  # each read as a whole, each with its own allowance
 
 MAX_PARAMETERS = 8  # a function over this many ...
-# ... is allowed this many times in the package. Today one: rollout.play_games, whose options are
-# keyword-only, as mctx's policies take theirs (the PyTorch peer's loops take records: Learner,
-# Update, Promotion, Logging).
+# ... is allowed this many times in each tree. In the package today one: rollout.play_games, whose
+# options are keyword-only, as mctx's policies take theirs (the PyTorch peer's loops take records:
+# Learner, Update, Promotion, Logging); in experiments/ none.
 MAX_MANY_PARAMETERS = 3
 MAX_LINES = 60  # decorators, signature, docstring and body
 
@@ -42,7 +47,7 @@ def lines(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
 
 def offenders(package: Path = PACKAGE) -> tuple[dict[str, int], dict[str, int]]:
     """``(over MAX_PARAMETERS parameters, over MAX_LINES lines)``: ``"path:line name"`` -> its
-    count, for every function of the package."""
+    count, for every function of the tree ``package`` (czjax, or experiments/)."""
     many, long = {}, {}
     for path in sorted(package.rglob("*.py")):
         for function in functions(path):
@@ -54,16 +59,18 @@ def offenders(package: Path = PACKAGE) -> tuple[dict[str, int], dict[str, int]]:
     return many, long
 
 
-def test_few_functions_take_more_than_8_parameters():
-    many, _ = offenders()
+@pytest.mark.parametrize("tree", TREES, ids=lambda tree: tree.name)
+def test_few_functions_take_more_than_8_parameters(tree):
+    many, _ = offenders(tree)
     assert len(many) <= MAX_MANY_PARAMETERS, (
         f"{len(many)} functions take more than {MAX_PARAMETERS} parameters (at most {MAX_MANY_PARAMETERS} may): "
         f"{many}; group them into a typed record (settings, a spec, a rollout Side)"
     )
 
 
-def test_no_function_is_longer_than_60_lines():
-    _, long = offenders()
+@pytest.mark.parametrize("tree", TREES, ids=lambda tree: tree.name)
+def test_no_function_is_longer_than_60_lines(tree):
+    _, long = offenders(tree)
     assert not long, f"functions over {MAX_LINES} lines: {long}; split them into named steps"
 
 

@@ -11,11 +11,14 @@ import jax
 import numpy as np
 import pytest
 
-from czjax import agents, cli, minimax, models, search
+from czjax import cli, models, search
 from czjax.cli import flags
 from czjax.learn import migration, pool, trainer
 from czjax.learn.pool import PoolSettings
 from czjax.learn.settings import TrainConfig
+from czjax.players import minimax, searched
+from czjax.players.loading import load_agent
+from czjax.players.searched import search_player
 from czjax.search.base import MAX_SIZE
 from czjax.util.specs import PlayerSpec
 
@@ -72,15 +75,15 @@ def test_the_command_line_parses_a_player_once(monkeypatch):
 def test_each_consumer_reads_the_same_parts():
     """A search's spec as a player, as training's --search and as a pool member: the same search."""
     expected = search.PUCT(sims=4, c=1.5)  # the dataclass itself, not parsed from text
-    assert agents.load_agent("mcts:sims=4,c=1.5:random").search == expected
+    assert load_agent("mcts:sims=4,c=1.5:random").search == expected
     assert trainer.build_search(TrainConfig(model="mlp3", algorithm="alpha", search="mcts:sims=4,c=1.5")) == expected
     assert search.split_search(PlayerSpec.parse("mcts:sims=4,c=1.5:random")) == (expected, PlayerSpec("random"))
     assert search.search_of(PlayerSpec.parse("mcts:sims=4,c=1.5")) == expected
     # minimax's options, as a player and as the evaluation games' opponent
-    assert agents.load_agent("minimax:depth=2,ties=random").player is minimax.Minimax(2, "random").player()
+    assert load_agent("minimax:depth=2,ties=random").player is minimax.Minimax(2, "random").player()
     assert trainer.eval_opponent("minimax:depth=2,ties=random") is minimax.Minimax(2, "random").player()
     # a network's options, as a model and inside untrained:MODEL:SEED
-    untrained = agents.load_agent("untrained:resnet:blocks=1,channels=8:3")
+    untrained = load_agent("untrained:resnet:blocks=1,channels=8:3")
     assert untrained.model_name == "resnet:blocks=1,channels=8"
     assert models.get_model(untrained.model_name) == models.ResNet(blocks=1, channels=8)
     reference = models.init_params(models.ResNet(blocks=1, channels=8), jax.random.key(3))  # seed 3
@@ -104,7 +107,7 @@ def test_each_consumer_reads_the_same_parts():
 )
 def test_bad_player_specs_are_refused_in_one_line(spec, message):
     with pytest.raises(ValueError, match=message.replace("[", r"\[")) as refused:
-        agents.load_agent(spec)
+        load_agent(spec)
     assert "\n" not in str(refused.value)
 
 
@@ -162,7 +165,7 @@ def test_a_config_describes_and_the_set_up_builds(monkeypatch):
             (models, "get_model"),
             (models, "init_params"),
             (models, "model_player"),
-            (search, "search_player"),
+            (searched, "search_player"),
             (minimax.Minimax, "player"),
             (pool, "load_member"),
         ):
@@ -172,9 +175,9 @@ def test_a_config_describes_and_the_set_up_builds(monkeypatch):
         config = TrainConfig(**settings)
         assert TrainConfig.from_dict(config.to_dict()) == config
     setup = trainer.make_setup(config, None)
-    assert setup.model == models.ResNet(blocks=1, channels=8)
+    assert setup.model == models.ResNet(blocks=1, channels=8, conv="im2col")  # "auto" resolved for the platform
     assert setup.learner is models.model_player(setup.model)
-    assert setup.actor is search.search_player(search.PUCT(sims=4), setup.learner)
+    assert setup.actor is search_player(search.PUCT(sims=4), setup.learner)
     assert setup.eval_opponent is minimax.Minimax(depth=1).player()
 
 

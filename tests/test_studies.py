@@ -106,6 +106,16 @@ def test_every_campaign_step_writes_into_a_study():
         assert campaign.results_folder(index.RESULTS, name) == index.RESULTS / step.study / name
 
 
+def test_the_studies_are_listed_once_and_each_names_its_campaign_steps():
+    """docs/studies.md is the one list of the studies: experiments/README.md points to it and
+    keeps no table of its own; a study with campaign steps names its module of them."""
+    readme = (ROOT / "experiments" / "README.md").read_text()
+    assert "(../docs/studies.md)" in readme and not re.search(r"^\| study \|", readme, re.MULTILINE)
+    for study, module in campaign.STEP_MODULES.items():
+        text = (ROOT / "experiments" / study / "README.md").read_text()
+        assert f"`{module}.py`" in text, f"experiments/{study}/README.md does not name {module}.py"
+
+
 def test_module_names_are_unique_and_a_study_is_imported_by_name(monkeypatch):
     modules = [p for p in (ROOT / "experiments").rglob("*.py") if "__pycache__" not in p.parts]
     stems = [p.stem for p in modules]

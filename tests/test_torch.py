@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 import torch  # the test extra installs it: pip install -e ".[test]"
 
-from czjax import agents, cli, game, models, rollout
+from czjax import cli, game, models, rollout
 from czjax.learn.settings import HParams, PromotionSettings, TrainConfig
 from czjax.learn.trainer import make_trainer
 from czjax.models import torch_layout
+from czjax.players.loading import load_agent
 from czjax.run import loop
 from czjax.util import checkpoint, precision
 from tests.reference import random_game
@@ -77,7 +78,7 @@ def test_import_and_export_through_files_and_the_cli(tmp_path, capsys):
     torch.save({"model_state_dict": model.state_dict(), "optimizer_state_dict": {}}, pth)
     ckpt = tmp_path / "imported.msgpack"
     assert cli.main(["import-torch", str(pth), "--model", "cnn-mk4-value", "-o", str(ckpt)]) == 0
-    agent = agents.load_agent(str(ckpt))
+    agent = load_agent(str(ckpt))
     assert agent.model_name == "cnn-mk4-value"
     out = tmp_path / "exported.pth"
     assert cli.main(["export-torch", str(ckpt), "-o", str(out)]) == 0

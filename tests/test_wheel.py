@@ -35,8 +35,8 @@ VERSION = "0.1.0"
 TIMEOUT = 240  # seconds for one command on a busy 2-core CPU (each takes 2-10 s of CPU)
 # What the installed package reads at run time (the rest of czjax/data comes with them)
 READ_AT_RUN_TIME = [
-    "czjax/data/c4_eval_public.jsonl",  # czjax.evaluate.solver
-    "czjax/data/pons_moves.jsonl.gz",
+    "czjax/data/c4_eval_public.jsonl",  # czjax.evaluate.positions
+    "czjax/data/pons_moves.jsonl.gz",  # czjax.evaluate.pons
     "czjax/data/pons/Test_L1_R1",
     "czjax/data/puzzles.jsonl",  # czjax.evaluate.puzzles
     "czjax/data/models/czjax-4.msgpack",  # czjax.agents.SHIPPED_MODELS

@@ -19,12 +19,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from czjax import agents, compaction, rollout, search
+from czjax import compaction, rollout
 from czjax.bench import profiling, torch_peer
 from czjax.bench.roofline import format_fraction, network_fields, network_flops
 from czjax.bench.timing import peak_bytes, step_fields, time_compiled
 from czjax.learn.settings import HParams, TrainConfig
 from czjax.learn.trainer import build_search, make_trainer
+from czjax.players.loading import load_agent
+from czjax.players.searched import search_player
 from czjax.run import scan
 from czjax.util import devices, precision
 
@@ -34,14 +36,14 @@ PYTORCH_PUNISHER_GAMES_PER_S = 250.0
 
 
 def bench_rollout_czjax(player_spec: str, batch: int, runs: int, profile: str | Path | None = None) -> dict:
-    """Whole games between two copies of a player (a spec of czjax.agents.load_agent: a built-in
+    """Whole games between two copies of a player (a spec of czjax.players.loading.load_agent: a built-in
     player, ``untrained:MODEL``, a checkpoint, a search over one); ``profile`` as in
     :func:`bench_train`. A network's FLOPs are its forward pass's per board times the moves
     played (each move one board its mover evaluated; a search's player counts its root's and
     its simulations' evaluations), a lower bound where finished games' boards are evaluated too
     (czjax.compaction); a built-in player has none. The compiled step is the ply: the loop runs
     until the batch's last game has ended (``plies``: its longest game's length)."""
-    agent = agents.load_agent(player_spec)
+    agent = load_agent(player_spec)
 
     def run(key):
         return rollout.play_games(
@@ -193,7 +195,7 @@ def bench_config(
             profiling.EACH_KERNEL_OPTIONS.get(jax.default_backend()) if each_kernel else None,
         )
     forward_flops = compaction.flops_per_board(trainer.learner, state.params)
-    actor = trainer.learner if searcher is None else search.search_player(searcher, trainer.learner)
+    actor = trainer.learner if searcher is None else search_player(searcher, trainer.learner)
     acting_flops = compaction.flops_per_board(actor, state.params)
     row = _train_row(config, num_devices, compile_s, times, metrics, forward_flops, acting_flops)
     if phases is not None:
@@ -237,7 +239,7 @@ def _train_row(
     flops = network_flops(forward_flops, played, positions, acting_flops)
     return {
         "model": config.model,
-        "search": config.search,
+        "search": str(config.search or ""),
         "games_per_batch": games_per_batch,
         "games_per_s": games_per_batch / per_iteration,
         "positions_per_s": positions / per_iteration,

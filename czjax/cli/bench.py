@@ -37,11 +37,11 @@ def _bench(args, what: str, header: str, settings, measure, fmt, roofs_at=None) 
 
 
 def cmd_bench_rollout(args) -> int:
-    from czjax import agents
     from czjax.bench import harness, profiling
+    from czjax.players.loading import load_agent
 
     for spec in args.player:  # a wrong spec is said before anything is measured
-        agents.load_agent(spec)
+        load_agent(spec)
 
     def measure(setting, log):
         player, batch = setting

@@ -10,28 +10,29 @@ from czjax.util.specs import PlayerSpec
 
 
 def cmd_eval_accuracy(args) -> int:
-    from czjax.evaluate import solver
+    from czjax.evaluate.positions import accuracy, format_accuracy, load_positions
 
-    positions = solver.load_positions(args.positions)
+    positions = load_positions(args.positions)
     agent = output.announced(flags.load_player(args.player), len(positions["boards"]), "the positions")
-    return output.print_report(args, solver.accuracy(agent, positions, log=output.stderr), solver.format_accuracy)
+    return output.print_report(args, accuracy(agent, positions, log=output.stderr), format_accuracy)
 
 
 def cmd_eval_pons(args) -> int:
-    from czjax.evaluate import solver
+    from czjax.evaluate import pons, protocol
 
-    sets = solver.load_pons(args.dir)
-    spec = args.player
-    if args.protocol is not None:
+    sets = pons.load_pons(args.dir)
+    if args.protocol is None:
+        agent = flags.load_player(args.player)
+    else:
         try:
-            spec = solver.protocol_spec(args.protocol, spec)
+            rules = protocol.protocol_of(args.protocol)
         except ValueError as err:
             raise SystemExit(f"czjax eval pons: {err}") from None
-    agent = flags.load_player(spec)
-    stopped = solver.stops_when_decided(agent, args.protocol, args.full_searches)
+        agent = protocol.protocol_agent(rules, args.player)
+    stopped = protocol.stops_when_decided(agent, args.protocol, args.full_searches)
     output.announced(agent, sum(len(data["boards"]) for data in sets.values()), "Pons' positions", stopped)
-    report = solver.pons(agent, sets, log=output.stderr, protocol=args.protocol, full_searches=args.full_searches)
-    return output.print_report(args, report, solver.format_pons)
+    report = pons.pons(agent, sets, log=output.stderr, protocol=args.protocol, full_searches=args.full_searches)
+    return output.print_report(args, report, pons.format_pons)
 
 
 def cmd_eval_puzzles(args) -> int:
@@ -266,7 +267,7 @@ def add_play_commands(commands) -> None:
 
 
 def _add_play(commands) -> None:
-    from czjax.agents import DEFAULT_OPPONENT
+    from czjax.players.loading import DEFAULT_OPPONENT
 
     play = commands.add_parser(
         "play",
@@ -317,7 +318,7 @@ def _add_play(commands) -> None:
 
 
 def add_serve_command(commands) -> None:
-    from czjax.agents import DEFAULT_OPPONENT
+    from czjax.players.loading import DEFAULT_OPPONENT
 
     serve = commands.add_parser(
         "serve",

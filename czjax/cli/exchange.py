@@ -20,10 +20,10 @@ def cmd_import_torch(args) -> int:
 def checkpoint_file(spec: str):
     """The checkpoint file ``spec`` names: a shipped model's (``czjax``, ``czjax@1``, ... as for
     every player), else a run folder's checkpoint or the file itself."""
-    from czjax import agents
+    from czjax.players.loading import shipped_path
     from czjax.util import checkpoint
 
-    return agents.shipped_path(spec) or checkpoint.resolve(spec)
+    return shipped_path(spec) or checkpoint.resolve(spec)
 
 
 def cmd_export_torch(args) -> int:

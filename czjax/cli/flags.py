@@ -215,11 +215,11 @@ def player_help() -> str:
 
 
 def load_player(spec: PlayerSpec):
-    """The agent ``spec`` names (:func:`czjax.agents.load_agent`; a search's sizes are checked
-    where the search is made, before its network is loaded), JAX imported only now."""
-    from czjax import agents
+    """The agent ``spec`` names (:func:`czjax.players.loading.load_agent`; a search's sizes are
+    checked where the search is made, before its network is loaded), JAX imported only now."""
+    from czjax.players.loading import load_agent
 
-    return agents.load_agent(spec)
+    return load_agent(spec)
 
 
 def add_player_arg(parser: argparse.ArgumentParser, default: str | None = None) -> None:

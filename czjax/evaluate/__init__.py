@@ -1,1 +1,2 @@
-"""Floor 6: measuring players: accuracy on solver-labelled positions, puzzles, tournaments, play and serve."""
+"""Floor 6: measuring players: accuracy on solver-labelled positions, Pons' sets (AlphaZero.jl's
+protocol), puzzles, tournaments, play and serve."""

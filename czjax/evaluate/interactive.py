@@ -13,7 +13,7 @@ import jax
 import numpy as np
 
 from czjax import game
-from czjax.agents import Agent, SearchedMove, policy, search_details, searched_move, self_play
+from czjax.players.agent import Agent, SearchedMove, policy, search_details, searched_move, self_play
 from czjax.search import reuse as search_reuse
 from czjax.util.progress import Progress
 
@@ -91,7 +91,7 @@ def human_move(board: np.ndarray, mark: str, read: Callable[[str], str], write: 
 
 
 class SearchMemory:
-    """A player's reports of the positions of one game (:func:`czjax.agents.searched_move`: one
+    """A player's reports of the positions of one game (:func:`czjax.players.agent.searched_move`: one
     search per position for a search), and, for a search that allows it (PUCT:
     :func:`czjax.search.reuse.reusable`) with ``reuse`` (off by default: :data:`REUSE_TREES`),
     its last tree: the next search starts
@@ -116,7 +116,7 @@ class SearchMemory:
             since = moves[len(root) :]
             path = np.asarray([since + [-1] * (REUSE_PLIES - len(since))], np.int32)
         else:
-            previous = None  # nothing to reuse: an empty tree (czjax.agents.searched_move)
+            previous = None  # nothing to reuse: an empty tree (czjax.players.agent.searched_move)
         report = searched_move(self.agent, board, previous, path, self.keep)
         self.root_moves, self.tree = list(moves), report.tree
         return report
@@ -131,7 +131,7 @@ def model_move(
     report: SearchedMove | None = None,
 ) -> int:
     """The model's column, written with its probabilities (or a search's visit shares) and value,
-    from one search (:func:`czjax.agents.searched_move`); ``report``: that report of ``board``,
+    from one search (:func:`czjax.players.agent.searched_move`); ``report``: that report of ``board``,
     when the caller has it (a :class:`SearchMemory`'s)."""
     report = searched_move(agent, board[None]) if report is None else report
     probs, value, greedy = report.probs[0], report.value[0], report.greedy[0]
@@ -274,7 +274,7 @@ def openings(
 ) -> dict:
     """The most frequent first ``depth`` moves when ``agent`` plays itself ``games`` times
     (sampled at ``temperature``), as the PyTorch project's joseki script lists them; ``log``:
-    progress lines while the games are played (:func:`czjax.agents.self_play`'s slices)."""
+    progress lines while the games are played (:func:`czjax.players.agent.self_play`'s slices)."""
     if games < 2:
         raise ValueError(f"--games must be at least 2, got {games}")
     if not 1 <= depth <= game.NUM_CELLS:

@@ -28,9 +28,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from czjax import game
-from czjax.agents import Agent, policy
-from czjax.evaluate.solver import read_game_records
+from czjax.evaluate.positions import read_game_records
 from czjax.players import random_player, winning_columns
+from czjax.players.agent import Agent, policy
 from czjax.rollout import Side, play_games
 from czjax.util.progress import Progress
 

@@ -8,7 +8,7 @@ as a move string; the server is stateless. A search runs once per position asked
 
 Requests that arrive together are answered together: one worker thread takes every position
 waiting (up to ``max_batch``) and asks the player about all of them in one compiled call
-(:func:`czjax.agents.searched_each`: each position as if alone, so a batched answer is the one
+(:func:`czjax.players.agent.searched_each`: each position as if alone, so a batched answer is the one
 asked alone, to float rounding), padded to a few fixed batch sizes so that few programs
 compile. With ``reuse`` (:class:`GameService`; off by default, as measured) a PUCT search
 (``mcts``) keeps its last tree and starts the search of a position up to two moves past that
@@ -63,8 +63,8 @@ from importlib import resources
 import numpy as np
 
 from czjax import game
-from czjax.agents import Agent, searched_each
 from czjax.evaluate.interactive import REUSE_TREES, SearchMemory, absolute_board, choose_move, game_result
+from czjax.players.agent import Agent, searched_each
 
 RESULTS = {None: None, 0: "draw", 1: "first", -1: "second"}
 

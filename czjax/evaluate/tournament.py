@@ -1,7 +1,7 @@
 """Round-robin tournaments between agents, and ratings fitted to the results.
 
 Every pair plays ``games`` games, half with each side first (``play_games`` splits the batch).
-Each agent plays at its own temperature (:meth:`czjax.agents.Agent.temperature`: its most likely
+Each agent plays at its own temperature (:meth:`czjax.players.agent.Agent.temperature`: its most likely
 column for a trained model or a search, sampled for the built-in players), as ``play``, ``serve``
 and the evaluations do, unless one temperature is given for all. Pairs of agents with the same
 player functions (two checkpoints of one model, say) run as one compiled program: ``play_games``
@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from czjax.agents import Agent
+from czjax.players.agent import Agent
 from czjax.rollout import Side, play_games
 from czjax.util.progress import Progress
 

@@ -27,9 +27,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from czjax import models
-from czjax.agents import load_params
 from czjax.models import torch_layout
 from czjax.players import random_player
+from czjax.players.loading import load_params
 from czjax.rollout import Side, play_games
 from czjax.util import precision
 

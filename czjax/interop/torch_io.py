@@ -7,10 +7,10 @@ exported file holds ``model_state_dict`` alone (what ``load_state_dict`` needs).
 
 from __future__ import annotations
 
-from czjax.agents import load_params
 from czjax.learn.settings import HParams, TrainConfig
 from czjax.learn.trainer import make_trainer
 from czjax.models.torch_layout import read_params, to_state_dict, write_pth
+from czjax.players.loading import load_params
 from czjax.util import checkpoint
 
 

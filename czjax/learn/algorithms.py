@@ -297,8 +297,11 @@ def ppo_step(ctx: UpdateContext, params, opt_state, boards, batch: LossInputs, h
     return params, opt_state, metrics
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Algorithm:
+    """An entry of :data:`ALGORITHMS`, given by keyword: what its flag's help says, what it needs
+    of the network and of the games, and its update (``targets`` then ``step``)."""
+
     description: str
     needs_value_head: bool
     targets: Callable  # (ctx, params, boards, batch, outcome, hparams) -> batch
@@ -315,27 +318,39 @@ class Algorithm:
 
 ALGORITHMS: dict[str, Algorithm] = {
     "reinforce": Algorithm(
-        "REINFORCE, with baseline when the model has a value head", False, monte_carlo_targets, gradient_step
+        description="REINFORCE, with baseline when the model has a value head",
+        needs_value_head=False,
+        targets=monte_carlo_targets,
+        step=gradient_step,
     ),
-    "a2c": Algorithm("A2C: one-step TD targets from the value head", True, td_targets, gradient_step),
+    "a2c": Algorithm(
+        description="A2C: one-step TD targets from the value head",
+        needs_value_head=True,
+        targets=td_targets,
+        step=gradient_step,
+    ),
     "ppo": Algorithm(
-        "PPO: clipped ratio objective, several epochs, KL stop", True, ppo_targets, ppo_step, settings=PPOSettings
+        description="PPO: clipped ratio objective, several epochs, KL stop",
+        needs_value_head=True,
+        targets=ppo_targets,
+        step=ppo_step,
+        settings=PPOSettings,
     ),
     "alphazero": Algorithm(
-        "AlphaZero: --search plays; cross-entropy to its policy (visit counts, or Gumbel's improved policy) "
-        "and value MSE to the return",
-        True,
-        search_policy_targets,
-        imitation_step,
+        description="AlphaZero: --search plays; cross-entropy to its policy (visit counts, or Gumbel's improved "
+        "policy) and value MSE to the return",
+        needs_value_head=True,
+        targets=search_policy_targets,
+        step=imitation_step,
         needs_search=True,
         records_policy_targets=True,
     ),
     "alpha": Algorithm(
-        "Connect-Zero's alpha mode: --search plays; cross-entropy to the move it played (a hard target) and "
-        "value MSE to the return",
-        True,
-        played_move_targets,
-        imitation_step,
+        description="Connect-Zero's alpha mode: --search plays; cross-entropy to the move it played (a hard "
+        "target) and value MSE to the return",
+        needs_value_head=True,
+        targets=played_move_targets,
+        step=imitation_step,
         needs_search=True,
         records_policy_targets=True,
     ),

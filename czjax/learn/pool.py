@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from czjax import rollout
-from czjax.agents import load_agent
+from czjax.players.loading import load_agent
 from czjax.util.fields import setting
 from czjax.util.pytree import pytree_dataclass
 from czjax.util.specs import PlayerSpec
@@ -32,7 +32,7 @@ class PoolSettings:
     frozen copy of the learner whenever its EMA win rate against every member exceeds the
     threshold (:mod:`czjax.learn.pool`)."""
 
-    members: tuple = setting(
+    members: tuple[PlayerSpec, ...] = setting(
         (),
         "opponents for --opponent pool: random, random-punisher, checkpoint files; each batch draws one, "
         "favouring those the learner beats least",
@@ -48,7 +48,9 @@ class PoolSettings:
     )
 
     def __post_init__(self):
-        object.__setattr__(self, "members", tuple(self.members))  # a list when read back from JSON
+        # text when given by a flag or read back from JSON (a list then): parsed once
+        members = tuple(PlayerSpec.parse(m) if isinstance(m, str) else m for m in self.members)
+        object.__setattr__(self, "members", members)
         if not 0 < self.ema <= 1 or self.league_slots < 1 or not 0 <= self.league_threshold <= 1:
             raise ValueError("pool ema must be in (0, 1], league_slots >= 1 and league_threshold in [0, 1]")
 
@@ -70,7 +72,7 @@ class PoolState:
 
 
 def load_member(spec: PlayerSpec):
-    """``(player, params)`` of a pool member: any player (:func:`czjax.agents.load_agent`), a
+    """``(player, params)`` of a pool member: any player (:func:`czjax.players.loading.load_agent`), a
     built-in one (params None) or a checkpoint file."""
     agent = load_agent(spec)
     return agent.player, agent.params

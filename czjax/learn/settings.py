@@ -11,8 +11,12 @@ it was given and reads the others as their defaults (:meth:`TrainConfig.settings
 
 A config is data: it checks its fields against the tables they name (networks, searches,
 built-in players, minimax's options) and builds nothing; the trainer's set-up
-(:func:`czjax.learn.trainer.make_setup`) makes the network, the search and the opponents. Configs
-stored by earlier versions are read as today's by :mod:`czjax.learn.migration`.
+(:func:`czjax.learn.trainer.make_setup`) makes the network, the search and the opponents, and
+resolves the "auto" settings for the platform it builds for (:mod:`czjax.util.platforms`), so a
+config means the same on any machine. The players it names (``search``, ``eval_opponent``, the
+pool's members) are :class:`~czjax.util.specs.PlayerSpec` values, parsed once from the text they
+are given as and stored as that text. Configs stored by earlier versions are read as today's by
+:mod:`czjax.learn.migration`.
 """
 
 from __future__ import annotations
@@ -22,15 +26,15 @@ import math
 from typing import Any
 
 import chex
-import jax
 import jax.numpy as jnp
 
 # What the settings are checked against, never built from here: the tables of networks, searches
 # and built-in players, and minimax's settings (czjax.learn.trainer builds them).
-from czjax import compaction, minimax, models, players, search
+from czjax import compaction, models, players, search
 from czjax.learn import algorithms, migration
 from czjax.learn.pool import PoolSettings
 from czjax.learn.replay import ReplaySettings
+from czjax.players import minimax
 from czjax.util import precision
 from czjax.util.fields import setting
 from czjax.util.pytree import pytree_dataclass
@@ -45,12 +49,12 @@ SOLVER_EVALS = ("off", "network", "search")
 # skips it with data-dependent branches (finished pairs of plies, idle chunks of the compaction,
 # PPO's epochs after the KL stop); "static" does it under masks instead, a program without
 # lax.cond, whose predicates a GPU sends to the host at every step (the small-batch latency).
-# "auto" is measured per backend and network (czjax bench train --control-flow cond static): on
-# the CPU cond; on one H100 static for the SimpleMLP (1.26x at 50 games, 1.49x at 4,096) and cond
-# for Mk4 (static 1.07x at 50 games but 0.68x at 4,096, where it evaluates every finished board).
-# Networks not measured on a GPU keep cond.
+# "auto" is measured per platform and network (czjax bench train --control-flow cond static), the
+# trainer's set-up reads it (``static_models`` in czjax.util.platforms): on the CPU cond; on one
+# H100 static for the SimpleMLP (1.26x at 50 games, 1.49x at 4,096) and cond for Mk4 (static 1.07x
+# at 50 games but 0.68x at 4,096, where it evaluates every finished board). Networks not measured
+# on a GPU keep cond.
 CONTROL_FLOWS = ("auto", "cond", "static")
-STATIC_BY_BACKEND = {"gpu": ("mlp",)}  # backend -> the networks whose "auto" is static there
 
 
 @pytree_dataclass(frozen=True)
@@ -196,8 +200,8 @@ class TrainConfig:
         "; ".join(f"{name}: {a.description}" for name, a in algorithms.ALGORITHMS.items()),
         choices=tuple(algorithms.ALGORITHMS),
     )
-    search: str = setting(
-        "",
+    search: PlayerSpec | None = setting(
+        None,
         "the search that plays the games of alpha and alphazero, e.g. mcts:sims=32,noise=0.25 or "
         "playouts:width=4,depth=4 (searches and options as in a player spec: czjax eval accuracy --help)",
         metavar="SEARCH[:OPTIONS]",
@@ -208,8 +212,8 @@ class TrainConfig:
     eval_games: int = setting(
         100, "games against the evaluation opponent (--eval-opponent) per evaluation (default 100)", type="games"
     )
-    eval_opponent: str = setting(
-        "random-punisher",
+    eval_opponent: PlayerSpec = setting(
+        PlayerSpec("random-punisher"),
         "the opponent of the evaluation games after every chunk (metric eval_win_rate): random-punisher "
         "(default; the blog's presets: random-punisher-leftmost, the PyTorch project's), random, or "
         "minimax:depth=N[,ties=random], AlphaZero.jl's baseline (7 ** N heuristic "
@@ -305,8 +309,11 @@ class TrainConfig:
     lr_final: float = setting(0.1, "the learning rate's final fraction under --lr-decay-games (default 0.1)")
 
     def __post_init__(self):
-        # Checks only: the config describes, and the trainer's set-up builds what it describes
-        # (czjax.learn.trainer.make_setup); a name is looked up in its table, never made.
+        # The specs given as text (flags, a stored config) parsed once; then checks only: the config
+        # describes, and the trainer's set-up builds what it describes (czjax.learn.trainer.make_setup);
+        # a name is looked up in its table, never made.
+        object.__setattr__(self, "search", spec_or_none(self.search))
+        object.__setattr__(self, "eval_opponent", as_spec(self.eval_opponent))
         object.__setattr__(self, "algorithm_settings", checked_algorithm_settings(self.algorithm_settings))
         precision.check(self.precision)
         network, _ = models.model_options(self.model, self.conv, self.norm)  # an unknown model, option, conv, norm
@@ -340,7 +347,7 @@ class TrainConfig:
     def _check_opponents(self) -> None:
         """The search, the opponent and the pool: each known, and together as training plays them."""
         if self.search:
-            search.search_of(PlayerSpec.parse(self.search))  # one-line error for a bad search or size
+            search.search_of(self.search)  # one-line error for a bad search or size
             if self.opponent == "pool":
                 raise ValueError("search-based training plays self-play or a built-in opponent, not a pool")
         if self.opponent not in OPPONENTS:
@@ -350,7 +357,7 @@ class TrainConfig:
         if self.pool.league and self.opponent != "pool":
             raise ValueError("a league grows an opponent pool: use it with opponent 'pool'")
         for member in self.pool.members:  # a search's options and sizes now; its network is loaded by the set-up
-            search.split_search(PlayerSpec.parse(member))
+            search.split_search(member)
 
     def _check_games(self, algorithm: algorithms.Algorithm) -> None:
         """How the games are played, evaluated and compiled: each setting in its range."""
@@ -381,13 +388,6 @@ class TrainConfig:
             raise ValueError(f"sample_plies must be >= 0, got {self.sample_plies}")
         if self.batches_per_chunk <= 0:
             raise ValueError(f"batches_per_chunk must be positive, got {self.batches_per_chunk}")
-
-    @property
-    def static(self) -> bool:
-        """Whether the compiled iteration has no data-dependent branch (``control_flow``)."""
-        if self.control_flow == "auto":
-            return self.model in STATIC_BY_BACKEND.get(jax.default_backend(), ())
-        return self.control_flow == "static"
 
     @property
     def promote_every(self) -> int:
@@ -435,14 +435,14 @@ class TrainConfig:
     def to_dict(self) -> dict:
         """JSON-ready: nested settings as objects, the settings of every algorithm that has some
         under its name (as ``"ppo"`` always was; defaults included, so the file says what the run
-        used), the pool's members as a list."""
+        used), the pool's members as a list, every player spec as its text (no search: ``""``)."""
         stored: dict[str, Any] = {}
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if field.name == "algorithm_settings":
-                stored.update({name: dataclasses.asdict(settings) for name, settings in self.algorithm_groups()})
+                stored.update(dict(self.algorithm_groups()))
             else:
-                stored[field.name] = dataclasses.asdict(value) if field.name in NESTED else value
+                stored[field.name] = "" if field.name == "search" and value is None else value
         return json_ready(stored)
 
     def override(self, settings: dict) -> TrainConfig:
@@ -480,20 +480,36 @@ class TrainConfig:
 
 
 def json_ready(value):
+    """``value`` as JSON writes it: a settings dataclass as an object of its fields, a player spec
+    as its text, tuples as lists."""
+    if isinstance(value, PlayerSpec):
+        return str(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: json_ready(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, dict):
         return {k: json_ready(v) for k, v in value.items()}
-    return list(value) if isinstance(value, tuple) else value
+    return [json_ready(v) for v in value] if isinstance(value, (tuple, list)) else value
 
 
-def eval_opponent_settings(text: str) -> str | minimax.Minimax:
+def as_spec(spec: PlayerSpec | str) -> PlayerSpec:
+    """A player spec given as text (a flag, a stored config) or already parsed, parsed."""
+    return PlayerSpec.parse(spec) if isinstance(spec, str) else spec
+
+
+def spec_or_none(spec: PlayerSpec | str | None) -> PlayerSpec | None:
+    """:func:`as_spec`, with None or ``""`` for none (a config without a search)."""
+    return as_spec(spec) if spec else None
+
+
+def eval_opponent_settings(spec: PlayerSpec | str) -> str | minimax.Minimax:
     """What the evaluation games' opponent is: a built-in player's name, or ``minimax[:OPTIONS]``'s
     settings (the trainer's set-up makes the player, :func:`czjax.learn.trainer.eval_opponent`);
     one-line ``ValueError`` otherwise."""
-    spec = PlayerSpec.parse(text)
+    spec = as_spec(spec)
     if spec.name == minimax.NAME:
         return minimax.from_spec(spec)
     if spec.plain and spec.name in players.BUILTIN_PLAYERS:
         return spec.name
     raise ValueError(
-        f"unknown evaluation opponent {text!r}; choose {', '.join(players.BUILTIN_PLAYERS)} or minimax:depth=N"
+        f"unknown evaluation opponent {str(spec)!r}; choose {', '.join(players.BUILTIN_PLAYERS)} or minimax:depth=N"
     )

@@ -25,7 +25,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from czjax.evaluate import solver
+from czjax.evaluate.pons import load_pons_moves
+from czjax.evaluate.positions import good_columns, load_positions
 from czjax.players import Player, mask_for_sampling
 
 
@@ -55,11 +56,11 @@ def short_name(pons_set: str) -> str:
 @functools.lru_cache(maxsize=1)
 def load() -> SolverBenchmark:
     """The shipped benchmark (cached): Pons' sets in AlphaZero.jl's order, then the public file."""
-    parts = [(short_name(name), data["boards"], data["scores"]) for name, data in solver.load_pons_moves().items()]
-    public = solver.load_positions()
+    parts = [(short_name(name), data["boards"], data["scores"]) for name, data in load_pons_moves().items()]
+    public = load_positions()
     parts.append(("public", public["boards"], public["scores"]))
     boards = np.concatenate([b for _, b, _ in parts])
-    optimal, keeps, _ = solver.good_columns(np.concatenate([s for _, _, s in parts]))
+    optimal, keeps, _ = good_columns(np.concatenate([s for _, _, s in parts]))
     group = np.concatenate([np.full(len(b), i, np.int32) for i, (_, b, _) in enumerate(parts)])
     # NumPy arrays (host memory), cached: a device array made inside one trace would leak its
     # tracer into the next. A training chunk takes them as an argument; a function that closes

@@ -18,7 +18,11 @@
 
 What is compiled (model, batch size, opponent, algorithm and their settings) is the
 :class:`~czjax.learn.settings.TrainConfig`; what is traced, the
-:class:`~czjax.learn.settings.HParams` (:mod:`czjax.learn.settings`).
+:class:`~czjax.learn.settings.HParams` (:mod:`czjax.learn.settings`). How it is compiled is chosen
+for the platform the program is built for (``make_trainer(config, platform=...)``, default this
+machine's): the set-up resolves the config's "auto" choices from that platform's row of
+:mod:`czjax.util.platforms` and passes the platform to what it builds, so one config on one
+platform is one program on any machine.
 """
 
 from __future__ import annotations
@@ -38,8 +42,10 @@ from czjax import compaction, models, players, rollout, search
 from czjax.learn import algorithms, replay, solver_metrics
 from czjax.learn.pool import init_pool, load_member, play_against_pool, update_pool
 from czjax.learn.settings import HParams, TrainConfig, eval_opponent_settings
+from czjax.models.networks import for_platform
 from czjax.players import Player
-from czjax.util import compiling, counts, devices, precision
+from czjax.players.searched import search_player
+from czjax.util import compiling, counts, devices, platforms, precision
 from czjax.util.counts import WideCount
 from czjax.util.pytree import pytree_dataclass
 from czjax.util.specs import PlayerSpec
@@ -73,6 +79,7 @@ class Trainer(NamedTuple):
     run_chunk: Callable  # (state, hparams, num_batches, bench=None) -> (state, metrics)
     learner: Callable  # the model as a player
     refill: Callable  # (state, hparams, key, rows) -> state: a batch of games into the replay buffer, up to rows
+    platform: str  # the platform the functions are built for (czjax.util.platforms)
     # run_chunk's bench: czjax.learn.solver_metrics.SolverBenchmark when config.solver_eval is on, else None
     solver_bench: Any = None
 
@@ -96,42 +103,54 @@ class Setup(NamedTuple):
     eval_chunks: int | None  # the same for the evaluation games
     solver_bench: Any  # czjax.learn.solver_metrics.SolverBenchmark when config.solver_eval is on, else None
     eval_opponent: Player  # the evaluation games' opponent (config.eval_opponent)
+    platform: str  # the platform the programs are built for (czjax.util.platforms)
 
 
-def build_model(config: TrainConfig) -> nn.Module:
-    """The network ``config`` describes, as it computes (activation dtype from ``precision``,
-    ``conv``, ``norm``)."""
-    return models.get_model(config.model, precision.activation_dtype(config.precision), config.conv, config.norm)
+def build_model(config: TrainConfig, platform: str | None = None) -> nn.Module:
+    """The network ``config`` describes, as it computes on ``platform`` (None: this machine's):
+    activation dtype from ``precision``, ``conv`` and ``norm``, "auto" the platform's choice."""
+    model = models.get_model(config.model, precision.activation_dtype(config.precision), config.conv, config.norm)
+    return for_platform(model, platforms.checked(platform))
 
 
 def build_search(config: TrainConfig) -> search.Search | None:
     """The search ``config.search`` names (``NAME[:OPTIONS]``), which plays the learner's moves;
     None without one."""
-    return search.search_of(PlayerSpec.parse(config.search)) if config.search else None
+    return search.search_of(config.search) if config.search else None
 
 
 @functools.cache
-def eval_opponent(text: str) -> Player:
+def eval_opponent(spec: PlayerSpec | str) -> Player:
     """The evaluation games' opponent (``TrainConfig.eval_opponent``): a built-in player or
     ``minimax[:OPTIONS]``; one-line ``ValueError`` otherwise
     (:func:`czjax.learn.settings.eval_opponent_settings`)."""
-    opponent = eval_opponent_settings(text)
+    opponent = eval_opponent_settings(spec)
     return players.BUILTIN_PLAYERS[opponent] if isinstance(opponent, str) else opponent.player()
 
 
-def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1) -> Setup:
-    """What ``config`` describes, built: the network and its player, the search over it, the pool's
-    members, the solver benchmark, and how the work is split."""
-    model = build_model(config)
+def static_control_flow(config: TrainConfig, platform: str) -> bool:
+    """Whether the iteration built for ``platform`` has no data-dependent branch: no ``lax.cond``,
+    every board evaluated, every position in the gradient (``config.control_flow``; "auto": the
+    platform's ``static_models``)."""
+    if config.control_flow == "auto":
+        return config.model in platforms.choices_for(platform).static_models
+    return config.control_flow == "static"
+
+
+def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1, platform: str | None = None) -> Setup:
+    """What ``config`` describes, built for ``platform`` (None: this machine's): the network and its
+    player, the search over it, the pool's members, the solver benchmark, and how the work is split."""
+    platform = platforms.checked(platform)
+    model = build_model(config, platform)
     learner = models.model_player(model)
     positions = (
         (rollout.PLIES // 2) * config.games_per_batch * (2 if config.mirror else 1) * (2 if config.both_sides else 1)
     )  # the learner's batch
-    static = config.static  # no lax.cond: every board evaluated, every position in the gradient
+    static = static_control_flow(config, platform)
     compact_gradient = compaction.in_gradient(config.compaction) and not static
 
     def rollout_chunks(games):  # None: the FLOP rule (czjax.compaction.rollout_chunks); 1: every board
-        return None if compaction.in_rollout(config.compaction, games - games // 2) and not static else 1
+        return None if compaction.in_rollout(config.compaction, games - games // 2, platform) and not static else 1
 
     shapes = jax.eval_shape(lambda: models.init_params(model, jax.random.key(0)))
     ctx = algorithms.UpdateContext(
@@ -154,10 +173,10 @@ def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1)
         config=config,
         model=model,
         learner=learner,
-        actor=learner if searcher is None else search.search_player(searcher, learner),
+        actor=learner if searcher is None else search_player(searcher, learner),
         ctx=ctx,
         algorithm=algorithms.get_algorithm(config.algorithm),
-        members=[load_member(PlayerSpec.parse(member)) for member in config.pool.members],
+        members=[load_member(member) for member in config.pool.members],
         slots=config.pool.league_slots if config.pool.league else 0,
         axis_name=axis_name,
         devices=num_devices,
@@ -165,6 +184,7 @@ def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1)
         eval_chunks=rollout_chunks(config.eval_games),
         solver_bench=solver_metrics.load() if config.solver_eval != "off" else None,
         eval_opponent=eval_opponent(config.eval_opponent),
+        platform=platform,
     )
 
 
@@ -206,6 +226,7 @@ def play_batch(setup: Setup, state: TrainState, hp: HParams, key):
             axis_name=setup.axis_name,
             devices=setup.devices,
             chunks=setup.rollout_chunks,
+            platform=setup.platform,
         )
     self_play = config.opponent in ("self", "current")
     opponent = setup.actor if self_play else players.BUILTIN_PLAYERS[config.opponent]
@@ -223,6 +244,7 @@ def play_batch(setup: Setup, state: TrainState, hp: HParams, key):
         unroll=config.unroll,
         openings=config.openings,
         skip_finished=not setup.ctx.static,
+        platform=setup.platform,
     )
     return traj, results, None
 
@@ -320,18 +342,17 @@ def refill_batch(setup: Setup, state: TrainState, hp: HParams, key, rows) -> Tra
     return dataclasses.replace(state, replay=replay.add(state.replay, boards, batch, rows - state.replay.filled))
 
 
-# A draw from the replay buffer is all valid positions: the gradient's compaction would skip
-# nothing and only cost its partition and per-chunk branches, which on a GPU each wait for the
-# device. There the replay steps take the plain gradient over the draw; other backends keep the
-# chunked one (the same gradient up to float summation order, so their results stay as recorded).
-REPLAY_PLAIN_GRADIENT = {"gpu": True}
-
-
 def replay_update(setup: Setup, state: TrainState, traj, outcome, hp, key):
     """The batch's positions into the replay buffer, then ``replay.steps`` steps, each on a
     fresh uniform draw from it: ``(params, opt_state, metrics, buffer)``. ``replay_reuse`` is
     how many times a position is trained on, on average, while the buffer is full: rows drawn
-    per batch of games over the positions it adds."""
+    per batch of games over the positions it adds.
+
+    A draw from the buffer is all valid positions: the gradient's compaction would skip nothing
+    and only cost its partition and per-chunk branches, which on a GPU each wait for the device.
+    There (``replay_plain_gradient``, :mod:`czjax.util.platforms`) the steps take the plain
+    gradient over the draw; elsewhere the chunked one (the same gradient up to float summation
+    order, so the CPU's results stay as recorded)."""
     ctx, config = setup.ctx, setup.config
     with jax.named_scope("targets"):
         boards, batch = algorithms.training_batch(ctx, setup.algorithm, state.params, traj, outcome, hp)
@@ -340,7 +361,7 @@ def replay_update(setup: Setup, state: TrainState, traj, outcome, hp, key):
     # drawn from a view whose targets are averaged per position; the buffer keeps its own rows
     source = dataclasses.replace(buffer, inputs=replay.averaged_targets(buffer)) if config.replay.average else buffer
 
-    step_ctx = ctx._replace(num_chunks=1) if REPLAY_PLAIN_GRADIENT.get(jax.default_backend(), False) else ctx
+    step_ctx = ctx._replace(num_chunks=1) if platforms.choices_for(setup.platform).replay_plain_gradient else ctx
 
     def one_step(carry, step_key):
         params, opt_state = carry
@@ -391,6 +412,7 @@ def run_chunk(
             devices=setup.devices,
             chunks=setup.eval_chunks,
             skip_finished=not setup.ctx.static,
+            platform=setup.platform,
         )
     metrics = {k: v.mean() for k, v in per_batch.items() if k != "positions"}
     metrics.update(
@@ -418,27 +440,51 @@ def all_finite(tree) -> jax.Array:
     return jnp.all(jnp.stack([jnp.isfinite(leaf).all() for leaf in jax.tree.leaves(tree)]))
 
 
-@functools.cache
-def make_trainer(config: TrainConfig, axis_name: str | None = None, num_devices: int = 1) -> Trainer:
-    """The compiled functions for ``config`` (cached: the same config gives the same jitted
-    functions, so runs and tests with one config compile once). ``axis_name`` names the
-    vmapped configuration axis when the functions run inside a scan (:mod:`czjax.run.scan`);
+def make_trainer(
+    config: TrainConfig, axis_name: str | None = None, num_devices: int = 1, platform: str | None = None
+) -> Trainer:
+    """The compiled functions for ``config``, built for ``platform`` ("cpu", "gpu", "tpu"; None:
+    this machine's, :mod:`czjax.util.platforms`), cached: the same config and platform give the
+    same jitted functions, so runs and tests with one config compile once. ``axis_name`` names
+    the vmapped configuration axis when the functions run inside a scan (:mod:`czjax.run.scan`);
     ``num_devices`` splits each batch's games across that many devices (:mod:`czjax.util.devices`)."""
-    setup = make_setup(config, axis_name, num_devices)
+    return _trainer(config, axis_name, num_devices, platforms.checked(platform))
+
+
+@functools.cache
+def _trainer(config: TrainConfig, axis_name: str | None, num_devices: int, platform: str) -> Trainer:
+    setup = make_setup(config, axis_name, num_devices, platform)
 
     def update(params, opt_state, traj, outcome, hp):
         return algorithms.update(setup.ctx, setup.algorithm, params, opt_state, traj, outcome, hp)
 
-    convolutions = models.convolves(setup.model)
+    def jit(fn, **kwargs):  # traced as the platform's program, compiled with its options
+        options = dict(convolutions=models.convolves(setup.model), platform=platform, **kwargs)
+        return compiling.jit(built_for(platform, fn), **options)
 
     return Trainer(
         config=config,
         model=setup.model,
         init=functools.partial(init_state, setup),
-        train_step=compiling.jit(functools.partial(train_step, setup), convolutions=convolutions),
-        update=compiling.jit(update, convolutions=convolutions),
-        run_chunk=compiling.jit(functools.partial(run_chunk, setup), convolutions=convolutions, static_argnums=2),
+        train_step=jit(functools.partial(train_step, setup)),
+        update=jit(update),
+        run_chunk=jit(functools.partial(run_chunk, setup), static_argnums=2),
         learner=setup.learner,
-        refill=compiling.jit(functools.partial(refill_batch, setup), convolutions=convolutions),
+        refill=jit(functools.partial(refill_batch, setup)),
+        platform=platform,
         solver_bench=setup.solver_bench,
     )
+
+
+def built_for(platform: str, fn: Callable) -> Callable:
+    """``fn`` traced inside :func:`czjax.util.platforms.building_for` ``platform``: what it calls
+    that reads the platform by default (a search's descent) builds that platform's program."""
+
+    @functools.wraps(fn)
+    def traced(*args, **kwargs):
+        with platforms.building_for(platform):
+            return fn(*args, **kwargs)
+
+    named = fn.func if isinstance(fn, functools.partial) else fn
+    traced.__name__ = traced.__qualname__ = named.__name__  # the program's name, as jax.jit gives it
+    return traced

@@ -19,9 +19,11 @@ project's models start (PyTorch's defaults, :func:`torch_init`); ``"flax"`` keep
 defaults (LeCun-normal kernels, zero biases), about sqrt(3) times PyTorch's spread.
 
 The modules: ``layers`` (the layers, with the gradients written for them), ``networks`` (the
-Flax modules), ``registry`` (:data:`MODELS`, options from text, :func:`get_model`),
-``initialisation`` (PyTorch's and Flax's), ``player`` (a network as a player), and
-``torch_layout`` (the PyTorch project's parameter names and layouts, ``.pth`` files).
+Flax modules), ``registry`` (:data:`MODELS`, options from text, each network's cost in a search,
+:func:`get_model`),
+``initialisation`` (PyTorch's and Flax's), and ``torch_layout`` (the PyTorch project's parameter
+names and layouts, ``.pth`` files). A network as a player, :func:`model_player` and
+:func:`apply_model`, is :mod:`czjax.players.network`'s, named here too.
 """
 
 from __future__ import annotations
@@ -29,18 +31,19 @@ from __future__ import annotations
 from czjax.models.initialisation import INITS, check_init, count_params, fan_in, init_params, torch_init
 from czjax.models.layers import CONV_METHODS, NORM_METHODS, TORCH_EPS
 from czjax.models.networks import MLP3, CNNMk4, ResNet, SimpleMLP, convolves, has_value_head, resnet_groups
-from czjax.models.player import apply_model, model_player
 from czjax.models.registry import (
     COMPUTE_DTYPES,
     MODELS,
     ModelEntry,
     ResNetOptions,
+    SearchCost,
     get_model,
     is_model_name,
     model_names,
     model_options,
     same_network,
 )
+from czjax.players.network import apply_model, model_player
 
 __all__ = [
     "COMPUTE_DTYPES",
@@ -54,6 +57,7 @@ __all__ = [
     "ModelEntry",
     "ResNet",
     "ResNetOptions",
+    "SearchCost",
     "SimpleMLP",
     "apply_model",
     "check_init",

@@ -5,7 +5,8 @@ GroupNorm (:func:`group_norm`: Flax's, or :class:`GroupedNorm` with its own grad
 :data:`NORM_METHODS`) and Mk4's column convolution as a matrix product (:class:`ColumnConv`).
 
 Their parameters are the Flax layers' they stand for, whatever computes them, so checkpoints and
-PyTorch's weights map the same way; "auto" picks each backend's method by measurement.
+PyTorch's weights map the same way; "auto" picks the platform's method by measurement
+(:mod:`czjax.util.platforms`).
 
 Mixed precision (a model's ``dtype`` bfloat16, ``--precision mixed``): every product of a layer,
 dense or convolution, takes bfloat16 operands and accumulates and returns float32
@@ -26,14 +27,17 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from czjax.util import platforms
+
 # PyTorch's normalisation epsilon (LayerNorm, GroupNorm), kept so that weights are exchanged both ways
 TORCH_EPS = 1e-5
 
 # How :class:`Conv3x3` computes: "im2col" (patches + one matmul), "xla" (lax.conv, cuDNN on an
 # NVIDIA GPU) or "canonical" (lax.conv whose gradient's convolutions are written in the NHWC/HWIO
 # layout, :func:`conv3x3_canonical`; with it Mk4's (6, 1) column convolution is a matrix product,
-# :class:`ColumnConv`); "auto" by backend, chosen by measurement (czjax bench train --conv
-# compares them; backends not measured yet use im2col). On the CPU "canonical" is the choice
+# :class:`ColumnConv`); "auto" the platform's choice for Mk4 (``mk4_conv`` in
+# czjax.util.platforms), by measurement (czjax bench train --conv compares them; platforms not
+# measured yet use im2col). On the CPU "canonical" is the choice
 # since its kernel gradient is summed over chunks of boards and Mk4's GroupNorm has its own
 # gradient (--norm grouped): Mk4's 50-game iteration on one core 64 games/s against 43 with
 # im2col and Flax's GroupNorm; on both cores of the quiet 2-core CPU 90 games/s, compiled with
@@ -42,12 +46,28 @@ TORCH_EPS = 1e-5
 # "winograd" (:func:`conv3x3_winograd`) does the same sums with half the multiplications; on the
 # 2-core CPU its transforms, passes bound by memory, cost it more than it saves against "xla".
 CONV_METHODS = ("auto", "im2col", "xla", "canonical", "winograd")
-BACKEND_CONV = {"cpu": "canonical"}
 
 
-def backend_method(method: str, by_backend: dict, unmeasured: str) -> str:
-    """``method``, or for "auto" this backend's measured choice (``unmeasured`` if none yet)."""
-    return by_backend.get(jax.default_backend(), unmeasured) if method == "auto" else method
+def backend_method(method: str, by_backend: dict, unmeasured: str, platform: str | None = None) -> str:
+    """``method``, or for "auto" the choice ``by_backend`` holds for ``platform`` (None: the
+    platform being built for, :func:`czjax.util.platforms.target`; ``unmeasured`` if none yet)."""
+    return by_backend.get(platform or platforms.target(), unmeasured) if method == "auto" else method
+
+
+def conv_method(method: str, network: str = "mk4", platform: str | None = None) -> str:
+    """How a 3x3 convolution of ``network`` ("mk4" or "resnet") computes: ``method``, or for "auto"
+    the platform's measured choice (``mk4_conv``, ``resnet_conv``; None: the platform being built
+    for)."""
+    if method != "auto":
+        return method
+    choices = platforms.choices_for(platform)
+    return choices.resnet_conv if network == "resnet" else choices.mk4_conv
+
+
+def norm_method(method: str, platform: str | None = None) -> str:
+    """How Mk4's GroupNorm computes: ``method``, or for "auto" the platform's measured choice
+    (``mk4_norm``; None: the platform being built for)."""
+    return platforms.choices_for(platform).mk4_norm if method == "auto" else method
 
 
 def one_hot_planes(boards):
@@ -262,7 +282,7 @@ class Conv3x3(nn.Module):
     @nn.compact
     def __call__(self, x):
         kernel = self.param("kernel", nn.initializers.lecun_normal(), (3, 3, x.shape[-1], self.features))
-        method = backend_method(self.method, BACKEND_CONV, "im2col")
+        method = conv_method(self.method)
         if method == "winograd":
             return conv3x3_winograd(x, kernel, self.dtype)
         if method == "im2col":
@@ -375,16 +395,16 @@ class GroupedNorm(nn.Module):
 
 
 # How Mk4's GroupNorm layers are computed: "flax" (nn.GroupNorm) or "grouped" (GroupedNorm, its
-# own gradient); "auto" by backend, by measurement: on the CPU grouped (Mk4's 50-game iteration on
-# one core 64 games/s against flax's 56, with canonical convolutions); GPUs not measured since.
+# own gradient); "auto" the platform's choice (``mk4_norm`` in czjax.util.platforms), by
+# measurement: on the CPU grouped (Mk4's 50-game iteration on one core 64 games/s against flax's
+# 56, with canonical convolutions); GPUs not measured since.
 NORM_METHODS = ("auto", "flax", "grouped")
-BACKEND_NORM: dict[str, str] = {"cpu": "grouped"}  # backends not listed: flax
 
 
 def group_norm(method: str, dtype, name: str):
     """Mk4's GroupNorm(16) computed by ``method``, named as Flax names it (``GroupNorm_i``), so
     checkpoints and PyTorch's weights map the same way whichever computes it."""
-    if backend_method(method, BACKEND_NORM, "flax") == "grouped":
+    if norm_method(method) == "grouped":
         return GroupedNorm(16, TORCH_EPS, dtype, name=name)
     return nn.GroupNorm(num_groups=16, epsilon=TORCH_EPS, dtype=dtype, name=name)
 

@@ -12,20 +12,20 @@ import jax.numpy as jnp
 
 from czjax import game
 from czjax.models.layers import (
-    BACKEND_CONV,
     TORCH_EPS,
     ColumnConv,
     Conv3x3,
-    backend_method,
+    conv_method,
     dense,
     group_norm,
     is_mixed,
+    norm_method,
     one_hot_planes,
 )
 
-# ResNet keeps im2col on the CPU whatever BACKEND_CONV says: a ResNet run is recorded bit for bit
-# on the development CPU (tests/data/old-run), and another convolution changes its last bits.
-RESNET_BACKEND_CONV = {"cpu": "im2col"}
+# ResNet's "auto" convolution is its own choice per platform (``resnet_conv`` in
+# czjax.util.platforms): im2col on the CPU whatever Mk4's is, since a ResNet run is recorded bit
+# for bit on the development CPU (tests/data/old-run) and another convolution changes its last bits.
 
 
 class SimpleMLP(nn.Module):
@@ -94,7 +94,7 @@ class CNNMk4(nn.Module):
         x = nn.relu(group_norm(self.norm, jnp.float32, "GroupNorm_0")(x))
         for _ in range(3):
             x = ResBlock(self.conv, dtype, self.norm)(x)
-        if backend_method(self.conv, BACKEND_CONV, "im2col") == "canonical" or is_mixed(dtype):
+        if conv_method(self.conv) == "canonical" or is_mixed(dtype):
             x = ColumnConv(64, dtype, name="Conv_0")(x)  # (B, 1, 7, 64)
         else:
             x = nn.Conv(64, (game.ROWS, 1), padding="VALID", use_bias=False, dtype=dtype)(x)
@@ -133,7 +133,7 @@ class ResNet(nn.Module):
     @nn.compact
     def __call__(self, boards):
         dtype, width = self.dtype, self.channels
-        conv = backend_method(self.conv, RESNET_BACKEND_CONV, "im2col")
+        conv = conv_method(self.conv, "resnet")
         groups = resnet_groups(width)
 
         def norm(name):
@@ -152,6 +152,17 @@ class ResNet(nn.Module):
         return logits, jnp.tanh(dense(1, dtype, name="value")(v)[:, 0].astype(jnp.float32))
 
 
+def for_platform(model: nn.Module, platform: str) -> nn.Module:
+    """``model`` with its "auto" methods resolved to ``platform``'s choices
+    (:mod:`czjax.util.platforms`): the same network and parameters, computed as that platform's
+    program computes them wherever it is traced."""
+    if isinstance(model, CNNMk4):
+        return model.clone(conv=conv_method(model.conv, "mk4", platform), norm=norm_method(model.norm, platform))
+    if isinstance(model, ResNet):
+        return model.clone(conv=conv_method(model.conv, "resnet", platform))
+    return model
+
+
 def convolves(model: nn.Module) -> bool:
     """Whether ``model``'s program on this backend holds convolution ops (im2col and winograd
     compute theirs as matrix products): :mod:`czjax.util.compiling` compiles such programs with
@@ -159,7 +170,7 @@ def convolves(model: nn.Module) -> bool:
     if isinstance(model, CNNMk4):
         return True  # its (6, 1) column convolution whatever the 3x3 method
     if isinstance(model, ResNet):
-        return backend_method(model.conv, RESNET_BACKEND_CONV, "im2col") not in ("im2col", "winograd")
+        return conv_method(model.conv, "resnet") not in ("im2col", "winograd")
     return False
 
 

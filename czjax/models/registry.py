@@ -39,27 +39,64 @@ class ResNetOptions:
 
 
 @dataclasses.dataclass(frozen=True)
+class SearchCost:
+    """What a network's call costs inside a pool of searches that calls it on large batches, step
+    after step (the searches of AlphaZero.jl's protocol, :mod:`czjax.evaluate.protocol`). On a CPU
+    the network is nearly the whole cost of such a step, so the searches build it their own way
+    there, and walk the pool for simulations that end the game (no network needed) only where a
+    call costs more than a walk. The default is a network without convolutions: its own layers,
+    no rounds.
+
+    Attributes:
+        cpu_conv: how the searches compute its 3x3 convolutions on a CPU (:data:`CONV_METHODS`;
+            elsewhere the model's own). A convolutional network's: XLA's own convolution (compiled
+            with czjax's options for convolutions): a pool step of czjax@4 on 512 boards took 335 ms
+            against 427 with Winograd's F(2x2, 3x3), whose transforms are passes bound by memory
+            (docs/results/pons-protocol/yardstick-xla-conv-2026-11-27/pool-step.json, its earlier
+            run; the same moves, tests/test_protocol.py).
+        game_end_rounds: rounds of game-ending simulations before each of its calls. They pay for
+            a convolutional network's call: czjax@4 on 600 of Pons' positions, 145 s with 4 rounds,
+            154 s with 8, 186 s with none
+            (docs/results/pons-protocol/yardstick-xla-conv-2026-11-27/rounds-czjax.json); not for
+            an MLP's, which costs about a walk of the pool: the untrained MLP3 on 1,500, 55 s with
+            none, 67 s with 4, 82 s with 8
+            (docs/results/pons-protocol/yardstick-xla-conv-2026-11-27/rounds-mlp3.json).
+    """
+
+    cpu_conv: str = "auto"
+    game_end_rounds: int = 0
+
+
+CONVOLUTIONAL = SearchCost(cpu_conv="xla", game_end_rounds=4)
+"""The search cost of a network whose calls are mostly convolutions (Mk4, the ResNet)."""
+
+
+@dataclasses.dataclass(frozen=True)
 class ModelEntry:
     """A network in :data:`MODELS`: ``build(options, dtype, conv, norm)`` makes the module;
     ``options`` is its options' dataclass (read from ``NAME:key=value,...`` by
     :func:`czjax.util.options.make_settings`), None for a network without options;
     ``value_head`` says whether the module it makes has a value head, so that a config naming
-    the network is checked without making it (the modules' own ``has_value_head`` agrees, tested)."""
+    the network is checked without making it (the modules' own ``has_value_head`` agrees, tested);
+    ``search_cost`` is what its call costs in a pool of searches (:class:`SearchCost`)."""
 
     build: Callable[[Any, Any, str, str], nn.Module]
     options: type | None = None
     value_head: bool = False
+    search_cost: SearchCost = SearchCost()
 
 
 MODELS: dict[str, ModelEntry] = {
     "mlp": ModelEntry(lambda options, dtype, conv, norm: SimpleMLP(dtype=dtype)),
     "mlp3": ModelEntry(lambda options, dtype, conv, norm: MLP3(dtype=dtype), value_head=True),
     "cnn-mk4": ModelEntry(
-        lambda options, dtype, conv, norm: CNNMk4(value_head=False, conv=conv, dtype=dtype, norm=norm)
+        lambda options, dtype, conv, norm: CNNMk4(value_head=False, conv=conv, dtype=dtype, norm=norm),
+        search_cost=CONVOLUTIONAL,
     ),
     "cnn-mk4-value": ModelEntry(
         lambda options, dtype, conv, norm: CNNMk4(value_head=True, conv=conv, dtype=dtype, norm=norm),
         value_head=True,
+        search_cost=CONVOLUTIONAL,
     ),
     "resnet": ModelEntry(
         lambda options, dtype, conv, norm: ResNet(
@@ -67,6 +104,7 @@ MODELS: dict[str, ModelEntry] = {
         ),
         ResNetOptions,
         value_head=True,
+        search_cost=CONVOLUTIONAL,
     ),
 }
 """Each network's name in specs (``--model``, ``untrained:MODEL``) -> how it is built."""

@@ -27,11 +27,12 @@ import numpy as np
 import optax
 
 from czjax import game, models
-from czjax.agents import Agent, in_batches, load_agent, policy, self_play
-from czjax.evaluate import solver
+from czjax.evaluate.positions import accuracy, load_positions
 from czjax.learn.settings import HParams, TrainConfig
 from czjax.learn.trainer import make_trainer
 from czjax.players import mask_for_sampling, masked_log_probs
+from czjax.players.agent import Agent, in_batches, policy, self_play
+from czjax.players.loading import load_agent
 from czjax.run import folders
 from czjax.util import checkpoint
 from czjax.util.progress import Pace, Progress, eta_text
@@ -39,7 +40,7 @@ from czjax.util.progress import Pace, Progress, eta_text
 
 def teacher_positions(teacher: Agent, num_games: int, seed: int = 0, temperature: float = 1.0, log=None) -> np.ndarray:
     """int8 boards ``(N, 6, 7)`` of every position in ``num_games`` games of the teacher against
-    itself, each move sampled from its logits at ``temperature`` (:func:`czjax.agents.self_play`);
+    itself, each move sampled from its logits at ``temperature`` (:func:`czjax.players.agent.self_play`);
     ``log``: progress lines."""
     traj = self_play(teacher, num_games, jax.random.key(seed), temperature, Progress(log, "teacher's games", num_games))
     return np.asarray(game.unpack(traj.positions))[np.asarray(traj.valid)]
@@ -213,9 +214,7 @@ def check_student(path: str, held_boards: np.ndarray, held_targets: np.ndarray) 
     _, _, greedy = policy(student, held_boards)
     return {
         "held_out_agreement": float((greedy == held_targets.argmax(1)).mean()) if len(held_boards) else None,
-        "student_accuracy": {
-            k: v for k, v in solver.accuracy(student, solver.load_positions()).items() if k != "by_ply"
-        },
+        "student_accuracy": {k: v for k, v in accuracy(student, load_positions()).items() if k != "by_ply"},
     }
 
 

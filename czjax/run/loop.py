@@ -43,10 +43,10 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from czjax import agents
 from czjax.learn import replay
 from czjax.learn.settings import HParams, TrainConfig
 from czjax.learn.trainer import make_trainer, portable
+from czjax.players.loading import load_weights
 from czjax.run import folders, plots, stops
 from czjax.run.folders import CHECKPOINT, DASHBOARD, METRICS, PORTABLE, RUN, RUN_FILES, read_metrics, write_metrics
 from czjax.run.sinks import log_rows
@@ -370,7 +370,7 @@ def train(spec: RunSpec) -> dict:
         resuming = spec.resume and any((spec.out_dir / name).exists() for name in (CHECKPOINT, PORTABLE))
         # the starting weights are read first: a bad file leaves the output folder as it was
         load = spec.init_from is not None and not resuming
-        start_params = agents.load_weights(spec.init_from, spec.config.model) if load else None
+        start_params = load_weights(spec.init_from, spec.config.model) if load else None
         folders.prepare(spec)
         num_devices = devices.available(spec.num_devices)
         rule = stops.stop_rule(spec.log, spec.notice, spec.stop_at)
@@ -535,7 +535,7 @@ def _report(training: _Training, state, rows: list[dict], clock: _Clock) -> None
     spec, now, chunks = training.spec, time.perf_counter() - clock.start, training.rule.chunks
     if now - clock.last_print >= 2.0 or chunks == 1:
         left_s = run_time_left(rows, clock.first_row, spec.batches, spec.time_budget_s)
-        training.rule.log(format_progress(rows[-1], spec.batches, left_s, spec.config.eval_opponent))
+        training.rule.log(format_progress(rows[-1], spec.batches, left_s, str(spec.config.eval_opponent)))
         clock.last_print = now
     if chunks % spec.checkpoint_every == 0 or now - clock.last_save >= spec.checkpoint_every_s:
         training.save(state)

@@ -7,6 +7,7 @@ import dataclasses
 from czjax.learn.algorithms import PPOSettings
 from czjax.learn.replay import ReplaySettings
 from czjax.learn.settings import PromotionSettings, TrainConfig
+from czjax.util.specs import PlayerSpec
 
 # The blog's examples play and measure against the PyTorch project's RandomPunisher, whose ties
 # go to the leftmost column; czjax's random-punisher spreads them, and a learner trained against
@@ -36,7 +37,7 @@ PRESETS: dict[str, Preset] = {
             games_per_batch=50,
             opponent="self",
             promotion=PromotionSettings(every_games=5000),
-            eval_opponent=PROJECT_PUNISHER,
+            eval_opponent=PlayerSpec(PROJECT_PUNISHER),
         ),
         dict(learning_rate=1e-3, entropy_bonus=0.0, value_weight=0.0, discount=0.9),
         batches=4000,
@@ -48,7 +49,7 @@ PRESETS: dict[str, Preset] = {
             games_per_batch=50,
             opponent="self",
             promotion=PromotionSettings(every_games=20000),
-            eval_opponent=PROJECT_PUNISHER,
+            eval_opponent=PlayerSpec(PROJECT_PUNISHER),
         ),
         dict(learning_rate=1e-3, entropy_bonus=0.05, value_weight=0.0, discount=0.9),
         batches=4000,
@@ -61,7 +62,7 @@ PRESETS: dict[str, Preset] = {
             games_per_batch=50,
             opponent="self",
             promotion=PromotionSettings(every_games=5000),
-            eval_opponent=PROJECT_PUNISHER,
+            eval_opponent=PlayerSpec(PROJECT_PUNISHER),
         ),
         dict(learning_rate=1e-4, entropy_bonus=0.05, value_weight=0.5, discount=0.9),
         batches=32000,  # the blog's 1.6M games
@@ -77,7 +78,7 @@ PRESETS: dict[str, Preset] = {
             opponent=PROJECT_PUNISHER,
             algorithm="a2c",
             weight_decay=0.0,
-            eval_opponent=PROJECT_PUNISHER,
+            eval_opponent=PlayerSpec(PROJECT_PUNISHER),
         ),
         dict(learning_rate=1e-4, entropy_bonus=0.05, value_weight=1.5, discount=0.9),
         batches=20000,
@@ -91,7 +92,7 @@ PRESETS: dict[str, Preset] = {
             opponent=PROJECT_PUNISHER,
             algorithm="ppo",
             weight_decay=0.0,  # as example 4's
-            eval_opponent=PROJECT_PUNISHER,
+            eval_opponent=PlayerSpec(PROJECT_PUNISHER),
             algorithm_settings=(("ppo", PPOSettings(clip=0.2, epochs=4, target_kl=0.01, bootstrap=True)),),
         ),
         dict(learning_rate=1e-4, entropy_bonus=0.05, value_weight=1.5, discount=0.9),
@@ -106,7 +107,7 @@ PRESETS: dict[str, Preset] = {
             games_per_batch=100,
             opponent="current",
             algorithm="alpha",
-            search="playouts:width=4,depth=4",
+            search=PlayerSpec.parse("playouts:width=4,depth=4"),
             mirror=True,
             batches_per_chunk=10,
         ),
@@ -121,7 +122,7 @@ PRESETS: dict[str, Preset] = {
             games_per_batch=100,
             opponent="current",
             algorithm="alphazero",
-            search="mcts:sims=32,noise=0.25",
+            search=PlayerSpec.parse("mcts:sims=32,noise=0.25"),
             mirror=True,
             batches_per_chunk=10,
             solver_eval="network",
@@ -141,7 +142,7 @@ PRESETS: dict[str, Preset] = {
             opponent="current",
             algorithm="alphazero",
             # prior_temperature 1.5: the ablations' clearest gain (docs/strength.md)
-            search="gumbel:sims=16,considered=4,move=policy,rescale=0,prior_temperature=1.5",
+            search=PlayerSpec.parse("gumbel:sims=16,considered=4,move=policy,rescale=0,prior_temperature=1.5"),
             mirror=True,
             openings=2,
             both_sides=True,
@@ -161,7 +162,7 @@ PRESETS: dict[str, Preset] = {
             games_per_batch=2048,
             opponent="current",
             algorithm="alphazero",
-            search="gumbel:sims=32,considered=4,move=policy,rescale=0",
+            search=PlayerSpec.parse("gumbel:sims=32,considered=4,move=policy,rescale=0"),
             mirror=True,
             openings=2,
             both_sides=True,

@@ -84,13 +84,13 @@ def make_scan_fns(config: TrainConfig):
     metrics))``; ``bench`` is the trainer's solver benchmark (``make_trainer(config,
     AXIS).solver_bench``), shared by the configurations."""
     trainer = make_trainer(config, axis_name=AXIS)
-    convolutions = models.convolves(trainer.model)
-    init = compiling.jit(jax.vmap(trainer.init), convolutions=convolutions)
+    convolutions, platform = models.convolves(trainer.model), trainer.platform
+    init = compiling.jit(jax.vmap(trainer.init), convolutions=convolutions, platform=platform)
 
     def chunk(states, hparams, num_batches, bench=None):
         return jax.vmap(lambda s, h: trainer.run_chunk(s, h, num_batches, bench), axis_name=AXIS)(states, hparams)
 
-    return init, compiling.jit(chunk, convolutions=convolutions, static_argnums=2)
+    return init, compiling.jit(chunk, convolutions=convolutions, platform=platform, static_argnums=2)
 
 
 def open_scan(out_dir: Path, description: dict, resume: bool, words: folders.Spelling = folders.FLAGS) -> list[dict]:

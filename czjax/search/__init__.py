@@ -23,20 +23,22 @@ The modules:
   in ``mctx.gumbel_muzero_policy``), ``azjl`` (``azjl``, AlphaZero.jl's MCTS with
   transpositions; ``azjl_stream`` runs it over many positions, each stopped once its move is
   decided);
-- ``registry``: the :data:`SEARCHES` table, options from text, and a search as a player
-  (:func:`search_player`), so every evaluation command can use it
-  (``agents.load_agent("mcts:sims=64:runs/ex3")``);
-- ``reuse``: a searched subtree kept between moves (re-rooted, and PUCT continued from it), for
-  ``play`` and ``serve``.
+- ``registry``: the :data:`SEARCHES` table and options from text, so every evaluation command
+  can name a search (``czjax.players.loading.load_agent("mcts:sims=64:runs/ex3")``; a search as a
+  player is :func:`czjax.players.searched.search_player`);
+- ``reuse``: a searched subtree kept between moves (re-rooted, for PUCT to continue: its
+  ``tree`` argument), for ``play`` and ``serve``.
 
 This package names what a user calls (as mctx's does): the searches' settings, the table and its
-parsers, a search as a player, :class:`SearchOutput` and the :class:`Environment` a search is
-given; the machinery is imported from its module (``from czjax.search.tree import
-run_tree_search``).
+parsers, :class:`SearchOutput` and the :class:`Environment` a search is given; the machinery is
+imported from its module (``from czjax.search.tree import run_tree_search``).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from czjax.deprecation import moved
 from czjax.search.azjl import AlphaZeroJlMCTS
 from czjax.search.base import (
     CONNECT_FOUR,
@@ -52,15 +54,7 @@ from czjax.search.base import (
 from czjax.search.gumbel import Gumbel
 from czjax.search.playouts import RolloutImprover
 from czjax.search.puct import PUCT
-from czjax.search.registry import (
-    SEARCHES,
-    is_search,
-    make_search,
-    search_of,
-    search_options,
-    search_player,
-    split_search,
-)
+from czjax.search.registry import SEARCHES, is_search, make_search, search_of, search_options, split_search
 from czjax.search.tree import Tree
 
 __all__ = [
@@ -83,6 +77,12 @@ __all__ = [
     "network_value",
     "search_of",
     "search_options",
-    "search_player",
     "split_search",
 ]
+
+# A search as a player moved to czjax.players.searched; its old name answers here for one release.
+MOVED = {"search_player": "czjax.players.searched"}
+
+
+def __getattr__(name: str) -> Any:
+    return moved(__name__, MOVED, name)

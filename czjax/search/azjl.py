@@ -29,7 +29,15 @@ import jax.numpy as jnp
 
 from czjax import game
 from czjax.players import LOSS_MASK_VALUE, Player
-from czjax.search.base import CONNECT_FOUR, NUM_ACTIONS, Environment, SearchOutput, check_ranges, network_value
+from czjax.search.base import (
+    CONNECT_FOUR,
+    NUM_ACTIONS,
+    Environment,
+    SearchOutput,
+    check_ranges,
+    network_value,
+    refuse_tree,
+)
 from czjax.search.columns import col_argmax, col_sum
 from czjax.util.pytree import pytree_dataclass
 
@@ -290,7 +298,7 @@ def run_graph_search(
 
 def graph_output(graph: TranspositionTree) -> SearchOutput:
     """The root's visit shares as the policy, the most visited column (the lowest on ties) as the
-    move, ``W / N`` per column as Q."""
+    move, ``W / N`` per column as Q; the graph."""
     visits = graph.visits[:, ROOT]
     total = graph.total[:, ROOT]
     legal = graph.legal[:, ROOT]
@@ -302,6 +310,7 @@ def graph_output(graph: TranspositionTree) -> SearchOutput:
         visits=visits,
         q=jnp.where((visits > 0) & legal, total / jnp.maximum(visits, 1), jnp.nan),
         value=value,
+        tree=graph,
     )
 
 
@@ -321,9 +330,18 @@ class AlphaZeroJlMCTS:
         return self.sims
 
     def run(
-        self, player: Player, params: Any, boards: jax.Array, key: jax.Array, *, env: Environment = CONNECT_FOUR
+        self,
+        player: Player,
+        params: Any,
+        boards: jax.Array,
+        key: jax.Array,
+        *,
+        env: Environment = CONNECT_FOUR,
+        tree: TranspositionTree | None = None,
     ) -> SearchOutput:
-        """The search from int8 ``boards (B, 6, 7)`` with ``player``'s network in ``env``."""
+        """The search from int8 ``boards (B, 6, 7)`` with ``player``'s network in ``env``; its
+        output carries its graph. ``tree``: refused (a graph is not re-rooted)."""
+        refuse_tree(self, tree)
         graph = run_graph_search(player, params, boards, key, self.sims, self.c, env, self.transpositions)
         return graph_output(graph)
 

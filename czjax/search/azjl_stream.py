@@ -47,16 +47,15 @@ from czjax.search.azjl import (
 )
 from czjax.search.base import CONNECT_FOUR, NUM_ACTIONS, Environment, network_value
 from czjax.search.columns import col_argmax
-from czjax.util import compiling
+from czjax.util import compiling, platforms
 from czjax.util.progress import Progress
 from czjax.util.pytree import pytree_dataclass
 
-# Graphs searched at once (the network's batch), by backend. On the 2-core CPU a ResNet call on
-# 512 boards runs at the rate of one on 1,024 (0.82 against 0.84 ms a board, czjax@4 with
-# Winograd's convolutions), and the pool's tail, where the last searches finish with fewer and
-# fewer slots busy, is half as long.
-STREAM_SLOTS = {"cpu": 512}
-DEFAULT_STREAM_SLOTS = 1024
+# Graphs searched at once (the network's batch) by default: the platform's choice
+# (``stream_slots`` in czjax.util.platforms). On the 2-core CPU 512: a ResNet call on 512 boards
+# runs at the rate of one on 1,024 (0.82 against 0.84 ms a board, czjax@4 with Winograd's
+# convolutions), and the pool's tail, where the last searches finish with fewer and fewer slots
+# busy, is half as long; elsewhere 1,024.
 # Rounds of game-ending simulations a slot may run in a step before the network call, by
 # default. Every slot waits for the pool's longest run, so the bound keeps a step short; a slot
 # whose run is longer goes on next step (its last simulation then leaves the network's answer
@@ -328,14 +327,14 @@ def stream_search(
     """AlphaZero.jl's MCTS ``search`` (its ``sims`` simulations, exploration ``c``) from each of
     int8 ``boards (M, 6, 7)``, each stopped when its move is decided: the move that of the full
     search, the policy and value those at the stop. ``progress`` counts the positions whose
-    search stopped. ``slots``: the pool's size (default :data:`STREAM_SLOTS` for this backend);
-    once every position is handed out it halves while half its slots are idle, down to
-    ``min_slots``. ``convolutions``: whether ``player``'s network holds convolution ops
+    search stopped. ``slots``: the pool's size (default the platform's ``stream_slots``,
+    :mod:`czjax.util.platforms`); once every position is handed out it halves while half its
+    slots are idle, down to ``min_slots``. ``convolutions``: whether ``player``'s network holds convolution ops
     (:func:`czjax.models.convolves`), for the options its program is compiled with.
     ``game_end_rounds``: rounds of game-ending simulations a step may run before its network
     call (0 where a call costs less than a walk of the pool)."""
     run = compiled_advance(convolutions)
-    slots = slots or STREAM_SLOTS.get(jax.default_backend(), DEFAULT_STREAM_SLOTS)
+    slots = slots or platforms.choices_for().stream_slots
     boards = np.asarray(boards, np.int8)
     num = boards.shape[0]
     if num == 0:

@@ -104,6 +104,10 @@ class SearchOutput:
     value: ``float (B,)``, the root's value for the side to move.
     trained: ``bool (B,)`` or None: whether ``policy`` is a training target (playout cap
         randomization: a cheap search's policy plays the move but is not trained on); None: always.
+    tree: the search's tree (:class:`czjax.search.tree.Tree`; AlphaZero.jl's MCTS: its
+        :class:`czjax.search.azjl.TranspositionTree`), as mctx's ``PolicyOutput.search_tree``:
+        what the next search can continue from (:mod:`czjax.search.reuse`); None for the rollout
+        improver, which keeps none.
     """
 
     action: chex.Array
@@ -112,6 +116,7 @@ class SearchOutput:
     q: chex.Array
     value: chex.Array
     trained: chex.Array | None = None
+    tree: Any = None
 
 
 class Search(Protocol):
@@ -131,18 +136,39 @@ class Search(Protocol):
         ...
 
     def run(
-        self, player: Player, params: Any, boards: jax.Array, key: jax.Array, *, env: Environment = CONNECT_FOUR
+        self,
+        player: Player,
+        params: Any,
+        boards: jax.Array,
+        key: jax.Array,
+        *,
+        env: Environment = CONNECT_FOUR,
+        tree: Any = None,
     ) -> SearchOutput:
-        """The search from int8 ``boards (B, 6, 7)`` with ``player``'s network in ``env``."""
+        """The search from int8 ``boards (B, 6, 7)`` with ``player``'s network in ``env``; its
+        output carries its tree. Its own options are keyword-only after these four.
+
+        ``tree``: a tree to continue, rooted at ``boards`` (an earlier output's tree re-rooted by
+        :func:`czjax.search.reuse.reroot`), for a search that allows it
+        (:func:`czjax.search.reuse.reusable`; the others refuse one, :func:`refuse_tree`); None:
+        from a fresh root."""
         ...
 
     def logits(self, out: SearchOutput) -> jax.Array:
-        """The logits of a player that plays the search's move (see :func:`search_player`)."""
+        """The logits of a player that plays the search's move (see
+        :func:`czjax.players.searched.search_player`)."""
         ...
 
     def check(self) -> None:
         """One-line ``ValueError`` for a setting out of its range."""
         ...
+
+
+def refuse_tree(search: Search, tree: Any) -> None:
+    """One-line ``ValueError`` when a search that starts from a fresh root every time is given a
+    tree to continue (see :func:`czjax.search.reuse.reusable`)."""
+    if tree is not None:
+        raise ValueError(f"{type(search).__name__} starts from a fresh root: it continues no tree (PUCT does)")
 
 
 # The largest integer option of a search: a tree of sims + 1 nodes is indexed by the device's

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from czjax.players import LOSS_MASK_VALUE, Player, PlayerOutput
-from czjax.search.base import CONNECT_FOUR, NUM_ACTIONS, Environment, SearchOutput, check_ranges
+from czjax.search.base import CONNECT_FOUR, NUM_ACTIONS, Environment, SearchOutput, check_ranges, refuse_tree
 from czjax.search.selection import completed_q, considered_score, gumbel_select
 from czjax.search.tree import ROOT, RootPerturbation, Tree, edge_stats, root_q, run_tree_search
 
@@ -20,7 +20,7 @@ GUMBEL_MOVES = ("action", "policy")
 
 def gumbel_output(tree: Tree, c_visit: float, c_scale: float, rescale: bool = True) -> SearchOutput:
     """Sequential halving's winner as the move, ``softmax(logits + sigma(completed Q))`` at the
-    root as the policy."""
+    root as the policy; the tree."""
 
     def move_and_policy(tree: Tree) -> tuple[jax.Array, jax.Array]:
         visits = edge_stats(tree, ROOT)[0]
@@ -33,7 +33,9 @@ def gumbel_output(tree: Tree, c_visit: float, c_scale: float, rescale: bool = Tr
 
     action, policy = jax.vmap(move_and_policy)(tree)
     visits = jax.vmap(lambda t: edge_stats(t, ROOT)[0])(tree)
-    return SearchOutput(action=action, policy=policy, visits=visits, q=root_q(tree), value=tree.node_values[:, ROOT])
+    return SearchOutput(
+        action=action, policy=policy, visits=visits, q=root_q(tree), value=tree.node_values[:, ROOT], tree=tree
+    )
 
 
 def tempered(player: Player, temperature: float) -> Player:
@@ -87,22 +89,19 @@ class Gumbel:
         params: Any,
         boards: jax.Array,
         key: jax.Array,
-        gumbel: jax.Array | None = None,
         *,
         env: Environment = CONNECT_FOUR,
+        tree: Tree | None = None,
+        gumbel: jax.Array | None = None,
     ) -> SearchOutput:
-        """The search from int8 ``boards (B, 6, 7)`` with ``player``'s network in ``env``;
-        ``gumbel (B, 7)``: the root noise, drawn from ``key`` when not given."""
+        """The search from int8 ``boards (B, 6, 7)`` with ``player``'s network in ``env``; its
+        output carries its tree (none under playout cap randomization, whose two searches'
+        trees differ in size). ``tree``: refused, since sequential halving follows a schedule of
+        this search's own simulations from a fresh root. ``gumbel (B, 7)``: the root noise,
+        drawn from ``key`` when not given."""
+        refuse_tree(self, tree)
         if self.fast_sims:
-            cap_key, key = jax.random.split(key)
-            full = jax.random.bernoulli(cap_key, self.full_fraction)
-            searches = [dataclasses.replace(self, sims=s, fast_sims=0) for s in (self.fast_sims, self.sims)]
-            out = jax.lax.cond(
-                full,
-                lambda: searches[1].run(player, params, boards, key, gumbel, env=env),
-                lambda: searches[0].run(player, params, boards, key, gumbel, env=env),
-            )
-            return dataclasses.replace(out, trained=jnp.broadcast_to(full, out.action.shape))
+            return self._capped(player, params, boards, key, env, gumbel)
         key, gumbel_key = jax.random.split(key)
         if gumbel is None:
             gumbel = self.scale * jax.random.gumbel(gumbel_key, boards.shape[:1] + (NUM_ACTIONS,), jnp.float32)
@@ -111,6 +110,22 @@ class Gumbel:
         selection = gumbel_select(self.sims, self.considered, self.c_visit, self.c_scale, self.rescale)
         tree = run_tree_search(player, params, boards, key, self.sims, selection, RootPerturbation(gumbel=gumbel), env)
         return gumbel_output(tree, self.c_visit, self.c_scale, self.rescale)
+
+    def _capped(
+        self, player: Player, params: Any, boards: jax.Array, key: jax.Array, env: Environment, gumbel: jax.Array | None
+    ) -> SearchOutput:
+        """Playout cap randomization: the search with ``sims`` simulations with probability
+        ``full_fraction``, else with ``fast_sims``, whose policy is no training target."""
+        cap_key, key = jax.random.split(key)
+        full = jax.random.bernoulli(cap_key, self.full_fraction)
+        searches = [dataclasses.replace(self, sims=s, fast_sims=0) for s in (self.fast_sims, self.sims)]
+
+        def searched(settings: Gumbel) -> SearchOutput:
+            out = settings.run(player, params, boards, key, env=env, gumbel=gumbel)
+            return dataclasses.replace(out, tree=None)  # the two trees differ in size
+
+        out = jax.lax.cond(full, lambda: searched(searches[1]), lambda: searched(searches[0]))
+        return dataclasses.replace(out, trained=jnp.broadcast_to(full, out.action.shape))
 
     def logits(self, out: SearchOutput) -> jax.Array:
         """``move="action"``: sequential halving's winner only (the Gumbel noise already made the

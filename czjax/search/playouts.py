@@ -12,7 +12,15 @@ import jax.numpy as jnp
 
 from czjax import game
 from czjax.players import Player, sample_masked
-from czjax.search.base import CONNECT_FOUR, NUM_ACTIONS, Environment, SearchOutput, check_ranges, network_value
+from czjax.search.base import (
+    CONNECT_FOUR,
+    NUM_ACTIONS,
+    Environment,
+    SearchOutput,
+    check_ranges,
+    network_value,
+    refuse_tree,
+)
 
 ROLLOUT_MASK = -1e12  # the rollout improver's logits off its chosen column (the PyTorch project's)
 
@@ -87,9 +95,18 @@ class RolloutImprover:
         return NUM_ACTIONS * self.width * self.depth + 1
 
     def run(
-        self, player: Player, params: Any, boards: jax.Array, key: jax.Array, *, env: Environment = CONNECT_FOUR
+        self,
+        player: Player,
+        params: Any,
+        boards: jax.Array,
+        key: jax.Array,
+        *,
+        env: Environment = CONNECT_FOUR,
+        tree: Any = None,
     ) -> SearchOutput:
-        """The column with the best mean over its rollouts, from int8 ``boards (B, 6, 7)``."""
+        """The column with the best mean over its rollouts, from int8 ``boards (B, 6, 7)``; it
+        keeps no tree (the output's is None), so ``tree`` is refused."""
+        refuse_tree(self, tree)
         pos = env.encode(boards)
         key, root_key = jax.random.split(key)
         values = rollout_values(self, player, params, pos, key, env)

@@ -28,7 +28,7 @@ def dirichlet_noise(alpha: float, fraction: float) -> RootNoise:
 
 
 def visit_output(tree: Tree) -> SearchOutput:
-    """The root's visit counts as the policy; the most visited column as the move."""
+    """The root's visit counts as the policy; the most visited column as the move; the tree."""
     visits = jax.vmap(lambda t: edge_stats(t, ROOT)[0])(tree)
     total = jnp.maximum(visits.sum(-1, keepdims=True), 1)
     return SearchOutput(
@@ -37,6 +37,7 @@ def visit_output(tree: Tree) -> SearchOutput:
         visits=visits,
         q=root_q(tree),
         value=tree.node_values[:, ROOT],
+        tree=tree,
     )
 
 
@@ -62,13 +63,24 @@ class PUCT:
         return self.sims + 1
 
     def run(
-        self, player: Player, params: Any, boards: jax.Array, key: jax.Array, *, env: Environment = CONNECT_FOUR
+        self,
+        player: Player,
+        params: Any,
+        boards: jax.Array,
+        key: jax.Array,
+        *,
+        env: Environment = CONNECT_FOUR,
+        tree: Tree | None = None,
     ) -> SearchOutput:
-        """The search from int8 ``boards (B, 6, 7)`` with ``player``'s network in ``env``."""
+        """The search from int8 ``boards (B, 6, 7)`` with ``player``'s network in ``env``; its
+        output carries its tree. ``tree``: a tree rooted at ``boards`` to continue (PUCT's rule
+        at a node reads only the node's statistics, so a subtree an earlier search left serves
+        as it is: :mod:`czjax.search.reuse`), of ``keep + sims`` slots whose first ``keep``
+        hold it; where it is empty, a fresh root."""
         noise = dirichlet_noise(self.noise_alpha, self.noise) if self.noise > 0 else None
         selection = puct_select(self.c, self.entropy)
-        tree = run_tree_search(player, params, boards, key, self.sims, selection, RootPerturbation(noise=noise), env)
-        return visit_output(tree)
+        root = RootPerturbation(noise=noise, tree=tree)
+        return visit_output(run_tree_search(player, params, boards, key, self.sims, selection, root, env))
 
     def logits(self, out: SearchOutput) -> jax.Array:
         """``log N(a)``: a player sampling at temperature ``T`` plays ``a`` with probability

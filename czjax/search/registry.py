@@ -1,6 +1,6 @@
-"""The table of searches (:data:`SEARCHES`), their options parsed from text
-(:func:`make_search`; from a parsed spec, :func:`search_of` and :func:`split_search`), and a
-search as a player (:func:`search_player`).
+"""The table of searches (:data:`SEARCHES`), and their options parsed from text
+(:func:`make_search`; from a parsed spec, :func:`search_of` and :func:`split_search`). A search
+as a player is :func:`czjax.players.searched.search_player`.
 
 A new search is one module (a frozen settings dataclass with ``run``, ``logits`` and ``check``,
 see :class:`czjax.search.base.Search`) and one entry here.
@@ -13,12 +13,9 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import jax
-import jax.numpy as jnp
-
-from czjax.players import Player, PlayerOutput
+from czjax.deprecation import moved
 from czjax.search.azjl import AlphaZeroJlMCTS
-from czjax.search.base import CONNECT_FOUR, Environment, Search
+from czjax.search.base import Search
 from czjax.search.gumbel import Gumbel
 from czjax.search.playouts import RolloutImprover
 from czjax.search.puct import PUCT
@@ -96,26 +93,9 @@ def split_search(spec: PlayerSpec) -> tuple[Search, PlayerSpec] | None:
     return make_search(spec.name, spec.options), spec.base
 
 
-@functools.cache
-def search_player(search: Search, player: Player, env: Environment = CONNECT_FOUR) -> Player:
-    """A search over a network as a player. Cached, so the same search over the same network is
-    the same function (no recompiles).
+# A search as a player moved to czjax.players.searched; its old name answers here for one release.
+MOVED = {"search_player": "czjax.players.searched"}
 
-    Args:
-        search: the search's settings (:func:`make_search`).
-        player: the network's player, ``(params, boards, key) -> PlayerOutput``.
-        env: the game as the search sees it (Connect 4 by default).
 
-    Returns:
-        A player whose ``logits (B, 7)`` say the search's move (see each search's ``logits``),
-        whose ``value (B,)`` is the root's, and whose ``policy_target (B, 7)`` is the search's
-        policy (zeros where the search says it is not to be trained on: no policy loss there).
-    """
-
-    def searched(params: Any, boards: jax.Array, key: jax.Array) -> PlayerOutput:
-        out = search.run(player, params, boards, key, env=env)
-        target = out.policy if out.trained is None else jnp.where(out.trained[:, None], out.policy, 0.0)
-        return PlayerOutput(logits=search.logits(out), value=out.value, policy_target=target)
-
-    searched.__name__ = f"{type(search).__name__}_{getattr(player, '__name__', 'player')}"
-    return searched
+def __getattr__(name: str) -> Any:
+    return moved(__name__, MOVED, name)

@@ -11,30 +11,31 @@ empty (no parent points to them, no backup touches them).
 
 - :func:`reroot`: a pure function over :class:`czjax.search.tree.Tree`: the subtree below a path
   of moves, gathered into a fresh tree of a given size, its parents, children, depths and
-  ancestor bits renumbered; its statistics as they were.
+  ancestor bits renumbered; its statistics as they were. Its result is the ``tree`` a search
+  continues (``PUCT.run(..., tree=reroot(out.tree, path, keep, keep + sims)[0])``): from the
+  subtree where the path leads into the earlier tree, from a fresh root elsewhere (there the
+  search is the one it runs without a tree, move for move).
 - :func:`reusable`: whether a search allows it. PUCT (``mcts``, ``entropy-mcts``) does: its
   rule at every node reads only the node's statistics. Gumbel MuZero does not: sequential
   halving at the root follows a schedule of this search's simulations from zero visits, and its
-  Gumbel noise is drawn for each search; the rollout improver keeps no tree.
-- :func:`puct_search`: the PUCT search from a reused tree where the path leads into it, from a
-  fresh root elsewhere, returning its output and its tree. Without a previous tree (or one the
-  path leaves) it is the search ``PUCT.run`` runs, move for move.
+  Gumbel noise is drawn for each search; the rollout improver keeps no tree, and AlphaZero.jl's
+  graph is not re-rooted. Those refuse a tree (:func:`czjax.search.base.refuse_tree`).
+- :func:`empty_tree`: a tree that holds no node, which every path leaves: the earlier tree of a
+  game's first search, so that its searches compile once.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from czjax import game
-from czjax.players import LOSS_MASK_VALUE, Player
-from czjax.search.base import CONNECT_FOUR, NUM_ACTIONS, Environment, SearchOutput, make_recurrent_fn, network_value
-from czjax.search.puct import PUCT, dirichlet_noise, visit_output
-from czjax.search.selection import puct_select
-from czjax.search.tree import ROOT, UNVISITED, Tree, ancestor_mask, init_tree, simulate
+from czjax.search.base import NUM_ACTIONS
+from czjax.search.puct import PUCT
+from czjax.search.tree import ROOT, UNVISITED, Tree, ancestor_mask, init_tree
 
 
 def reusable(search: Any) -> bool:
@@ -59,8 +60,8 @@ def subtree_root(tree: Tree, path: jax.Array) -> tuple[jax.Array, jax.Array]:
 
 
 def empty_tree(batch: int, num_nodes: int) -> Tree:
-    """Trees of ``num_nodes`` slots holding no node (no root either): a previous tree to give
-    :func:`puct_search` before the first search, which every path leaves."""
+    """Trees of ``num_nodes`` slots holding no node (no root either): the earlier tree of a game's
+    first search, which every path leaves (:func:`reroot` of it is empty: a fresh root)."""
     tree = init_tree(
         game.pack(jnp.zeros((batch, game.ROWS, game.COLS), jnp.int8)),
         jnp.zeros((batch, NUM_ACTIONS), jnp.float32),
@@ -148,63 +149,3 @@ def reroot(tree: Tree, path: jax.Array, keep: int, num_nodes: int) -> tuple[Tree
     if not 1 <= keep <= num_nodes:
         raise ValueError(f"keep must be in [1, num_nodes], got keep={keep}, num_nodes={num_nodes}")
     return jax.vmap(lambda t, p: _reroot_one(t, p, keep, num_nodes))(tree, jnp.asarray(path, jnp.int32))
-
-
-class PreviousTree(NamedTuple):
-    """An earlier search's ``tree`` and the moves ``path (B, P)`` from its root to the boards
-    searched now (negative entries: no move; see :func:`reroot`)."""
-
-    tree: Tree
-    path: jax.Array
-
-
-def puct_search(
-    search: PUCT,
-    player: Player,
-    params: Any,
-    boards: jax.Array,
-    key: jax.Array,
-    previous: PreviousTree | None = None,
-    keep: int = 1,
-    env: Environment = CONNECT_FOUR,
-) -> tuple[SearchOutput, Tree]:
-    """``search`` (PUCT) from int8 ``boards (B, 6, 7)`` with ``player``'s network:
-    ``(output, tree)``, the tree of ``keep + search.sims`` slots that the next search reuses.
-
-    Where the ``previous`` tree holds the position after the moves of its path from its root
-    (:func:`reroot`), the search starts from that subtree (up to ``keep`` of its nodes) and its
-    ``sims`` simulations add to it; elsewhere it starts from the network's evaluation of the
-    board, as ``PUCT.run``. ``boards`` must be the positions the paths lead to. Root noise
-    (``search.noise``) perturbs the root's prior either way. The network is evaluated
-    ``sims + 1`` times per board in both cases."""
-    if search.noise > 0:
-        noise = dirichlet_noise(search.noise_alpha, search.noise)
-    num_nodes = keep + search.sims
-    # as czjax.search.tree.run_tree_search, with the root's tree chosen per board
-    positions = env.encode(boards)
-    key, root_key, noise_key = jax.random.split(key, 3)
-    logits, value, legal = network_value(player, params, positions, root_key, env)
-    tree = init_tree(positions, logits, value, legal, num_nodes)
-    if previous is not None:
-        reused, found = reroot(previous.tree, previous.path, keep, num_nodes)
-        tree = jax.tree.map(lambda r, f: jnp.where(found.reshape((-1,) + (1,) * (r.ndim - 1)), r, f), reused, tree)
-    if search.noise > 0:
-        legal_root = tree.legal[:, ROOT]
-        probs = noise(noise_key, jax.nn.softmax(tree.prior_logits[:, ROOT]), legal_root)
-        root_logits = jnp.where(legal_root, jnp.log(jnp.maximum(probs, 1e-30)), LOSS_MASK_VALUE)
-        tree = dataclasses.replace(
-            tree,
-            prior_logits=tree.prior_logits.at[:, ROOT].set(root_logits),
-            prior=tree.prior.at[:, ROOT].set(jax.nn.softmax(root_logits)),
-        )
-    keys = jax.random.split(key, search.sims)
-    recurrent_fn = make_recurrent_fn(player, env)
-    selection = puct_select(search.c, search.entropy)
-    first = keep - 1  # simulation i adds node first + i + 1
-    tree = jax.lax.fori_loop(
-        0,
-        search.sims,
-        lambda i, t: simulate(t, i if first == 0 else i + first, selection, recurrent_fn, params, keys[i]),
-        tree,
-    )
-    return visit_output(tree), tree

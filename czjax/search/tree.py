@@ -23,6 +23,7 @@ import jax.numpy as jnp
 from czjax import game
 from czjax.players import LOSS_MASK_VALUE, Player
 from czjax.search.base import CONNECT_FOUR, NUM_ACTIONS, Environment, RecurrentFn, make_recurrent_fn, network_value
+from czjax.util import platforms
 from czjax.util.pytree import pytree_dataclass
 
 ROOT = 0
@@ -50,7 +51,7 @@ class Tree:
 
     Each node has one parent, so an edge's statistics are its child's: ``N(s, a)`` is the
     child's visits and ``Q(s, a)`` its reward minus its value (:func:`edge_stats`, and the
-    ``children_visits`` and ``children_q`` properties for whole trees). The backup then updates
+    ``children_visits`` property for whole trees). The backup then updates
     node statistics only, densely over the path's nodes, with no scatter.
     """
 
@@ -74,13 +75,6 @@ class Tree:
     def children_visits(self) -> jax.Array:
         """``int32 (B, N, 7)``: ``N(s, a)``, 0 for a child not in the tree."""
         return jax.vmap(jax.vmap(lambda tree, node: edge_stats(tree, node)[0], (None, 0)), (0, None))(
-            self, jnp.arange(self.node_visits.shape[1])
-        )
-
-    @property
-    def children_q(self) -> jax.Array:
-        """``float (B, N, 7)``: ``Q(s, a)``, 0 for a child not in the tree."""
-        return jax.vmap(jax.vmap(lambda tree, node: edge_stats(tree, node)[1], (None, 0)), (0, None))(
             self, jnp.arange(self.node_visits.shape[1])
         )
 
@@ -154,20 +148,18 @@ class Selection:
     interior: Callable[[Tree, jax.Array], jax.Array]
 
 
-# Levels of the tree a walk down it goes per test of its loop's predicate (``descend``), by
-# backend: on a GPU each test is a copy of the predicate to the host, and a batch of trees walks
-# until its deepest walk ends, so several levels a test, the walks that ended left as they are,
-# cost a few idle levels for a fraction of the round trips. The same walks whatever the number.
-DESCEND_LEVELS = {"gpu": 4}  # backends not listed: 1
-
-
 def _where(condition, new, old):
     return jax.tree.map(lambda a, b: jnp.where(condition, a, b), new, old)
 
 
-def descend_levels() -> int:
-    """Levels per test of :func:`descend`'s loop on this backend (:data:`DESCEND_LEVELS`)."""
-    return DESCEND_LEVELS.get(jax.default_backend(), 1)
+def descend_levels(platform: str | None = None) -> int:
+    """Levels of the tree a walk down it goes per test of :func:`descend`'s loop predicate, as
+    chosen for ``platform`` (``descend_levels`` in :mod:`czjax.util.platforms`; None: the platform
+    being built for). On a GPU each test is a copy of the predicate to the host, and a batch of
+    trees walks until its deepest walk ends, so several levels a test, the walks that ended left
+    as they are, cost a few idle levels for a fraction of the round trips. The same walks
+    whatever the number."""
+    return platforms.choices_for(platform).descend_levels
 
 
 def descend(tree: Tree, selection: Selection, levels: int | None = None) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -268,10 +260,12 @@ RootNoise = Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
 class RootPerturbation(NamedTuple):
     """What a search adds at the root to the network's evaluation: ``noise`` perturbs the
     root's prior (PUCT's Dirichlet noise); ``gumbel (B, 7)``, the Gumbel noise a Gumbel
-    selection reads, is stored in the tree."""
+    selection reads, is stored in the tree; ``tree``, the statistics an earlier search gathered
+    below the root, to continue (:func:`run_tree_search`)."""
 
     noise: RootNoise | None = None
     gumbel: jax.Array | None = None
+    tree: Tree | None = None
 
 
 UNPERTURBED = RootPerturbation()  # the root as the network evaluates it
@@ -289,19 +283,65 @@ def run_tree_search(
 ) -> Tree:
     """The tree after ``num_simulations`` simulations from int8 ``boards (B, 6, 7)``, with
     ``player``'s network in ``env`` (its step given to every simulation as the recurrent
-    function of :func:`czjax.search.base.make_recurrent_fn`), its root perturbed by ``root``."""
+    function of :func:`czjax.search.base.make_recurrent_fn`), its root perturbed by ``root``.
+
+    ``root.tree``: a tree to continue, rooted at ``boards`` (:func:`czjax.search.reuse.reroot`
+    makes one from an earlier search's), of ``K + num_simulations`` slots whose first ``K`` hold
+    it: the simulations add nodes ``K, K + 1, ...`` to it. Where its root holds no visit (an
+    empty tree: the moves since led out of the earlier one) the search starts from a fresh root,
+    as without one. The network evaluates each root either way, and the root's noise perturbs
+    the root's prior either way."""
     positions = env.encode(boards)
     key, root_key, noise_key = jax.random.split(key, 3)
     logits, value, legal = network_value(player, params, positions, root_key, env)
-    if root.noise is not None:
-        probs = root.noise(noise_key, jax.nn.softmax(logits), legal)
-        logits = jnp.where(legal, jnp.log(jnp.maximum(probs, 1e-30)), LOSS_MASK_VALUE)
-    tree = init_tree(positions, logits, value, legal, num_simulations + 1, root.gumbel)
+    if root.tree is None:
+        if root.noise is not None:
+            logits = _noised(root.noise, noise_key, logits, legal)
+        tree = init_tree(positions, logits, value, legal, num_simulations + 1, root.gumbel)
+    else:
+        fresh = init_tree(positions, logits, value, legal, _slots(root.tree, num_simulations), root.gumbel)
+        tree = _rooted(root.tree, fresh)
+        if root.noise is not None:
+            tree = _noised_root(tree, root.noise, noise_key)
+    first = tree.node_visits.shape[1] - num_simulations - 1  # simulation i adds node first + i + 1
     keys = jax.random.split(key, num_simulations)
     recurrent_fn = make_recurrent_fn(player, env)
     return jax.lax.fori_loop(
-        0, num_simulations, lambda i, t: simulate(t, i, selection, recurrent_fn, params, keys[i]), tree
+        0,
+        num_simulations,
+        lambda i, t: simulate(t, i if first == 0 else i + first, selection, recurrent_fn, params, keys[i]),
+        tree,
     )
+
+
+def _noised(noise: RootNoise, key: jax.Array, logits: jax.Array, legal: jax.Array) -> jax.Array:
+    """The root's masked ``logits (B, 7)`` after ``noise`` perturbs their probabilities."""
+    probs = noise(key, jax.nn.softmax(logits), legal)
+    return jnp.where(legal, jnp.log(jnp.maximum(probs, 1e-30)), LOSS_MASK_VALUE)
+
+
+def _noised_root(tree: Tree, noise: RootNoise, key: jax.Array) -> Tree:
+    """``tree`` with its root's prior perturbed by ``noise``."""
+    root_logits = _noised(noise, key, tree.prior_logits[:, ROOT], tree.legal[:, ROOT])
+    return dataclasses.replace(
+        tree,
+        prior_logits=tree.prior_logits.at[:, ROOT].set(root_logits),
+        prior=tree.prior.at[:, ROOT].set(jax.nn.softmax(root_logits)),
+    )
+
+
+def _slots(tree: Tree, num_simulations: int) -> int:
+    """The slots of a tree to continue (one-line ``ValueError`` when the simulations do not fit)."""
+    num_nodes = tree.node_visits.shape[1]
+    if num_nodes < num_simulations + 1:
+        raise ValueError(f"a tree to continue needs num_simulations + 1 = {num_simulations + 1} slots, has {num_nodes}")
+    return num_nodes
+
+
+def _rooted(tree: Tree, fresh: Tree) -> Tree:
+    """``tree`` where it holds a root (a visited one), ``fresh`` where it is empty."""
+    found = tree.node_visits[:, ROOT] > 0
+    return jax.tree.map(lambda t, f: jnp.where(found.reshape((-1,) + (1,) * (t.ndim - 1)), t, f), tree, fresh)
 
 
 def root_q(tree: Tree) -> jax.Array:

@@ -31,6 +31,7 @@ from flax import serialization
 from flax.traverse_util import flatten_dict
 
 from czjax.util.counts import WideCount
+from czjax.util.specs import PlayerSpec
 
 FILENAME = "checkpoint.msgpack"  # a run folder's checkpoint
 FORMAT = "czjax-checkpoint"
@@ -166,7 +167,7 @@ def _write(path, meta: dict, state: dict) -> None:
     """The checkpoint file: format, version, ``meta`` as JSON and ``state``, written atomically."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"format": FORMAT, "version": VERSION, "meta": json.dumps(meta), "state": state}
+    payload = {"format": FORMAT, "version": VERSION, "meta": json.dumps(meta, default=spec_text), "state": state}
     data = serialization.msgpack_serialize(payload)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
@@ -180,6 +181,14 @@ def _write(path, meta: dict, state: dict) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def spec_text(value) -> str:
+    """A player spec in a checkpoint's description (a config's search, say) as the text it was
+    given as; anything else JSON cannot write is an error, as ``json.dumps`` raises it."""
+    if isinstance(value, PlayerSpec):
+        return str(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def read_meta(path) -> tuple[dict, dict]:

@@ -1,5 +1,6 @@
-"""How czjax's training programs are compiled, per backend: :func:`jit` and :func:`compile_lowered` are
-``jax.jit`` and ``Lowered.compile`` with the compiler options :func:`compiler_options` chooses.
+"""How czjax's training programs are compiled, per platform: :func:`jit` and :func:`compile_lowered` are
+``jax.jit`` and ``Lowered.compile`` with the compiler options :func:`compiler_options` chooses
+(the platform's ``convolution_options``, :mod:`czjax.util.platforms`).
 
 On the CPU, jaxlib (0.10 on) hands matrix products to YNNPACK, and reductions with the work
 feeding them: a convolution followed by a sum (GroupNorm's statistics) becomes one YNNPACK
@@ -25,31 +26,37 @@ from typing import Any
 
 import jax
 
-YNN_FUSIONS = "xla_cpu_experimental_ynn_fusion_type"
-# per backend: the options for programs with convolutions (backends not listed: none)
-CONVOLUTION_OPTIONS: dict[str, dict[str, str | bool]] = {"cpu": {YNN_FUSIONS: "LIBRARY_FUSION_TYPE_DOT"}}
+from czjax.util import platforms
+
+YNN_FUSIONS = platforms.YNN_FUSIONS
+
+
+def compiler_options(convolutions: bool, platform: str | None = None) -> dict[str, str | bool] | None:
+    """The compiler options for a program built for ``platform`` (None: :func:`platforms.target`;
+    ``convolutions``: whether it holds convolution ops), or None where there are none, this
+    machine's jaxlib does not take them, or ``XLA_FLAGS`` sets them."""
+    options = platforms.choices_for(platform).convolution_options if convolutions else ()
+    if not options or any(name in os.environ.get("XLA_FLAGS", "") for name, _ in options):
+        return None
+    return dict(options) if accepted(options) else None
 
 
 @functools.cache
-def compiler_options(convolutions: bool) -> dict[str, str | bool] | None:
-    """The compiler options for a program on JAX's default backend (``convolutions``: whether it
-    holds convolution ops), or None where there are none, the jaxlib does not know them, or
-    ``XLA_FLAGS`` sets them."""
-    options = CONVOLUTION_OPTIONS.get(jax.default_backend()) if convolutions else None
-    if not options or any(name in os.environ.get("XLA_FLAGS", "") for name in options):
-        return None
+def accepted(options: tuple[tuple[str, str | bool], ...]) -> bool:
+    """Whether this machine's jaxlib compiles a program with ``options`` (once per process)."""
     try:
-        jax.jit(lambda x: x + 1).lower(0.0).compile(compiler_options=options)
+        jax.jit(lambda x: x + 1).lower(0.0).compile(compiler_options=dict(options))
     except Exception:  # noqa: BLE001 - any refusal means: this jaxlib's defaults
-        return None
-    return dict(options)
+        return False
+    return True
 
 
-def jit(fn: Callable, *, convolutions: bool, **kwargs: Any) -> Callable:
-    """``jax.jit(fn, **kwargs)`` with :func:`compiler_options`. JAX takes compiler options on a
-    top-level program only: called inside another trace (a scan's ``jit``, a ``vmap``), the
-    function is traced without them, as part of the caller's program and under its options."""
-    options = compiler_options(convolutions)
+def jit(fn: Callable, *, convolutions: bool, platform: str | None = None, **kwargs: Any) -> Callable:
+    """``jax.jit(fn, **kwargs)`` with :func:`compiler_options` for ``platform``. JAX takes compiler
+    options on a top-level program only: called inside another trace (a scan's ``jit``, a
+    ``vmap``), the function is traced without them, as part of the caller's program and under its
+    options."""
+    options = compiler_options(convolutions, platform)
     if options is None:
         return jax.jit(fn, **kwargs)
     return _TopLevelOptions(jax.jit(fn, compiler_options=options, **kwargs), jax.jit(fn, **kwargs))
@@ -69,8 +76,12 @@ class _TopLevelOptions:
         return self._top.lower(*args, **kwargs)
 
 
-def compile_lowered(lowered: jax.stages.Lowered, extra: dict[str, str | bool] | None = None) -> jax.stages.Compiled:
-    """``lowered.compile`` with :func:`compiler_options` for what the program holds, and ``extra``
-    (a caller's own, such as a profile's: they win)."""
-    options = {**(compiler_options("stablehlo.convolution" in lowered.as_text()) or {}), **(extra or {})}
+def compile_lowered(
+    lowered: jax.stages.Lowered, extra: dict[str, str | bool] | None = None, platform: str | None = None
+) -> jax.stages.Compiled:
+    """``lowered.compile`` with :func:`compiler_options` for what the program holds and the
+    platform it was built for (None: this machine's), and ``extra`` (a caller's own, such as a
+    profile's: they win)."""
+    convolutions = "stablehlo.convolution" in lowered.as_text()
+    options = {**(compiler_options(convolutions, platform) or {}), **(extra or {})}
     return lowered.compile(compiler_options=options or None)

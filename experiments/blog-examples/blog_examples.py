@@ -147,77 +147,63 @@ def format_table(name: str, table: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def plot_seeds(ax, rows: list[dict], key: str, smoothing: int) -> None:
+    """One panel's curves: each seed thin, the mean over seeds with a band of 2 standard errors
+    (on the ``smoothing``-row trailing means); the advantage's panel adds the returns' dashed."""
+    import numpy as np
+
+    for metric, style in ((key, "-"), *((("returns_std", "--"),) if key == "advantage_std" else ())):
+        seeds = per_seed(rows, metric)
+        if not seeds:
+            continue
+        curves = {s: (g, trailing_mean(v, smoothing)) for s, (g, v) in seeds.items()}
+        for g, v in curves.values():
+            ax.plot(g, v, color="tab:blue", lw=0.4, alpha=0.35, ls=style)
+        length = min(len(g) for g, _ in curves.values())
+        games = next(iter(curves.values()))[0][:length]
+        data = np.array([v[:length] for _, v in curves.values()])
+        mean = data.mean(0)
+        label = f"czjax, mean of {len(curves)} seeds" if style == "-" else "returns std"
+        ax.plot(games, mean, color="tab:blue", lw=1.6, ls=style, label=label)
+        if len(curves) > 1:
+            se = data.std(0, ddof=1) / np.sqrt(len(curves))
+            ax.fill_between(games, mean - 2 * se, mean + 2 * se, color="tab:blue", alpha=0.18)
+
+
+def plot_blog_points(ax, table: list[dict], key: str) -> None:
+    """One panel's blog figures: a star for a figure (hollow for the returns' std beside the
+    advantage's), a bar for a range, a triangle for a bound, a dotted level for a lowest reading."""
+    for r in table:
+        if r["metric"] not in (key, "returns_std" if key == "advantage_std" else key) or not r["blog"]:
+            continue
+        b = r["blog"]
+        if r["stat"] == "min":  # the lowest reading up to that point: a dotted level
+            ax.hlines(b["value"], 0, r["games"], color="black", lw=1.2, ls=":")
+        elif "value" in b:
+            hollow = r["metric"] != key  # the returns std beside the advantage std
+            face = "none" if hollow else "black"
+            ax.plot([r["games"]], [b["value"]], marker="*", ms=11, color="black", ls="none", mfc=face)
+        elif "low" in b and "high" in b:
+            ax.vlines(r["games"], b["low"], b["high"], color="black", lw=2.5)
+        else:  # only a bound: a triangle pointing to the side the blog's curve was on
+            marker = "^" if "low" in b else "v"
+            ax.plot([r["games"]], [b.get("low", b.get("high"))], marker=marker, ms=9, color="black", ls="none")
+
+
 def figure(name: str, description: str, rows: list[dict], table: list[dict], path: Path, smoothing: int) -> None:
     """Per panel: each seed thin, the mean over seeds with a band of 2 standard errors (on the
     ``smoothing``-row trailing means), and the blog's points (a marker, or a bar for a range)."""
-    import numpy as np
-
     from czjax.run.plots import plt, save_figure
 
     fig, axes = plt.subplots(2, 3, figsize=(15, 7.5), constrained_layout=True)
     for ax, (key, title) in zip(axes.flat, PANELS):
-        for metric, style in ((key, "-"), *((("returns_std", "--"),) if key == "advantage_std" else ())):
-            seeds = per_seed(rows, metric)
-            if not seeds:
-                continue
-            curves = {s: (g, trailing_mean(v, smoothing)) for s, (g, v) in seeds.items()}
-            for g, v in curves.values():
-                ax.plot(g, v, color="tab:blue", lw=0.4, alpha=0.35, ls=style)
-            length = min(len(g) for g, _ in curves.values())
-            games = next(iter(curves.values()))[0][:length]
-            data = np.array([v[:length] for _, v in curves.values()])
-            mean = data.mean(0)
-            ax.plot(
-                games,
-                mean,
-                color="tab:blue",
-                lw=1.6,
-                ls=style,
-                label=f"czjax, mean of {len(curves)} seeds" if style == "-" else "returns std",
-            )
-            if len(curves) > 1:
-                se = data.std(0, ddof=1) / np.sqrt(len(curves))
-                ax.fill_between(games, mean - 2 * se, mean + 2 * se, color="tab:blue", alpha=0.18)
-        for r in table:
-            if r["metric"] not in (key, "returns_std" if key == "advantage_std" else key) or not r["blog"]:
-                continue
-            b = r["blog"]
-            if r["stat"] == "min":  # the lowest reading up to that point: a dotted level
-                ax.hlines(b["value"], 0, r["games"], color="black", lw=1.2, ls=":")
-            elif "value" in b:
-                hollow = r["metric"] != key  # the returns std beside the advantage std
-                ax.plot(
-                    [r["games"]],
-                    [b["value"]],
-                    marker="*",
-                    ms=11,
-                    color="black",
-                    ls="none",
-                    mfc="none" if hollow else "black",
-                )
-            elif "low" in b and "high" in b:
-                ax.vlines(r["games"], b["low"], b["high"], color="black", lw=2.5)
-            else:  # only a bound: a triangle pointing to the side the blog's curve was on
-                ax.plot(
-                    [r["games"]],
-                    [b.get("low", b.get("high"))],
-                    marker="^" if "low" in b else "v",
-                    ms=9,
-                    color="black",
-                    ls="none",
-                )
+        plot_seeds(ax, rows, key, smoothing)
+        plot_blog_points(ax, table, key)
         ax.set_title(title)
         ax.set_xlabel("games (per run)")
         ax.grid(alpha=0.3)
-    axes.flat[0].plot(
-        [],
-        [],
-        marker="*",
-        ms=11,
-        color="black",
-        ls="none",
-        label="the blog: * a figure, | a range, ^ above, v below, ... lowest so far",
-    )
+    key = "the blog: * a figure, | a range, ^ above, v below, ... lowest so far"
+    axes.flat[0].plot([], [], marker="*", ms=11, color="black", ls="none", label=key)
     axes.flat[0].legend(fontsize=8)
     fig.suptitle(
         f"{name}: {description}\n(band: mean +- 2 standard errors over seeds, {smoothing}-row trailing means)",

@@ -24,6 +24,10 @@ import sys
 import time
 from pathlib import Path
 
+from czjax.evaluate.pons import load_pons, pons
+from czjax.players.agent import policy
+from czjax.players.loading import load_agent
+
 CANDIDATES = (
     "gumbel:sims=64",
     "gumbel:sims=200",
@@ -36,32 +40,27 @@ CANDIDATES = (
 
 
 def score(spec: str) -> dict:
-    from czjax import agents
-    from czjax.evaluate import solver
 
-    report = solver.pons(agents.load_agent(spec), solver.load_pons(), protocol="alphazero.jl")
+    report = pons(load_agent(spec), load_pons(), protocol="alphazero.jl")
     return {"pons": {r["set"]: r["move_error"] for r in report["sets"]}, "pons_mean": report["mean_move_error"]}
 
 
 def time_moves(spec: str, moves: int) -> dict:
-    """Seconds per move of ``spec`` on one board at a time (``agents.policy`` as `play` calls it)."""
+    """Seconds per move of ``spec`` on one board at a time (``policy`` as `play` calls it)."""
     import numpy as np
 
-    from czjax import agents
-    from czjax.evaluate import solver
-
-    agent = agents.load_agent(spec)
-    boards = np.concatenate([data["boards"][::200] for data in solver.load_pons().values()])[:moves]
-    agents.policy(agent, boards[:1], batch_size=1)  # compile
+    agent = load_agent(spec)
+    boards = np.concatenate([data["boards"][::200] for data in load_pons().values()])[:moves]
+    policy(agent, boards[:1], batch_size=1)  # compile
     seconds = []
     for board in boards:
         start = time.perf_counter()
-        agents.policy(agent, board[None], batch_size=1)
+        policy(agent, board[None], batch_size=1)
         seconds.append(time.perf_counter() - start)
     return {"median_s": statistics.median(seconds), "max_s": max(seconds), "moves": len(seconds)}
 
 
-def main(argv=None) -> int:
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], epilog=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -84,20 +83,32 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--out", default=None, metavar="DIR", help="write results.json and results.md here")
     args = parser.parse_args(argv)
-    out = Path(args.out) if args.out else None
-    kept = {}
-    if args.time_only:
-        if out is None or not (out / "results.json").exists():
-            parser.error("--time-only needs --out holding an earlier results.json")
-        kept = {r["search"]: r for r in json.loads((out / "results.json").read_text())["rows"]}
-    # Every candidate timed first, while the machine is as quiet as it was at the start; then
-    # scored, only those within the budget (a slower one cannot be chosen, and scoring a large
-    # network's search is the long part)
+    if args.time_only and (args.out is None or not (Path(args.out) / "results.json").exists()):
+        parser.error("--time-only needs --out holding an earlier results.json")
+    return args
+
+
+def kept_scores(args: argparse.Namespace) -> dict:
+    """With ``--time-only``, the rows of ``--out``'s results.json by search (their Pons scores
+    are kept); else none."""
+    if not args.time_only:
+        return {}
+    return {r["search"]: r for r in json.loads((Path(args.out) / "results.json").read_text())["rows"]}
+
+
+def time_candidates(args: argparse.Namespace) -> list[dict]:
+    """A row per candidate with its seconds a move."""
     rows = []
     for search in args.candidates:
         spec = f"{search}:{args.model}"
         rows.append({"search": search, **time_moves(spec, args.moves)})
         print(f"{spec}: {rows[-1]['median_s']:.3f} s a move", file=sys.stderr, flush=True)
+    return rows
+
+
+def score_within_budget(args: argparse.Namespace, rows: list[dict], kept: dict) -> None:
+    """The Pons scores of the candidates within the budget (only the slowest of them with
+    ``--score slowest``; kept ones taken from ``kept``) added to their rows, None for the rest."""
     within = [r for r in rows if r["median_s"] <= args.budget]
     to_score = within[-1:] if args.score == "slowest" else within
     for row in rows:
@@ -108,18 +119,11 @@ def main(argv=None) -> int:
         print(f"scoring {spec} ...", file=sys.stderr, flush=True)
         row.update({k: kept[row["search"]][k] for k in ("pons", "pons_mean")} if row["search"] in kept else score(spec))
         print(f"  Pons mean {row['pons_mean']:.1f}%", file=sys.stderr, flush=True)
-    fast = [r for r in rows if r["median_s"] <= args.budget and r["pons"]]
-    best = min(fast, key=lambda r: r["pons_mean"]) if fast else None
-    result = {
-        "model": args.model,
-        "budget_s": args.budget,
-        "scored": args.score,
-        "chosen": best["search"] if best else None,
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
-        "load_average": os.getloadavg(),
-        "measured": time.strftime("%Y-%m-%d %H:%M"),
-        "rows": rows,
-    }
+
+
+def results_page(args: argparse.Namespace, result: dict) -> list[str]:
+    """results.md's lines: a row per candidate (its Pons errors per set, mean, seconds a move)."""
+    rows = result["rows"]
     sets = list(next((r["pons"] for r in rows if r["pons"]), {}))
     lines = [
         f"Searches over `{args.model}`, scored as AlphaZero.jl's protocol scores a player; a move timed on one board "
@@ -139,6 +143,31 @@ def main(argv=None) -> int:
         + (", or one before the last within it (--score slowest)." if args.score == "slowest" else "."),
     ]
     lines += ["", f"Chosen (strongest within {args.budget} s a move): `{result['chosen']}`"]
+    return lines
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    out = Path(args.out) if args.out else None
+    kept = kept_scores(args)
+    # Every candidate timed first, while the machine is as quiet as it was at the start; then
+    # scored, only those within the budget (a slower one cannot be chosen, and scoring a large
+    # network's search is the long part)
+    rows = time_candidates(args)
+    score_within_budget(args, rows, kept)
+    fast = [r for r in rows if r["median_s"] <= args.budget and r["pons"]]
+    best = min(fast, key=lambda r: r["pons_mean"]) if fast else None
+    result = {
+        "model": args.model,
+        "budget_s": args.budget,
+        "scored": args.score,
+        "chosen": best["search"] if best else None,
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+        "load_average": os.getloadavg(),
+        "measured": time.strftime("%Y-%m-%d %H:%M"),
+        "rows": rows,
+    }
+    lines = results_page(args, result)
     print("\n".join(lines))
     if out:
         out.mkdir(parents=True, exist_ok=True)

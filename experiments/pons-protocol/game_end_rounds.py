@@ -14,16 +14,15 @@ checked equal across rows. ``--out FILE`` writes the rows as JSON.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
 
 import numpy as np
 
-from czjax import agents
 from czjax.bench.provenance import provenance
-from czjax.evaluate import solver
-from czjax.util.specs import PlayerSpec
+from czjax.evaluate import pons, protocol
 
 
 def main(argv=None) -> dict:
@@ -36,11 +35,11 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     if args.per_set < 1 or min(args.rounds) < 0:
         parser.error("--per-set must be at least 1 and --rounds at least 0")
-    agent = agents.load_agent(solver.protocol_spec("alphazero.jl", PlayerSpec.parse(args.player)))
-    if not solver.streams(agent):
+    agent = protocol.protocol_agent(protocol.ALPHAZERO_JL, args.player)
+    if not protocol.streams(agent):
         parser.error(f"--player {args.player}: the protocol's stopped searches need a network")
-    hardest = solver.PONS_REFERENCE_ORDER[-1]
-    sets = solver.load_pons()
+    hardest = pons.PONS_REFERENCE_ORDER[-1]
+    sets = pons.load_pons()
     boards = np.concatenate(
         [
             data["boards"][: (args.hardest or args.per_set) if name == hardest else args.per_set]
@@ -50,7 +49,8 @@ def main(argv=None) -> dict:
     rows, moves = [], None
     for rounds in args.rounds:
         start = time.perf_counter()
-        found = solver.stopped_searches(agent, boards, game_end_rounds=rounds)
+        rules = dataclasses.replace(protocol.ALPHAZERO_JL, game_end_rounds=rounds)
+        found = protocol.stopped_searches(agent, boards, protocol=rules)
         rows.append({"rounds": rounds, "seconds": round(time.perf_counter() - start, 1)})
         print(json.dumps(rows[-1]), flush=True)
         if moves is not None and not np.array_equal(moves, found.action):

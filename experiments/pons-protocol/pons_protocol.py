@@ -44,16 +44,15 @@ NOTES = {
 
 
 def score(spec: str) -> dict:
-    from czjax import agents
-    from czjax.evaluate import solver
-    from czjax.util.specs import PlayerSpec
+    from czjax.evaluate import pons
+    from czjax.evaluate.protocol import protocol_agent
 
-    player = solver.protocol_spec("alphazero.jl", PlayerSpec.parse(spec))
     start = time.perf_counter()
-    report = solver.pons(agents.load_agent(player), solver.load_pons(), protocol="alphazero.jl")
+    player = protocol_agent("alphazero.jl", spec)
+    report = pons.pons(player, pons.load_pons(), protocol="alphazero.jl")
     return {
         "spec": spec,
-        "player": str(player),
+        "player": player.name,
         "note": NOTES.get(spec, ""),
         "error": {r["set"]: r["move_error"] for r in report["sets"]},
         "mean": report["mean_move_error"],
@@ -62,7 +61,7 @@ def score(spec: str) -> dict:
 
 
 def markdown(rows: list[dict]) -> str:
-    from czjax.evaluate.solver import PONS_REFERENCE, PONS_REFERENCE_LABELS, PONS_REFERENCE_ORDER
+    from czjax.evaluate.pons import PONS_REFERENCE, PONS_REFERENCE_LABELS, PONS_REFERENCE_ORDER
 
     sets = list(PONS_REFERENCE_ORDER)
     lines = [

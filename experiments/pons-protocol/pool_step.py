@@ -18,11 +18,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from czjax import agents, models
-from czjax.evaluate import solver
+from czjax import models
+from czjax.evaluate.pons import load_pons
+from czjax.evaluate.protocol import protocol_agent
 from czjax.search import azjl_stream
 from czjax.search.base import CONNECT_FOUR
-from czjax.util.specs import PlayerSpec
 
 
 def time_steps(agent, conv: str, slots: int, steps: int, calls: int) -> dict:
@@ -30,7 +30,7 @@ def time_steps(agent, conv: str, slots: int, steps: int, calls: int) -> dict:
     model = models.get_model(agent.model_name, conv=conv)
     network = models.model_player(model)
     advance = azjl_stream.compiled_advance(models.convolves(model))  # with the scoring's compiler options
-    boards = np.concatenate([data["boards"] for data in solver.load_pons().values()])[: 2 * slots]
+    boards = np.concatenate([data["boards"] for data in load_pons().values()])[: 2 * slots]
     roots = CONNECT_FOUR.encode(jnp.asarray(boards))
     state = azjl_stream.start(roots, slots, agent.search.sims)
     args = (agent.search, network, agent.params, jax.random.key(0), CONNECT_FOUR, steps)
@@ -52,7 +52,7 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--steps", type=int, default=8, help="steps a call (default 8)")
     parser.add_argument("--calls", type=int, default=3, help="calls timed (default 3)")
     args = parser.parse_args(argv)
-    agent = agents.load_agent(solver.protocol_spec("alphazero.jl", PlayerSpec.parse(args.player)))
+    agent = protocol_agent("alphazero.jl", args.player)
     rows = []
     for slots in args.slots:
         for conv in args.conv:

@@ -25,11 +25,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from czjax import agents
 from czjax.bench.provenance import provenance
-from czjax.evaluate import solver
+from czjax.evaluate import pons
+from czjax.evaluate.protocol import protocol_agent
 from czjax.search.azjl import run_graph_search
-from czjax.util.specs import PlayerSpec
 
 FULL_BATCH = 1000  # positions a compiled call of the full searches: a set at a time
 
@@ -58,16 +57,16 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     if args.per_set < 1 or args.full_sims < 2:
         parser.error(f"--per-set must be at least 1 and --full-sims at least 2, got {args.per_set}, {args.full_sims}")
-    agent = agents.load_agent(solver.protocol_spec("alphazero.jl", PlayerSpec.parse(args.player)))
+    agent = protocol_agent("alphazero.jl", args.player)
     sims = agent.search.sims
-    sets = solver.load_pons()
+    sets = pons.load_pons()
     batch_s = full_search_seconds(agent, sets, args.full_sims)
     scored = {name: {k: v[: args.per_set] for k, v in data.items()} for name, data in sets.items()}
     positions = sum(len(data["boards"]) for data in scored.values())
     full_s = batch_s * (positions / FULL_BATCH) * (sims - 1) / (args.full_sims - 1)
     print(f"full searches, {args.full_sims} simulations on {FULL_BATCH} positions: {batch_s:.1f} s", flush=True)
     start = time.perf_counter()
-    report = solver.pons(agent, scored, protocol="alphazero.jl")
+    report = pons.pons(agent, scored, protocol="alphazero.jl")
     stopped_s = time.perf_counter() - start
     print(f"scoring, {positions} positions: {stopped_s:.0f} s", flush=True)
     result = {

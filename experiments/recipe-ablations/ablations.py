@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from czjax.players.loading import load_agent
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # experiments/: common
 import common
 
@@ -116,22 +118,17 @@ def train(root: Path, arm: str, seed: int, minutes: float) -> None:
 
 def score(folder: Path, games: int) -> dict:
     """The run's network under AlphaZero.jl's protocol and alone."""
-    from czjax import agents
-    from czjax.evaluate import solver
-    from czjax.util.specs import PlayerSpec
+    from czjax.evaluate import pons
+    from czjax.evaluate.protocol import protocol_agent
 
     common.use("strength")
     from strength_table import row
 
-    network = agents.load_agent(str(folder))
-    protocol = solver.pons(
-        agents.load_agent(solver.protocol_spec("alphazero.jl", PlayerSpec.parse(str(folder)))),
-        solver.load_pons(),
-        protocol="alphazero.jl",
-    )
+    network = load_agent(str(folder))
+    protocol = pons.pons(protocol_agent("alphazero.jl", str(folder)), pons.load_pons(), protocol="alphazero.jl")
     by_set = {r["set"]: r["move_error"] for r in protocol["sets"]}
-    # PONS are the short names of solver.PONS_REFERENCE_ORDER, in its order
-    out = {f"protocol_{s}": by_set[name] for s, name in zip(PONS, solver.PONS_REFERENCE_ORDER, strict=True)}
+    # PONS are the short names of pons.PONS_REFERENCE_ORDER, in its order
+    out = {f"protocol_{s}": by_set[name] for s, name in zip(PONS, pons.PONS_REFERENCE_ORDER, strict=True)}
     out["protocol_mean"] = protocol["mean_move_error"]
     out.update({f"network_{k}": v for k, v in row(network, games, seed=0, minimax=None).items()})
     return out

@@ -44,6 +44,8 @@ from pathlib import Path
 
 import numpy as np
 
+from czjax.players.loading import load_weights
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # experiments/: curves
 from curves import equivalence_verdict, format_interval, mean_interval, per_seed, seed_band, trailing_mean, value_at
 
@@ -81,10 +83,8 @@ SUMMARY_KEYS = (
 )
 
 
-def parse_args(argv=None):
-    from czjax.run import presets
-
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_run_flags(parser: argparse.ArgumentParser) -> None:
+    """What each side runs: the games, seeds and preset, and the preset's overrides."""
     parser.add_argument("--games", type=int, default=12000, help="games per side per seed (default: %(default)s)")
     parser.add_argument("--seeds", type=int, default=2, help="seeds 0..N-1 (default: %(default)s)")
     parser.add_argument("--out", default="runs/same-start", help="output folder (default: %(default)s)")
@@ -110,6 +110,10 @@ def parse_args(argv=None):
         help="both sides' evaluation opponent (default: the preset's, the project's RandomPunisher; "
         "random-punisher: as the comparisons before 2026-11-26 measured)",
     )
+
+
+def add_comparison_flags(parser: argparse.ArgumentParser) -> None:
+    """How the comparison runs and reads: its table, the sides and seeds run here, resuming."""
     parser.add_argument(
         "--milestones", type=int, default=4, help="table rows: the run in this many equal parts (default: %(default)s)"
     )
@@ -140,6 +144,14 @@ def parse_args(argv=None):
         help="also write what to commit here: results.md (the verdicts), summary.json, the figures and "
         "every side's metrics (metrics.jsonl.gz)",
     )
+
+
+def parse_args(argv=None):
+    from czjax.run import presets
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_run_flags(parser)
+    add_comparison_flags(parser)
     args = parser.parse_args(argv)
     if args.only_seeds is not None and not set(args.only_seeds) <= set(range(args.seeds)):
         parser.error(f"--only-seeds must be among the seeds 0..{args.seeds - 1}")
@@ -226,10 +238,10 @@ def start_check(model_name: str, pth: Path, torch_model) -> float:
     boards at the start: both sides must begin as the same network."""
     import torch
 
-    from czjax import agents, models
+    from czjax import models
     from czjax.util import precision
 
-    params = agents.load_weights(str(pth), model_name)
+    params = load_weights(str(pth), model_name)
     boards = np.random.default_rng(0).integers(-1, 2, size=(64, 6, 7)).astype(np.int8)
     with precision.parity():  # a parity path: full float32 on every backend
         logits, value = models.apply_model(models.get_model(model_name), params, boards)
@@ -270,6 +282,47 @@ def punisher_evaluator(model_name: str, games: int, seed: int, opponent: str):
     return evaluate
 
 
+def torch_logging(config, seed: int, batches: int, folder: Path, batch_file, log):
+    """The peer's ``torch_peer.Logging``: a row every chunk, evaluated as czjax evaluates its
+    learner, appended to ``folder/metrics.jsonl`` and logged; every batch's metrics to ``batch_file``."""
+    from czjax.bench import torch_peer
+
+    def on_row(row):
+        row["seed"] = seed
+        with (folder / "metrics.jsonl").open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        log(
+            f"torch seed {seed} | batch {row['batches']:,}/{batches:,} | {row['games_per_s']:.0f} games/s | win {row['win_rate']:.2f} | "
+            f"vs punisher {row['eval_win_rate']:.2f} | entropy {row['entropy']:.2f} | length {row['game_length']:.1f} | "
+            f"promotions {row['promotions']}"
+        )
+
+    return torch_peer.Logging(
+        every=config.batches_per_chunk,
+        evaluate=punisher_evaluator(config.model, config.eval_games, seed, config.eval_opponent),
+        on_batch=lambda m: batch_file.write(json.dumps(m) + "\n"),
+        on_row=on_row,
+    )
+
+
+def train_torch(config, hparams: dict, model, state_dict: dict, optimizer, batches: int, rows_as) -> list[dict]:
+    """The PyTorch project's loop for ``batches``: self-play against a frozen copy of the start
+    (``state_dict``), promoted as the preset says, or training against RandomPunisher; its rows."""
+    from czjax.bench import torch_peer
+
+    settings = torch_update(config, hparams)
+    if config.opponent != "self":
+        learner = torch_peer.Learner(model, torch_peer.RandomPunisher(), optimizer)
+        return torch_peer.train_against(learner, batches, config.games_per_batch, settings, rows_as)
+    opponent = torch_peer.build_model(config.model)
+    opponent.load_state_dict(state_dict)
+    promotion = torch_peer.Promotion(
+        every=config.promote_every, window=config.window_batches, threshold=config.promotion.threshold
+    )
+    learner = torch_peer.Learner(model, opponent, optimizer)
+    return torch_peer.self_play(learner, batches, config.games_per_batch, settings, promotion, rows_as)
+
+
 def run_torch(config, hparams: dict, seed: int, pth: Path, folder: Path, batches: int, threads: int, log) -> dict:
     """The PyTorch project's loop from ``pth``: self-play, or training against RandomPunisher;
     rows in ``folder/metrics.jsonl``."""
@@ -282,51 +335,19 @@ def run_torch(config, hparams: dict, seed: int, pth: Path, folder: Path, batches
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     state_dict = {k: torch.from_numpy(v) for k, v in torch_layout.read_pth(pth).items()}
-    self_play = config.opponent == "self"
     model = torch_peer.build_model(config.model)
     model.load_state_dict(state_dict)
     check = start_check(config.model, pth, model)
     # self-play: torch.optim.AdamW's default weight decay (0.01) is the project's and czjax's;
     # against RandomPunisher the project's train_against_opponents sets none (as czjax's ex4/ex5 presets now do)
-    weight_decay = config.weight_decay if self_play else torch_peer.AGAINST_OPPONENTS_WEIGHT_DECAY
+    weight_decay = config.weight_decay if config.opponent == "self" else torch_peer.AGAINST_OPPONENTS_WEIGHT_DECAY
     optimizer = torch.optim.AdamW(model.parameters(), lr=hparams["learning_rate"], weight_decay=weight_decay)
-    metrics_path, batches_path = folder / "metrics.jsonl", folder / "batches.jsonl"
-    for path in (metrics_path, batches_path, folder / "done.json"):
-        path.unlink(missing_ok=True)
-    batch_file = batches_path.open("a")
-
-    def on_row(row):
-        row["seed"] = seed
-        with metrics_path.open("a") as f:
-            f.write(json.dumps(row) + "\n")
-        log(
-            f"torch seed {seed} | batch {row['batches']:,}/{batches:,} | {row['games_per_s']:.0f} games/s | win {row['win_rate']:.2f} | "
-            f"vs punisher {row['eval_win_rate']:.2f} | entropy {row['entropy']:.2f} | length {row['game_length']:.1f} | "
-            f"promotions {row['promotions']}"
-        )
-
-    rows_as = torch_peer.Logging(
-        every=config.batches_per_chunk,
-        evaluate=punisher_evaluator(config.model, config.eval_games, seed, config.eval_opponent),
-        on_batch=lambda m: batch_file.write(json.dumps(m) + "\n"),
-        on_row=on_row,
-    )
-    settings = torch_update(config, hparams)
-    start = time.perf_counter()
-    try:
-        if self_play:
-            opponent = torch_peer.build_model(config.model)
-            opponent.load_state_dict(state_dict)
-            promotion = torch_peer.Promotion(
-                every=config.promote_every, window=config.window_batches, threshold=config.promotion.threshold
-            )
-            learner = torch_peer.Learner(model, opponent, optimizer)
-            rows = torch_peer.self_play(learner, batches, config.games_per_batch, settings, promotion, rows_as)
-        else:
-            learner = torch_peer.Learner(model, torch_peer.RandomPunisher(), optimizer)
-            rows = torch_peer.train_against(learner, batches, config.games_per_batch, settings, rows_as)
-    finally:
-        batch_file.close()
+    for name in ("metrics.jsonl", "batches.jsonl", "done.json"):
+        (folder / name).unlink(missing_ok=True)
+    with (folder / "batches.jsonl").open("a") as batch_file:
+        rows_as = torch_logging(config, seed, batches, folder, batch_file, log)
+        start = time.perf_counter()
+        rows = train_torch(config, hparams, model, state_dict, optimizer, batches, rows_as)
     wall = time.perf_counter() - start
     torch_layout.write_pth(folder / "final.pth", {k: v.detach().numpy() for k, v in model.state_dict().items()})
     done = {
@@ -591,6 +612,68 @@ def write_results(folder: Path, out: Path, summary: dict, rows: dict[str, list[d
                 f.write(json.dumps({"side": side, **r}) + "\n")
 
 
+def claim_out(args, out: Path, description: dict, config) -> None:
+    """``out`` holds this comparison from now on: refused where it holds another (or this one
+    without --resume or --overwrite); its description written."""
+    marker = out / "same_start.json"
+    if marker.exists() and not (args.resume or args.overwrite):
+        raise SystemExit(
+            f"same_start.py: {out} already holds a comparison: --resume to finish it, --overwrite to start again, or another --out"
+        )
+    if args.resume and marker.exists() and not same_comparison(json.loads(marker.read_text()), description, config):
+        raise SystemExit(
+            "same_start.py: --resume must use the same settings, seeds and games as the comparison in --out"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps(description, indent=1))
+
+
+def run_seeds(args, config, hparams: dict, out: Path, batches: int, log) -> tuple[dict, dict]:
+    """Every seed's sides run here (the finished ones kept with --resume): ``(runs, checks)``,
+    each side's done.json by seed and the PyTorch side's start check by seed."""
+    runs = {side: {} for side in SIDES}
+    checks = {}
+    for seed in range(args.seeds):
+        folder = out / f"seed{seed}"
+        pth = folder / "init.pth"
+        runs_here = args.only_seeds is None or seed in args.only_seeds
+        if runs_here and not (args.resume and pth.exists()):
+            initial_weights(config, seed, pth)
+        for side in SIDES:
+            done_path = folder / side / "done.json"
+            if args.resume and done_path.exists():
+                runs[side][str(seed)] = json.loads(done_path.read_text())
+                log(f"{side} seed {seed}: finished before, kept")
+            elif side in args.sides and runs_here:
+                log(f"== {LABELS[side]}, seed {seed}")
+                if side == "czjax":
+                    runs[side][str(seed)] = run_czjax(
+                        config, hparams, seed, pth, folder / side, batches, args.resume, log
+                    )
+                else:
+                    runs[side][str(seed)] = run_torch(
+                        config, hparams, seed, pth, folder / side, batches, args.threads, log
+                    )
+        if str(seed) in runs["torch"]:
+            checks[str(seed)] = runs["torch"][str(seed)]["start_max_abs_diff"]
+    return runs, checks
+
+
+def read_comparison(args, config, batches: int, rows: dict[str, list[dict]], out: Path, title: str) -> dict:
+    """The comparison read from both sides' rows: the milestone table, the verdicts, and the
+    figures (every seed; the seed bands) written to ``out``."""
+    run_games = batches * config.games_per_batch
+    table = milestone_table(
+        rows, milestones(batches, config.batches_per_chunk, config.games_per_batch, args.milestones)
+    )
+    fig_path = out / "same_start.png"
+    figure(rows, fig_path, title, smoothing=1)
+    band_path = out / "same_start_bands.png"
+    band_figure(rows, band_path, title + " (seed mean, 95% band)")
+    verdict_table = verdicts(rows, [g for g in VERDICT_AT if g <= run_games] or [run_games])
+    return {"milestones": table, "verdicts": verdict_table, "figure": str(fig_path), "band_figure": str(band_path)}
+
+
 def main(argv=None) -> dict:
     args, preset = parse_args(argv)
     config = run_config(args, preset)
@@ -606,82 +689,28 @@ def main(argv=None) -> dict:
         "seeds": seeds,
         "batches": batches,
     }
-    marker = out / "same_start.json"
-    if marker.exists() and not (args.resume or args.overwrite):
-        raise SystemExit(
-            f"same_start.py: {out} already holds a comparison: --resume to finish it, --overwrite to start again, or another --out"
-        )
-    if args.resume and marker.exists() and not same_comparison(json.loads(marker.read_text()), description, config):
-        raise SystemExit(
-            "same_start.py: --resume must use the same settings, seeds and games as the comparison in --out"
-        )
-    out.mkdir(parents=True, exist_ok=True)
-    marker.write_text(json.dumps(description, indent=1))
+    claim_out(args, out, description, config)
     log = lambda m: print(m, flush=True)  # noqa: E731
     log(
         f"same start: {args.preset} ({config.model}, {config.games_per_batch} games per batch), {batches:,} batches = "
         f"{batches * config.games_per_batch:,} games per side per seed, seeds {seeds}; outputs in {out}/"
     )
-    runs = {side: {} for side in SIDES}
-    checks = {}
-    for seed in seeds:
-        folder = out / f"seed{seed}"
-        pth = folder / "init.pth"
-        runs_here = args.only_seeds is None or seed in args.only_seeds
-        if runs_here and not (args.resume and pth.exists()):
-            initial_weights(config, seed, pth)
-        for side in SIDES:
-            done_path = folder / side / "done.json"
-            if args.resume and done_path.exists():
-                runs[side][str(seed)] = json.loads(done_path.read_text())
-                log(f"{side} seed {seed}: finished before, kept")
-            elif side in args.sides and runs_here:
-                log(f"== {LABELS[side]}, seed {seed}")
-                if side == "czjax":
-                    runs[side][str(seed)] = run_czjax(
-                        config, preset.hparams, seed, pth, folder / side, batches, args.resume, log
-                    )
-                else:
-                    runs[side][str(seed)] = run_torch(
-                        config, preset.hparams, seed, pth, folder / side, batches, args.threads, log
-                    )
-        if str(seed) in runs["torch"]:
-            checks[str(seed)] = runs["torch"][str(seed)]["start_max_abs_diff"]
+    runs, checks = run_seeds(args, config, preset.hparams, out, batches, log)
     rows = read_rows(out, seeds)
     run_games = batches * config.games_per_batch
-    table = milestone_table(
-        rows, milestones(batches, config.batches_per_chunk, config.games_per_batch, args.milestones)
-    )
-    fig_path = out / "same_start.png"
     title = (
         f"same initial weights, {args.preset} ({config.model}, {config.games_per_batch} games per batch): czjax vs the PyTorch "
         f"project's loop, {len(seeds)} seed(s), {run_games:,} games each"
     )
-    figure(rows, fig_path, title, smoothing=1)
-    band_path = out / "same_start_bands.png"
-    band_figure(rows, band_path, title + " (seed mean, 95% band)")
-    verdict_table = verdicts(rows, [g for g in VERDICT_AT if g <= run_games] or [run_games])
-    summary = {
-        "preset": args.preset,
-        "config": config.to_dict(),
-        "hparams": preset.hparams,
-        "seeds": seeds,
-        "batches": batches,
-        "games": run_games,
-        "runs": runs,
-        "start_check": checks,
-        "milestones": table,
-        "verdicts": verdict_table,
-        "figure": str(fig_path),
-        "band_figure": str(band_path),
-    }
+    read = read_comparison(args, config, batches, rows, out, title)
+    summary = {**description, "games": run_games, "runs": runs, "start_check": checks, **read}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    (out / "verdicts.md").write_text(format_verdicts(verdict_table) + "\n")
+    (out / "verdicts.md").write_text(format_verdicts(read["verdicts"]) + "\n")
     if args.results:
         write_results(Path(args.results), out, summary, rows, title)
-    print_table(table)
-    print(format_verdicts(verdict_table))
-    log(f"figure: {fig_path}; summary: {out / 'summary.json'}")
+    print_table(read["milestones"])
+    print(format_verdicts(read["verdicts"]))
+    log(f"figure: {read['figure']}; summary: {out / 'summary.json'}")
     return summary
 
 

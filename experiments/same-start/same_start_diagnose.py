@@ -40,11 +40,11 @@ import jax
 import numpy as np
 
 from czjax import rollout
-from czjax.agents import TORCH_SUFFIXES, load_params
 from czjax.bench import torch_peer
 from czjax.learn.settings import HParams
 from czjax.learn.trainer import eval_opponent, make_trainer
 from czjax.models import torch_layout
+from czjax.players.loading import TORCH_SUFFIXES, load_params
 from czjax.run import presets
 from czjax.util.checkpoint import resolve
 
@@ -179,6 +179,49 @@ def sync_peer(sides: Sides, model, optimizer, params, opt_state) -> None:
         }
 
 
+def flat_weights(state_dict) -> np.ndarray:
+    """A network's parameters as one float64 vector (distances between networks)."""
+    return np.concatenate([np.asarray(v, np.float64).ravel() for v in state_dict.values()])
+
+
+def compare_after_step(sides: Sides, params, model, batch: dict, start: np.ndarray, before) -> dict:
+    """czjax's network (``params``) and the peer's (``model``) after a step: how far each moved
+    from ``start``, how far apart they are, czjax's policy's KL against the peer's and each one's
+    entropy (means over the batch's positions); with ``before`` (the weights the step began from),
+    each step's length too."""
+    import torch
+
+    ours = sides.torch_model(params)
+    boards = torch.from_numpy(np.stack([board for game in batch["history"] for board, _ in game]))
+    legal = boards[:, 0, :] == 0
+    with torch.no_grad():
+        log_ours, log_theirs = (
+            torch.log_softmax(net(boards)[0].masked_fill(~legal, -1e9), -1) for net in (ours, model)
+        )
+    ours_flat, theirs_flat = flat_weights(ours.state_dict()), flat_weights(model.state_dict())
+    row = {
+        "czjax_moved": float(np.linalg.norm(ours_flat - start)),
+        "peer_moved": float(np.linalg.norm(theirs_flat - start)),
+        "apart": float(np.linalg.norm(ours_flat - theirs_flat)),
+        "kl": float((log_ours.exp() * (log_ours - log_theirs)).sum(-1).mean()),
+        "czjax_entropy": float(-(log_ours.exp() * log_ours).sum(-1).mean()),
+        "peer_entropy": float(-(log_theirs.exp() * log_theirs).sum(-1).mean()),
+    }
+    if before is not None:
+        row["czjax_step"] = float(np.linalg.norm(ours_flat - before))
+        row["peer_step"] = float(np.linalg.norm(theirs_flat - before))
+    return row
+
+
+def update_line(row: dict) -> str:
+    """A row of :func:`check_updates` as its log line (the steps' lengths where synced)."""
+    return (
+        f"{row['step']:5d} | {row['czjax_moved']:.5f} | {row['peer_moved']:.5f} | {row['apart']:.5f} | "
+        f"{row['kl']:.2e} | {row['czjax_entropy']:.4f} | {row['peer_entropy']:.4f}"
+        + (f" | {row['czjax_step']:.3e} | {row['peer_step']:.3e}" if "czjax_step" in row else "")
+    )
+
+
 def check_updates(
     sides: Sides,
     steps: int,
@@ -194,8 +237,6 @@ def check_updates(
     lengths of that step). A row every ``every`` steps (and after the first): ``step``, ``czjax_moved``, ``peer_moved``, ``apart`` (parameter-vector norms),
     ``kl`` (czjax's policy against the peer's, mean over the batch's positions) and each side's
     ``czjax_entropy``, ``peer_entropy`` there."""
-    import torch
-
     config, h = sides.config, sides.hparams
     hp = HParams.create(**h)
     params, opt_state = sides.params, sides.trainer.init(0).opt_state
@@ -207,12 +248,8 @@ def check_updates(
         lambda key, p: rollout.play_games(key, rollout.Side(learner, p), rollout.Side(punisher), config.games_per_batch)
     )
     update = jax.jit(sides.trainer.update)
-
-    def flat(state_dict) -> np.ndarray:
-        return np.concatenate([np.asarray(v, np.float64).ravel() for v in state_dict.values()])
-
-    start = flat(torch_layout.to_state_dict(sides.model_name, jax.device_get(sides.params)))
-    key, rows = jax.random.key(seed), []
+    start = flat_weights(torch_layout.to_state_dict(sides.model_name, jax.device_get(sides.params)))
+    key, rows, before = jax.random.key(seed), [], None
     for step in range(1, steps + 1):
         key, game_key = jax.random.split(key)
         players = params if games_from == "czjax" else peer_params(sides.model_name, model)
@@ -220,37 +257,13 @@ def check_updates(
         batch = peer_batch(traj, results.outcome)
         if sync:
             sync_peer(sides, model, optimizer, params, opt_state)
-            before = flat(torch_layout.to_state_dict(sides.model_name, jax.device_get(params)))
+            before = flat_weights(torch_layout.to_state_dict(sides.model_name, jax.device_get(params)))
         torch_peer.update(model, optimizer, batch, sides.torch_update)
         params, opt_state, _ = update(params, opt_state, traj, results.outcome, hp)
         if step % every and step != 1:
             continue
-        ours = sides.torch_model(params)
-        boards = torch.from_numpy(np.stack([board for game in batch["history"] for board, _ in game]))
-        legal = boards[:, 0, :] == 0
-        with torch.no_grad():
-            log_ours, log_theirs = (
-                torch.log_softmax(net(boards)[0].masked_fill(~legal, -1e9), -1) for net in (ours, model)
-            )
-        ours_flat, theirs_flat = flat(ours.state_dict()), flat(model.state_dict())
-        row = {
-            "step": step,
-            "czjax_moved": float(np.linalg.norm(ours_flat - start)),
-            "peer_moved": float(np.linalg.norm(theirs_flat - start)),
-            "apart": float(np.linalg.norm(ours_flat - theirs_flat)),
-            "kl": float((log_ours.exp() * (log_ours - log_theirs)).sum(-1).mean()),
-            "czjax_entropy": float(-(log_ours.exp() * log_ours).sum(-1).mean()),
-            "peer_entropy": float(-(log_theirs.exp() * log_theirs).sum(-1).mean()),
-        }
-        if sync:
-            row["czjax_step"] = float(np.linalg.norm(ours_flat - before))
-            row["peer_step"] = float(np.linalg.norm(theirs_flat - before))
-        rows.append(row)
-        log(
-            f"{step:5d} | {row['czjax_moved']:.5f} | {row['peer_moved']:.5f} | {row['apart']:.5f} | "
-            f"{row['kl']:.2e} | {row['czjax_entropy']:.4f} | {row['peer_entropy']:.4f}"
-            + (f" | {row['czjax_step']:.3e} | {row['peer_step']:.3e}" if sync else "")
-        )
+        rows.append({"step": step, **compare_after_step(sides, params, model, batch, start, before)})
+        log(update_line(rows[-1]))
     return rows
 
 

@@ -30,8 +30,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # experiments/: curves
 from curves import paired_interval
-from czjax import agents
-from czjax.evaluate import puzzles, solver, tournament
+from czjax.evaluate import pons, puzzles, tournament
+from czjax.evaluate.positions import accuracy, load_positions
+from czjax.players.loading import load_agent
 
 SEARCHES = ["", "playouts:width=4,depth=4", "mcts:sims=64", "gumbel:sims=16", "gumbel:sims=64", "entropy-mcts:sims=64"]
 
@@ -63,11 +64,11 @@ def progress(line: str) -> None:
 def pons_comparison(players: list) -> dict:
     """Each player's Pons move error (%) per set and mean, and its difference from the first
     player's with a 95% interval paired over the positions; printed as a table."""
-    sets = solver.load_pons()
+    sets = pons.load_pons()
     errors = {}
     for agent in players:
         start = time.perf_counter()
-        errors[agent.name] = solver.pons_greedy_errors(agent, sets, log=progress)
+        errors[agent.name] = pons.pons_greedy_errors(agent, sets, log=progress)
         print(f"{agent.name}: Pons in {time.perf_counter() - start:.0f} s", flush=True)
     first = players[0].name
     first_errors = np.concatenate(list(errors[first].values()))
@@ -92,7 +93,7 @@ def pons_comparison(players: list) -> dict:
     return report
 
 
-def main(argv=None) -> int:
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__
     )
@@ -134,13 +135,17 @@ def main(argv=None) -> int:
         help="write the report as JSON here (default: MODEL/search_strength.json for a run folder, "
         "else search_strength.json)",
     )
-    args = parser.parse_args(argv)
-    players = [agents.load_agent(spec(s, args.model)) for s in args.players]
-    positions, puzzle_set = solver.load_positions(), sample_puzzles(puzzles.load(), args.puzzles, args.seed)
+    return parser.parse_args(argv)
+
+
+def score_players(players: list, puzzle_set: dict) -> list[dict]:
+    """A row per player: its greedy move's accuracy on the solver-labelled positions and on the
+    puzzles, and the seconds they took."""
+    positions = load_positions()
     rows = []
     for agent in players:
         start = time.perf_counter()
-        acc = solver.accuracy(agent, positions, log=progress)
+        acc = accuracy(agent, positions, log=progress)
         puz = puzzles.score(agent, puzzle_set, log=progress)
         rows.append(
             {
@@ -156,17 +161,28 @@ def main(argv=None) -> int:
             + ", ".join(f"{k} puzzles {puz[k]['greedy']:.3f}" for k in puzzles.KINDS if puz[k]["n"]),
             flush=True,
         )
+    return rows
+
+
+def rate_players(players: list, rows: list[dict], games: int, seed: int) -> dict | None:
+    """The round robin of ``games`` a pair (none for 0), each row given its player's Elo and
+    interval (NaN without a tournament); the tournament's report."""
     start = time.perf_counter()
-    report = tournament.tournament(players, args.games, seed=args.seed, log=print) if args.games else None
+    report = tournament.tournament(players, games, seed=seed, log=print) if games else None
     elo = {r["player"]: (r["elo"], r["ci95"]) for r in report["ratings"]} if report else {}
     for row in rows:
         row["elo"], row["elo_ci95"] = elo.get(row["player"], (float("nan"), float("nan")))
     if report:
         print(
-            f"\ntournament: {args.games} games per pair in {time.perf_counter() - start:.0f} s; Elo relative to {report['anchor']}\n"
+            f"\ntournament: {games} games per pair in {time.perf_counter() - start:.0f} s; Elo relative to {report['anchor']}\n"
         )
+    return report
+
+
+def print_rows(rows: list[dict], rated: bool) -> None:
+    """The players' table: accuracy, puzzles, and the Elo where a tournament rated them."""
     kinds = [k for k in puzzles.KINDS if f"puzzle_{k}" in rows[0]]
-    elo_head, elo_rule = (" Elo |", " ---: |") if report else ("", "")  # no tournament, no Elo
+    elo_head, elo_rule = (" Elo |", " ---: |") if rated else ("", "")  # no tournament, no Elo
     print("| player | optimal | keeps outcome | " + " | ".join(f"{k} puzzles" for k in kinds) + " |" + elo_head)
     print("| --- | ---: | ---: | " + " | ".join("---:" for _ in kinds) + " |" + elo_rule)
     for row in rows:
@@ -174,8 +190,16 @@ def main(argv=None) -> int:
             f"| {row['player']} | {row['optimal']:.3f} | {row['keeps']:.3f} | "
             + " | ".join(f"{row[f'puzzle_{k}']:.3f}" for k in kinds)
             + " |"
-            + (f" {row['elo']:+.0f} +- {row['elo_ci95']:.0f} |" if report else "")
+            + (f" {row['elo']:+.0f} +- {row['elo_ci95']:.0f} |" if rated else "")
         )
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    players = [load_agent(spec(s, args.model)) for s in args.players]
+    rows = score_players(players, sample_puzzles(puzzles.load(), args.puzzles, args.seed))
+    report = rate_players(players, rows, args.games, args.seed)
+    print_rows(rows, rated=report is not None)
     pons = pons_comparison(players) if args.pons else None
     folder = Path(args.model) if Path(args.model).is_dir() else Path(".")
     out = Path(args.out) if args.out else folder / "search_strength.json"

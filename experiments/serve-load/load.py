@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from czjax.players.loading import DEFAULT_OPPONENT, load_agent
+
 
 def openings(count: int, seed: int, plies: int = 8) -> list[str]:
     """``count`` move strings of 0 to ``plies`` random legal moves, none of a game already over."""
@@ -114,11 +116,10 @@ def counted_calls(serve) -> list[int]:
 
 
 def measure(args) -> dict:
-    from czjax import agents
     from czjax.bench.provenance import provenance
     from czjax.evaluate import serve
 
-    agent = agents.load_agent(args.player)
+    agent = load_agent(args.player)
     sizes = counted_calls(serve)
     print(f"compiling {agent.name} for batches of up to {args.max_batch} ...", file=sys.stderr, flush=True)
     service = serve.GameService(agent, max_batch=args.max_batch, max_waiting=max(256, 2 * args.requests))
@@ -153,7 +154,6 @@ def measure(args) -> dict:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    from czjax.agents import DEFAULT_OPPONENT
     from czjax.evaluate.serve import MAX_BATCH
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -45,9 +45,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # experiments/: curves
 from curves import difference_interval, mean_interval
-from czjax import agents, models, search
-from czjax.evaluate import solver
+from czjax import models, search
+from czjax.evaluate.pons import load_pons, pons
+from czjax.evaluate.positions import good_columns, load_positions
+from czjax.evaluate.protocol import PROTOCOLS
 from czjax.players import masked_log_probs
+from czjax.players.loading import network_agent, with_search
 from czjax.run import presets, scan
 from czjax.util import checkpoint
 from czjax.util.specs import PlayerSpec
@@ -85,7 +88,7 @@ def solver_scores(model_name: str, params, positions: dict) -> dict:
     logits, values = models.apply_model(models.get_model(model_name), params, jnp.asarray(positions["boards"]))
     legal = positions["boards"][:, 0, :] == 0
     log_p = np.asarray(masked_log_probs(jnp.asarray(legal), logits), np.float64)
-    optimal, keeps, value = solver.good_columns(positions["scores"])
+    optimal, keeps, value = good_columns(positions["scores"])
     target = optimal / optimal.sum(1, keepdims=True)
     greedy = np.where(legal, log_p, -np.inf).argmax(1)
     rows = np.arange(len(greedy))
@@ -104,10 +107,10 @@ def solver_scores(model_name: str, params, positions: dict) -> dict:
 
 def pons_scores(model_name: str, params, sets: dict, name: str) -> dict:
     """Pons' move error (%) under AlphaZero.jl's protocol (per set and mean) and of the network alone."""
-    network = agents.network_agent(name, model_name, params)
-    settings = search.search_of(PlayerSpec.parse(solver.PROTOCOLS["alphazero.jl"]))
-    protocol = solver.pons(agents.with_search(network, settings, f"protocol:{name}"), sets, protocol="alphazero.jl")
-    alone = solver.pons(network, sets)
+    network = network_agent(name, model_name, params)
+    settings = search.search_of(PlayerSpec.parse(PROTOCOLS["alphazero.jl"]))
+    protocol = pons(with_search(network, settings, f"protocol:{name}"), sets, protocol="alphazero.jl")
+    alone = pons(network, sets)
     return {
         **{f"protocol_{r['set']}": r["move_error"] for r in protocol["sets"]},
         "protocol_mean": protocol["mean_move_error"],
@@ -120,7 +123,7 @@ def arm_config(preset, question: str, arm: str, args):
     common = (
         f"mcts:sims={args.sims},noise=0.25"
         if args.recipe == "puct"
-        else preset.config.search.replace("move=policy", "move=action").replace("sims=16", f"sims={args.sims}")
+        else str(preset.config.search).replace("move=policy", "move=action").replace("sims=16", f"sims={args.sims}")
     )
     changes = {k: v.format(sims=args.sims) for k, v in QUESTIONS[question][arm].items()}
     return preset.config.override(
@@ -172,7 +175,7 @@ def summarise(report: dict, arms: list[str]) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__
     )
@@ -206,40 +209,64 @@ def main(argv=None) -> int:
         parser.error("--question search compares PUCT searches: use --recipe puct")
     if args.batches < 1 or args.seeds < 1 or args.sims < 1 or args.games_per_batch < 1:
         parser.error("--batches, --seeds, --sims and --games-per-batch must be positive")
+    return args
+
+
+def train_arm(args: argparse.Namespace, preset, name: str, folder: Path) -> None:
+    """Arm ``name``'s scan over the seeds in ``folder`` (resumed with --resume where it began)."""
+    config = arm_config(preset, args.question, name, args)
+    print(
+        f"== {name} ({config.algorithm}, {config.search}): {args.seeds} seeds of {args.model}, {args.batches:,} "
+        f"batches of {args.games_per_batch} games",
+        flush=True,
+    )
+    scan.run_scan(
+        config,
+        preset.hparams,
+        [{}],
+        list(range(args.seeds)),
+        folder,
+        args.batches,
+        resume=args.resume and (folder / "scan.json").exists(),
+        overwrite=args.overwrite,
+        log=lambda m: print(m, flush=True),
+    )
+
+
+def score_arm(model: str, name: str, folder: Path, positions: dict, sets: dict | None) -> dict:
+    """Arm ``name``'s final networks scored, each seed's on the solver-labelled positions and,
+    with ``sets``, under AlphaZero.jl's Pons protocol: the scores per seed, each one's mean and
+    interval over the seeds."""
+    per_seed = []
+    for seed, params in enumerate(final_params(folder, model)):
+        scores = solver_scores(model, params, positions)
+        if sets is not None:
+            print(f"   {name} seed {seed}: Pons under AlphaZero.jl's protocol ...", flush=True)
+            scores.update(pons_scores(model, params, sets, f"{name}-seed{seed}"))
+        per_seed.append(scores)
+    return {"per_seed": per_seed, **{k: mean_interval([s[k] for s in per_seed]) for k in per_seed[0]}}
+
+
+def write_results(results: Path, report: dict, table: str, argv) -> None:
+    """What to commit: ``report.json`` and ``results.md`` (the command and the table)."""
+    args, arms = report["settings"], report["arms"]
+    results.mkdir(parents=True, exist_ok=True)
+    (results / "report.json").write_text(json.dumps(report, indent=1))
+    command = "python experiments/soft-vs-hard/soft_vs_hard.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    (results / "results.md").write_text(f"# {args['question']}: {' against '.join(arms)}\n\n`{command}`\n\n{table}\n")
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
     out = Path(args.out)
     preset = presets.get_preset("alphazero" if args.recipe == "puct" else "gumbel-az")
-    positions = solver.load_positions()
-    sets = None if args.no_protocol else solver.load_pons()
+    positions = load_positions()
+    sets = None if args.no_protocol else load_pons()
     arms = list(QUESTIONS[args.question])
     report: dict = {"settings": vars(args), "seeds": list(range(args.seeds)), "arms": arms}
     for name in arms:
-        config = arm_config(preset, args.question, name, args)
-        folder = out / name
-        resume = args.resume and (folder / "scan.json").exists()
-        print(
-            f"== {name} ({config.algorithm}, {config.search}): {args.seeds} seeds of {args.model}, {args.batches:,} "
-            f"batches of {args.games_per_batch} games",
-            flush=True,
-        )
-        scan.run_scan(
-            config,
-            preset.hparams,
-            [{}],
-            list(range(args.seeds)),
-            folder,
-            args.batches,
-            resume=resume,
-            overwrite=args.overwrite,
-            log=lambda m: print(m, flush=True),
-        )
-        per_seed = []
-        for seed, params in enumerate(final_params(folder, args.model)):
-            scores = solver_scores(args.model, params, positions)
-            if sets is not None:
-                print(f"   {name} seed {seed}: Pons under AlphaZero.jl's protocol ...", flush=True)
-                scores.update(pons_scores(args.model, params, sets, f"{name}-seed{seed}"))
-            per_seed.append(scores)
-        report[name] = {"per_seed": per_seed, **{k: mean_interval([s[k] for s in per_seed]) for k in per_seed[0]}}
+        train_arm(args, preset, name, out / name)
+        report[name] = score_arm(args.model, name, out / name, positions, sets)
     report["difference"] = {
         k: difference_interval([s[k] for s in report[arms[0]]["per_seed"]], [s[k] for s in report[arms[1]]["per_seed"]])
         for k in report[arms[0]]["per_seed"][0]
@@ -248,13 +275,7 @@ def main(argv=None) -> int:
     (out / "report.json").write_text(json.dumps(report, indent=1))
     print(f"\nmean and 95% interval over {args.seeds} seeds; Pons errors in %, lower is better:\n{table}")
     if args.results:
-        results = Path(args.results)
-        results.mkdir(parents=True, exist_ok=True)
-        (results / "report.json").write_text(json.dumps(report, indent=1))
-        command = "python experiments/soft-vs-hard/soft_vs_hard.py " + " ".join(
-            argv if argv is not None else sys.argv[1:]
-        )
-        (results / "results.md").write_text(f"# {args.question}: {' against '.join(arms)}\n\n`{command}`\n\n{table}\n")
+        write_results(Path(args.results), report, table, argv)
     print(f"written {out / 'report.json'}")
     return 0
 

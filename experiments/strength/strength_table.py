@@ -21,15 +21,17 @@ import time
 import jax
 import numpy as np
 
-from czjax import agents, rollout
+from czjax import rollout
 from czjax.evaluate import puzzles
 from czjax.learn import solver_metrics
+from czjax.players.agent import Agent
+from czjax.players.loading import load_agent
 
 PONS = ("L1R1", "L2R1", "L3R1", "L1R2", "L2R2", "L1R3")
 MINIMAX = "minimax:depth=5,ties=random"  # AlphaZero.jl's baseline, its ties broken at random
 
 
-def play(agent: agents.Agent, opponent: agents.Agent, games: int, seed: int) -> np.ndarray:
+def play(agent: Agent, opponent: Agent, games: int, seed: int) -> np.ndarray:
     """The outcomes (1 a win, 0 a draw, -1 a loss, ``agent``'s view) of ``games`` games of
     ``agent`` against ``opponent``, each playing as everywhere (a network its most likely column,
     a built-in player sampled), half with each side first."""
@@ -42,7 +44,7 @@ def play(agent: agents.Agent, opponent: agents.Agent, games: int, seed: int) -> 
     return np.asarray(results.outcome)
 
 
-def row(agent: agents.Agent, games: int, seed: int, minimax: str | None = MINIMAX) -> dict:
+def row(agent: Agent, games: int, seed: int, minimax: str | None = MINIMAX) -> dict:
     """``agent``'s row of the table (``minimax``: the minimax opponent, None for no such games)."""
     bench = solver_metrics.load()
     scores = jax.jit(lambda p: solver_metrics.metrics(agent.player, p, bench))(agent.params)
@@ -54,7 +56,7 @@ def row(agent: agents.Agent, games: int, seed: int, minimax: str | None = MINIMA
     )
     report = puzzles.score(agent, puzzles.load())
     out.update(win_in_one=report["win"]["greedy"], block=report["block"]["greedy"])
-    outcome = play(agent, agents.load_agent("random-punisher"), games, seed)
+    outcome = play(agent, load_agent("random-punisher"), games, seed)
     out.update(
         vs_random_punisher_win=float((outcome == 1).mean()),
         vs_random_punisher_draw=float((outcome == 0).mean()),
@@ -62,7 +64,7 @@ def row(agent: agents.Agent, games: int, seed: int, minimax: str | None = MINIMA
     )
     if minimax is None:
         return out
-    outcome = play(agent, agents.load_agent(minimax), games, seed)
+    outcome = play(agent, load_agent(minimax), games, seed)
     out.update(
         minimax=minimax,
         vs_minimax_points=float((outcome == 1).mean() + (outcome == 0).mean() / 2),
@@ -114,7 +116,7 @@ def main(argv=None) -> int:
         for name in [spec] + ([f"{args.search}:{spec}"] if args.search else []):
             games = args.search_games if name != spec else args.games
             try:
-                agent = agents.load_agent(name)
+                agent = load_agent(name)
             except ValueError as err:
                 print(f"strength_table.py: {err}", file=sys.stderr)
                 return 2

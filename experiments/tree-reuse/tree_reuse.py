@@ -26,8 +26,10 @@ import time
 
 import numpy as np
 
-from czjax import agents, game
+from czjax import game
 from czjax.evaluate.interactive import game_result
+from czjax.players.agent import Agent, searched_move
+from czjax.players.loading import load_agent
 
 PATH = 2  # plies between two searches of one side: its move and the reply
 
@@ -45,7 +47,7 @@ def openings(plies: int) -> list[list[int]]:
     return found
 
 
-def play_games(reusing: agents.Agent, fresh: agents.Agent, starts: list[list[int]], reuse_first: bool, keep: int):
+def play_games(reusing: Agent, fresh: Agent, starts: list[list[int]], reuse_first: bool, keep: int):
     """The games from ``starts``, the reusing side moving first iff ``reuse_first``: ``(results
     from the reusing side's point of view (1, 0.5, 0), reused shares of its root visits, seconds
     per search of each side)``."""
@@ -69,7 +71,7 @@ def play_games(reusing: agents.Agent, fresh: agents.Agent, starts: list[list[int
                     path[i, : len(since)] = since
                 else:  # no earlier search of this game: a path no tree holds
                     path[i, 0] = game.COLS  # past the columns: leaves every tree
-            found = agents.searched_move(reusing, boards, tree, path if tree is not None else None, keep)
+            found = searched_move(reusing, boards, tree, path if tree is not None else None, keep)
             tree = found.tree
             if tree is not None:
                 root = np.asarray(tree.node_visits[:, 0])
@@ -78,7 +80,7 @@ def play_games(reusing: agents.Agent, fresh: agents.Agent, starts: list[list[int
                 reused += [max(root[i] - sims - 1, 0) / root[i] for i in range(n) if going[i] and searched_at[i] >= 0]
             searched_at = np.where(going, [len(m) for m in moves], searched_at)
         else:
-            found = agents.searched_move(fresh, boards)
+            found = searched_move(fresh, boards)
         seconds["reuse" if reuse_moves else "fresh"].append(time.perf_counter() - start)
         for i in range(n):
             if going[i]:
@@ -101,8 +103,8 @@ def main(argv=None) -> int:
     parser.add_argument("--c", type=float, default=2.0, help="PUCT's exploration constant (default 2)")
     parser.add_argument("--plies", type=int, default=3, help="the openings: every one of this many plies (default 3)")
     args = parser.parse_args(argv)
-    reusing = agents.load_agent(f"mcts:sims={args.sims},c={args.c}:{args.model}")
-    fresh = agents.load_agent(f"mcts:sims={args.fresh_sims or args.sims},c={args.c}:{args.model}")
+    reusing = load_agent(f"mcts:sims={args.sims},c={args.c}:{args.model}")
+    fresh = load_agent(f"mcts:sims={args.fresh_sims or args.sims},c={args.c}:{args.model}")
     keep = args.sims if args.keep is None else args.keep
     starts = openings(args.plies)
     results, reused, seconds = [], [], {"reuse": [], "fresh": []}

@@ -1,0 +1,138 @@
+"""The platform a program is built for ("cpu", "gpu", "tpu") and what czjax chooses for it: one
+table (:data:`CHOICES`, a :class:`Choices` record per platform), read where programs are built.
+
+A training config means the same on any machine; how it is compiled is chosen for a platform, by
+measurement there (docs/gpu.md, "Per-platform choices"). The trainer's set-up takes the platform
+once (:func:`czjax.learn.trainer.make_trainer`, default the machine's) and passes it to what it
+builds. A function deep in a traced program (a search's descent, a layer's "auto" method) reads
+:func:`target`: the platform of the program being built (:func:`building_for`), else the
+machine's. So a program built for a GPU on a CPU (deviceless ahead-of-time compilation, a test) is
+the program a GPU runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+from collections.abc import Iterator
+
+import jax
+
+PLATFORMS = ("cpu", "gpu", "tpu")
+# JAX's names of platforms that are one of czjax's: its GPU plugins' and jax.export's
+ALIASES = {"cuda": "gpu", "rocm": "gpu"}
+# XLA's CPU option that keeps YNNPACK to matrix products (czjax.util.compiling says why)
+YNN_FUSIONS = "xla_cpu_experimental_ynn_fusion_type"
+
+
+@dataclasses.dataclass(frozen=True)
+class Choices:
+    """What czjax builds for one platform; each choice gives the same results (tested), only the
+    program differs.
+
+    Attributes:
+        merged_halves: where both sides of a batch are one player and no half is compacted, the
+            two halves' movers are one call vmapped over the halves (:mod:`czjax.rollout`).
+        descend_levels: levels of a tree a search's walk goes down per test of its loop
+            (:func:`czjax.search.tree.descend`).
+        stream_slots: the pool of searches of the streamed AlphaZero.jl benchmark
+            (:func:`czjax.search.azjl_stream.stream_search`).
+        mk4_conv, resnet_conv: how Mk4's and the ResNet's 3x3 convolutions compute under "auto"
+            (:data:`czjax.models.CONV_METHODS`).
+        mk4_norm: how Mk4's GroupNorm computes under "auto" (:data:`czjax.models.NORM_METHODS`).
+        rollout_min_boards: the fewest boards per player call at which "auto" compaction skips
+            finished games in a rollout (:func:`czjax.compaction.in_rollout`).
+        static_models: the networks whose "auto" control flow is static, a program without
+            data-dependent branches (``TrainConfig.control_flow``).
+        replay_plain_gradient: a replay step takes the plain gradient over its draw, not the
+            compacted one (:func:`czjax.learn.trainer.replay_update`).
+        convolution_options: compiler options of programs that hold convolutions
+            (:mod:`czjax.util.compiling`).
+    """
+
+    merged_halves: bool = False
+    descend_levels: int = 1
+    stream_slots: int = 1024
+    mk4_conv: str = "im2col"
+    resnet_conv: str = "im2col"
+    mk4_norm: str = "flax"
+    rollout_min_boards: int = 0
+    static_models: tuple[str, ...] = ()
+    replay_plain_gradient: bool = False
+    convolution_options: tuple[tuple[str, str | bool], ...] = ()
+
+
+# Each value measured on its platform (docs/gpu.md); a platform not measured keeps the defaults.
+CHOICES = {
+    # XLA's CPU: compaction pays at any size and each compacted half is its own call; the canonical
+    # convolution with grouped norms and YNNPACK kept to matrix products trains Mk4 fastest; the
+    # ResNet keeps im2col, its runs recorded bit for bit (tests/data/old-run); a search stream of 512.
+    "cpu": Choices(
+        stream_slots=512,
+        mk4_conv="canonical",
+        mk4_norm="grouped",
+        convolution_options=((YNN_FUSIONS, "LIBRARY_FUSION_TYPE_DOT"),),
+    ),
+    # One H100: every loop test and branch waits on the host, so fewer and larger programs a ply.
+    # Compaction pays from 2,048 boards a call (Mk4 at 50 games 2.2x faster without it, at 4,096
+    # 1.12x faster with it); static control flow for the SimpleMLP (1.26x at 50 games, 1.49x at
+    # 4,096; Mk4 0.68x at 4,096); convolutions and norms not measured yet.
+    "gpu": Choices(
+        merged_halves=True,
+        descend_levels=4,
+        rollout_min_boards=2048,
+        static_models=("mlp",),
+        replay_plain_gradient=True,
+    ),
+    "tpu": Choices(),
+}
+UNMEASURED = Choices()  # a platform without a row (a JAX plugin czjax does not know)
+
+
+def platform_of(backend: str) -> str:
+    """czjax's name of a JAX backend or platform: ``"cuda"`` and ``"rocm"`` are ``"gpu"``."""
+    name = backend.lower()
+    return ALIASES.get(name, name)
+
+
+def machine() -> str:
+    """The platform of this machine's default devices (``jax.default_backend()``)."""
+    return platform_of(jax.default_backend())
+
+
+def checked(platform: str | None) -> str:
+    """``platform`` as czjax names it (None: the machine's); a one-line ``ValueError`` for a name
+    that is neither a platform of :data:`PLATFORMS` nor this machine's."""
+    if platform is None:
+        return machine()
+    name = platform_of(platform)
+    if name not in PLATFORMS and name != machine():
+        raise ValueError(f"unknown platform {platform!r}; choose one of {', '.join(PLATFORMS)}")
+    return name
+
+
+def choices_for(platform: str | None = None) -> Choices:
+    """The choices for ``platform`` (None: :func:`target`)."""
+    return CHOICES.get(platform_of(platform) if platform else target(), UNMEASURED)
+
+
+_BUILDING_FOR: contextvars.ContextVar[str | None] = contextvars.ContextVar("czjax_building_for", default=None)
+
+
+@contextlib.contextmanager
+def building_for(platform: str) -> Iterator[str]:
+    """Within: :func:`target` is ``platform``. Entered while a program is traced for ``platform``,
+    so that what it calls that reads the platform by default builds that platform's program."""
+    name = checked(platform)
+    token = _BUILDING_FOR.set(name)
+    try:
+        yield name
+    finally:
+        _BUILDING_FOR.reset(token)
+
+
+def target() -> str:
+    """The platform of the program being built (the innermost :func:`building_for`), else this
+    machine's."""
+    return _BUILDING_FOR.get() or machine()

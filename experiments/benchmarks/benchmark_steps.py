@@ -1,0 +1,187 @@
+"""The campaign's steps of the benchmarks (``docs/results/benchmarks/``):
+
+- ``profile``: where the time goes, the strength recipe's iteration and Mk4's under
+  jax.profiler at three batch sizes and two precisions, time by kind of operation; first in the
+  campaign, so that on a GPU it says where the time of the steps after it goes;
+- ``bench``: the benchmark tables (``czjax bench train``, ``search``, ``rollout``) as they are.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import common
+from steps import Context, Step, command_step, czjax, machine
+
+common.use("strength")
+from strength_steps import SMALL_STRENGTH, strength_config
+
+# The profile step's grid: each program at each batch size (games) and precision, the smaller
+# batches first, so that a call that stops early has measured every program at them.
+PROFILE_GAMES = (2048, 8192, 32768)
+PROFILE_PRECISIONS = ("default", "mixed")
+# Seconds of a call in which the profile step starts cells: it starts none past them, nor one
+# that its program's last cell in the call, scaled by the games, says would end past them
+# (the call's first cell excepted, so that every cell is reached).
+PROFILE_BUDGET_S = 240
+
+
+def profile_programs(scale: float) -> dict:
+    """The profile step's programs by name: the strength recipe's iteration (preset
+    gumbel-az-gpu) and Mk4's (self-play against a frozen copy and one AdamW update, as `czjax
+    bench train` times it); below full scale, both with the tiny strength recipe's network."""
+    from czjax.learn.settings import TrainConfig
+
+    mk4 = TrainConfig(model="cnn-mk4" if scale == 1 else SMALL_STRENGTH["model"], opponent="self")
+    return {"strength": strength_config(scale), "mk4": mk4}
+
+
+def profile_cells(scale: float) -> list[tuple[str, int, str]]:
+    """``(program, games, precision)`` in the order the step runs them. Below full scale, a
+    smoke run of the step's code: the smallest batch, scaled, at the default precision only."""
+    if scale == 1:
+        return [(p, g, prec) for g in PROFILE_GAMES for p in profile_programs(scale) for prec in PROFILE_PRECISIONS]
+    return [(p, max(2, round(PROFILE_GAMES[0] * scale)), "default") for p in profile_programs(scale)]
+
+
+def cell_name(cell: tuple[str, int, str]) -> str:
+    program, games, precision = cell
+    return f"{program}-{games}-{precision}"
+
+
+def profile_cell(ctx: Context, cell: tuple[str, int, str], roofs: dict, start: float) -> dict:
+    """One cell's row: an iteration of its program compiled (the GPU's kernels each naming their
+    instruction, czjax.bench.profiling), run once, then once more under jax.profiler, the traced
+    call timed; `czjax bench train`'s row with the roof of its precision and the trace's kinds
+    of operation, and the cell's seconds since ``start`` (the roofs' measuring included, for the
+    call's first cell)."""
+    from czjax.bench import harness, roofline
+
+    program, games, precision = cell
+    ctx.log(f"profile: {program}, {games:,} games, precision {precision}")
+    config = profile_programs(ctx.scale)[program].override(
+        {
+            "games_per_batch": games,
+            "precision": precision,
+            "batches_per_chunk": 1,
+            "eval_games": 2,
+            "solver_eval": "off",
+        }
+    )
+    row = harness.bench_config(config, 0, profile=ctx.work / "traces" / cell_name(cell), each_kernel=True)
+    row = roofline.with_roof(row, roofs)
+    row.update(program=program, cell_s=time.monotonic() - start, machine=machine(), date=time.strftime("%Y-%m-%d"))
+    return row
+
+
+def profile_run(ctx: Context) -> dict:
+    """Each cell of the grid (:func:`profile_cells`) that fits in the call: its row kept in the
+    work folder, so a later call runs only the cells left; the roofs measured once a call. The
+    results (``profile.json``, ``results.md``) hold every cell run so far."""
+    from czjax.bench import provenance, roofline
+
+    cells = profile_cells(ctx.scale)
+    rows_folder = ctx.work / "rows"
+    rows_folder.mkdir(parents=True, exist_ok=True)
+    deadline = min(ctx.stop_at, time.monotonic() + PROFILE_BUDGET_S)
+    roofs: dict = {}
+    last: dict[str, tuple[int, float]] = {}  # program -> (games, seconds) of its last cell in this call
+    for cell in cells:
+        program, games, _ = cell
+        path = rows_folder / f"{cell_name(cell)}.json"
+        if path.exists():
+            continue
+        now = time.monotonic()
+        expected = last[program][1] * games / last[program][0] if program in last else 0.0
+        if now > deadline or (last and now + expected > deadline):
+            continue
+        precisions = tuple(dict.fromkeys(prec for _, _, prec in cells))
+        roofs = roofs or roofline.measure_roofs(max(64, round(roofline.ROOF_SIZE * ctx.scale)), precisions)
+        path.write_text(json.dumps(profile_cell(ctx, cell, roofs, now), default=str))
+        last[program] = (games, time.monotonic() - now)
+    paths = (rows_folder / f"{cell_name(cell)}.json" for cell in cells)
+    rows = [json.loads(path.read_text()) for path in paths if path.exists()]
+    (ctx.results / "profile.json").write_text(json.dumps({**provenance.provenance(), "rows": rows}, indent=1))
+    (ctx.results / "results.md").write_text(profile_table(rows, len(cells)))
+    return {
+        "done": len(rows) == len(cells),
+        "progress": len(rows) / len(cells),
+        "cells": len(cells),
+        "cells_done": len(rows),
+    }
+
+
+PROFILE_COLUMNS = (  # (header, alignment) before and after the kinds of operation
+    (("program", "---"), ("games", "---:"), ("precision", "---"), ("s/iteration", "---:")),
+    (("net GFLOP/s", "---:"), ("roof", "---"), ("of roof", "---:")),
+    (("idle", "---:"), ("launches/iteration", "---:"), ("launches/step", "---:"), ("step", "---")),
+)
+
+
+def profile_row(row: dict, kinds) -> str:
+    """A cell's line of the profile table: each kind's share of the traced span, the idle share,
+    the launches."""
+    table = row["op_kinds"]
+    span = table["span_s"] or 1.0
+    per_step = table.get("launches_per_step")
+    values = [
+        row["program"],
+        f"{row['games_per_batch']:,}",
+        row["precision"],
+        f"{row['iteration_s']:.4f}",
+        f"{row['network_flops_per_s'] / 1e9:,.1f}",
+        row["roof"],
+        f"{100 * row['roof_fraction']:.1f}%",
+        *(f"{100 * table['seconds'][kind] / span:.1f}%" for kind in kinds),
+        f"{100 * table['idle_s'] / span:.1f}%",
+        f"{table['total_launches']:,.0f}",
+        "-" if per_step is None else f"{per_step:,.1f}",
+        table.get("step", "-"),
+    ]
+    return "| " + " | ".join(values) + " |"
+
+
+def profile_table(rows: list[dict], cells: int) -> str:
+    """The profile step's results.md: a row per cell, each kind of operation's share of the
+    traced iteration's span (summed over streams, or a CPU's threads), the idle share, the
+    launches per iteration and per step of the program's innermost loop."""
+    from czjax.bench import profiling
+
+    kinds = profiling.KINDS
+    before, roof, after = PROFILE_COLUMNS
+    columns = [*before, *roof, *((kind, "---:") for kind in kinds), *after]
+    lines = ["| " + " | ".join(name for name, _ in columns) + " |", "| " + " | ".join(a for _, a in columns) + " |"]
+    lines += [profile_row(row, kinds) for row in rows]
+    machines = sorted({row["machine"] for row in rows})
+    return (
+        "# Where the time goes: the strength recipe's iteration and Mk4's under jax.profiler\n\n"
+        f"{len(rows)} of {cells} cells (program x games x precision), one traced iteration each"
+        f"{' on ' + ', '.join(machines) if machines else ''}; `profile.json` holds every row "
+        "(`czjax bench train`'s keys, its `op_kinds` and `phases`; docs/benchmarks.md).\n\n"
+        "A kind's share is its operations' time over the traced iteration's span, summed over streams "
+        "(a CPU's threads), so kinds running side by side can add up past 100%; `host` holds transfers "
+        "between host and device and the control of loops and branches; idle is the span's time with no "
+        "operation running. net GFLOP/s and of roof: the network's FLOPs counted from the boards played and "
+        "trained on, over the roof of the row's precision measured in the same call.\n\n" + "\n".join(lines) + "\n"
+    )
+
+
+def bench_commands(ctx: Context) -> list[tuple[str, list[str]]]:
+    train = ["--model", "mlp", "cnn-mk4", "--games-per-batch", "50", "4096", "--control-flow", "cond", "static"]
+    return [
+        ("bench-train", czjax("bench", "train", *train, "--json")),
+        ("bench-search", czjax("bench", "search", "--json")),
+        ("bench-rollout", czjax("bench", "rollout", "--json")),
+    ]
+
+
+STEPS = {
+    "profile": Step(
+        f"the strength recipe's iteration and Mk4's at {', '.join(f'{g:,}' for g in PROFILE_GAMES)} games, "
+        f"{' and '.join(PROFILE_PRECISIONS)} precision, under jax.profiler: time by kind of operation",
+        profile_run,
+        "benchmarks",
+    ),
+    "bench": command_step("benchmark tables", "benchmarks", bench_commands),
+}

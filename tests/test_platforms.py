@@ -1,0 +1,140 @@
+"""The platform a program is built for: one table of choices (czjax.util.platforms.CHOICES), the
+one docs/gpu.md shows, and a trainer built for a platform is that platform's program on any
+machine. The trainer is built for a GPU and for the CPU on this machine and exported for CUDA and
+the CPU (jax.export lowers for CUDA without a GPU): each program holds its platform's choices, and
+the build for this machine's platform is the one made by default (on the CPU, the one whose
+results are the records of tests/test_unchanged.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import pytest
+
+from czjax.learn.settings import HParams, TrainConfig
+from czjax.learn.trainer import build_model, make_setup, make_trainer, static_control_flow
+from czjax.util import compiling, platforms
+
+GPU_MD = Path(__file__).resolve().parent.parent / "docs" / "gpu.md"
+YNNPACK = "YNNPACK for matrix products only"  # the CPU's compiler options, as the table says them
+# A search-based config whose games are self-play of one player (merged halves on a GPU)
+SEARCHED = TrainConfig(
+    model="mlp3",
+    algorithm="alphazero",
+    opponent="current",
+    search="mcts:sims=4",
+    games_per_batch=4,
+    eval_games=2,
+    batches_per_chunk=1,
+    solver_eval="off",
+).override({"replay.capacity": 64, "replay.batch": 8})
+
+
+def documented_table() -> dict[str, dict[str, str]]:
+    """docs/gpu.md's per-platform table: platform -> choice -> the value as written."""
+    section = GPU_MD.read_text().split("## Per-platform choices", 1)[1]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    header = next(line for line in section.splitlines() if line.startswith("| choice"))
+    columns = [c.strip() for c in header.strip("|").split("|")][2:]
+    table: dict[str, dict[str, str]] = {platform: {} for platform in columns}
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        for platform, value in zip(columns, cells[2:]):
+            table[platform][cells[0].strip("`")] = value
+    return table
+
+
+def as_written(field: str, value) -> str:
+    """A choice's value as the table writes it."""
+    if field == "convolution_options":
+        return YNNPACK if value == ((platforms.YNN_FUSIONS, "LIBRARY_FUSION_TYPE_DOT"),) else "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, tuple):
+        return ", ".join(value) or "none"
+    return str(value)
+
+
+def test_the_choices_are_the_documented_table():
+    """Every platform's row of CHOICES is docs/gpu.md's column, field by field, so the GPU's
+    choices differ from the CPU's exactly where the table says."""
+    table = documented_table()
+    assert set(table) == set(platforms.PLATFORMS)
+    fields = list(platforms.Choices.__dataclass_fields__)
+    for platform in platforms.PLATFORMS:
+        choices = platforms.choices_for(platform)
+        assert list(table[platform]) == fields, platform
+        assert {f: as_written(f, getattr(choices, f)) for f in fields} == table[platform], platform
+    differ = {f for f in fields if table["cpu"][f] != table["gpu"][f]}
+    cpu, gpu = platforms.choices_for("cpu"), platforms.choices_for("gpu")
+    assert differ == {f for f in fields if getattr(cpu, f) != getattr(gpu, f)}
+
+
+def test_a_platform_is_named_once_and_read_where_a_program_is_built(monkeypatch):
+    """JAX's names of a GPU are "gpu"; a name czjax does not know is refused; the platform being
+    built for is the machine's outside building_for and the given one inside it."""
+    assert [platforms.platform_of(n) for n in ("cuda", "ROCM", "gpu", "cpu", "tpu")] == ["gpu"] * 3 + ["cpu", "tpu"]
+    with pytest.raises(ValueError, match="unknown platform 'gpus'; choose one of cpu, gpu, tpu"):
+        platforms.checked("gpus")
+    assert platforms.target() == platforms.machine() == platforms.checked(None)
+    with platforms.building_for("cuda") as built:
+        assert built == platforms.target() == "gpu"
+        with platforms.building_for("cpu"):
+            assert platforms.target() == "cpu"
+        assert platforms.choices_for().descend_levels == platforms.CHOICES["gpu"].descend_levels
+    assert platforms.target() == platforms.machine()
+    monkeypatch.setattr(jax, "default_backend", lambda: "cuda")  # a machine with a GPU
+    assert platforms.machine() == "gpu" and make_setup(TrainConfig(), None).platform == "gpu"
+
+
+def test_the_set_up_resolves_a_configs_auto_settings_for_its_platform():
+    """One config, two platforms: the network's methods, the compaction, the control flow and the
+    compiler options each the platform's row; the config itself the same data."""
+    config = TrainConfig(model="cnn-mk4", games_per_batch=50)
+    assert (build_model(config, "cpu").conv, build_model(config, "cpu").norm) == ("canonical", "grouped")
+    assert (build_model(config, "gpu").conv, build_model(config, "gpu").norm) == ("im2col", "flax")
+    assert build_model(TrainConfig(model="resnet"), "cpu").conv == "im2col"
+    assert build_model(config.override({"conv": "xla"}), "cpu").conv == "xla"  # a choice given is kept
+    cpu, gpu = make_setup(config, None, platform="cpu"), make_setup(config, None, platform="gpu")
+    assert (cpu.platform, gpu.platform) == ("cpu", "gpu")
+    assert cpu.rollout_chunks is None and gpu.rollout_chunks == 1  # 25 boards a call: compacted on a CPU only
+    assert static_control_flow(TrainConfig(), "gpu") and not static_control_flow(TrainConfig(), "cpu")
+    assert compiling.compiler_options(True, "gpu") is None
+    assert TrainConfig.from_dict(config.to_dict()) == config
+
+
+def descent_loops(jaxpr) -> list[int]:
+    """For every ``while`` loop of a program whose body picks a child by PUCT (a search's walk
+    down its trees: PUCT's exploration term takes a square root, no other loop's body does), the
+    square roots its body takes: one per level it goes down per test of its predicate."""
+    found = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "while":
+            roots = sum(e.primitive.name == "sqrt" for e in eqn.params["body_jaxpr"].jaxpr.eqns)
+            found += [roots] if roots else []
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, (list, tuple)) else [value]:
+                inner = getattr(sub, "jaxpr", sub)
+                found += descent_loops(inner) if hasattr(inner, "eqns") else []
+    return found
+
+
+def test_a_trainer_built_for_a_gpu_is_the_gpus_program_on_any_machine():
+    """The search-based self-play trainer built for a GPU on this CPU: it exports for CUDA, and its
+    program holds the GPU's choices, its halves' movers one vmapped call (half the searches' walks
+    a ply) and each walk down the trees several levels a test; the CPU's build, this machine's
+    default, two walks a ply of one level a test."""
+    built = {}
+    for platform in ("cpu", "gpu"):
+        trainer = make_trainer(SEARCHED, platform=platform)
+        args = (trainer.init(0), HParams.create(), jax.random.key(1))
+        exported = jax.export.export(trainer.train_step, platforms=[{"gpu": "cuda"}.get(platform, platform)])(*args)
+        built[platform] = (trainer, exported, descent_loops(jax.make_jaxpr(trainer.train_step)(*args).jaxpr))
+    assert make_trainer(SEARCHED) is built[platforms.machine()][0] and built["gpu"][0].platform == "gpu"
+    assert built["gpu"][1].platforms == ("cuda",) and built["cpu"][1].platforms == ("cpu",)
+    assert built["gpu"][1].mlir_module() != built["cpu"][1].mlir_module()
+    cpu_walks, gpu_walks = built["cpu"][2], built["gpu"][2]
+    levels = platforms.CHOICES["gpu"].descend_levels // platforms.CHOICES["cpu"].descend_levels
+    assert cpu_walks and len(set(cpu_walks)) == 1
+    assert gpu_walks == [cpu_walks[0] * levels] * (len(cpu_walks) // 2)  # merged halves: one walk for two
