@@ -149,8 +149,8 @@ ROLLOUT_MIN_FLOPS = 2e5
 ROLLOUT_CHUNKS = 4
 # Below this many forward-pass FLOPs for the learner's whole batch the update takes the plain
 # gradient over every position: the compaction and per-chunk branches cost more than the
-# computation they skip (measured on a 2-core CPU: mlp at 50 games is 20% faster without them,
-# at 4,096 games 40% faster with them; Mk4 at 50 games twice as fast with them).
+# computation they skip: on a CPU the MLP's 50-game update is faster without them, its 4,096-game
+# one and Mk4's faster with them (``czjax bench train --compaction`` compares them).
 LOSS_MIN_FLOPS = 1e8
 LOSS_CHUNKS = 8
 

@@ -247,7 +247,7 @@ def test_intervals_and_equivalence_against_hand_computed_values():
 
 def test_seed_questions_arms_differ_only_in_their_setting_and_verdicts_need_an_interval_off_zero():
     """soft_vs_hard.py: each question's two arms train the same recipe but for the setting asked
-    about (seed 002: the policy target; seed 004: the training search), and a verdict names an arm
+    about (the soft-targets note: the policy target; the entropy-guided PUCT proposal: the training search), and a verdict names an arm
     only where the difference's interval excludes 0, in the direction that is better for the score."""
     from types import SimpleNamespace
 

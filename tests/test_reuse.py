@@ -1,4 +1,4 @@
-"""Tree reuse between moves (czjax.search.reuse, issue 35): the re-rooted tree against a
+"""Tree reuse between moves (czjax.search.reuse): the re-rooted tree against a
 plain-Python walk of the old tree's arrays, and a search continued from it (PUCT's ``tree``
 argument) against the recursive float64 PUCT of tests/reference_search.py continued from the same
 node."""

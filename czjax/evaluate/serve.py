@@ -76,8 +76,8 @@ DISCONNECTS = (ConnectionError, TimeoutError)  # a client went away or stalled: 
 PAGE_PATHS = ("/", "/index.html")
 ALL_METHODS = "GET, HEAD, POST"
 # Positions the player is asked about in one call, at most: a burst of 50 moves is one call, then
-# one or two for the positions after the moves. A batch costs time on a CPU (on 2 cores, 32
-# searches of the default player in one call took 4.9 s, one alone 0.29 s), little on a GPU.
+# one or two for the positions after the moves. On a CPU a batch costs its positions' arithmetic
+# (docs/benchmarks.md, "Serving a burst of moves"); on a GPU it should cost little more than one.
 MAX_BATCH = 64
 MAX_WAITING = 256  # positions waiting for the player, at most; a request past them is refused (503)
 RETRY_AFTER = 1  # seconds a refused client is told to wait before asking again
@@ -542,10 +542,10 @@ def make_server(
     (the agent's temperature: sampling for built-in players, greedy for models; no tree reuse;
     batches of up to ``MAX_BATCH``), or a :class:`GameService` made with other choices.
     ``read_timeout``: seconds a client may stall mid-request. ``warm``: compile the other batch
-    sizes too, in a background thread (each takes about as long as the first compile, 5-10 s for
-    the default player on a 2-core CPU: the page opens after the first, and a burst that comes
-    before its size is ready compiles it itself). ``server``: one :func:`bind` made, instead of
-    binding ``host:port`` here; closed if this fails."""
+    sizes too, in a background thread (each takes about as long as the first compile: the page
+    opens after the first, and a burst that comes before its size is ready compiles it itself).
+    ``server``: one :func:`bind` made, instead of binding ``host:port`` here; closed if this
+    fails."""
     service = player if isinstance(player, GameService) else GameService(player)
     agent = service.agent
     handler = type(

@@ -39,12 +39,13 @@ TORCH_EPS = 1e-5
 # czjax.util.platforms), by measurement (czjax bench train --conv compares them; platforms not
 # measured yet use im2col). On the CPU "canonical" is the choice
 # since its kernel gradient is summed over chunks of boards and Mk4's GroupNorm has its own
-# gradient (--norm grouped): Mk4's 50-game iteration on one core 64 games/s against 43 with
-# im2col and Flax's GroupNorm; on both cores of the quiet 2-core CPU 90 games/s, compiled with
-# YNNPACK kept for matrix products (czjax.util.compiling: with jaxlib's default fusions YNNPACK
-# runs a convolution on one thread, and canonical was no faster than im2col, 61 against 63).
-# "winograd" (:func:`conv3x3_winograd`) does the same sums with half the multiplications; on the
-# 2-core CPU its transforms, passes bound by memory, cost it more than it saves against "xla".
+# gradient (--norm grouped): Mk4's 50-game iteration is faster so than with im2col and Flax's
+# GroupNorm, compiled with YNNPACK kept for matrix products (czjax.util.compiling: with jaxlib's
+# default fusions YNNPACK runs a convolution on one thread, and canonical was no faster than
+# im2col; docs/benchmarks.md, "Mk4 on the CPU", and docs/results/benchmarks/bench-mk4-cpu).
+# "winograd" (:func:`conv3x3_winograd`) does the same sums with half the multiplications; on a
+# CPU its transforms, passes bound by memory, cost it more than it saves against "xla"
+# (docs/results/pons-protocol/yardstick-xla-conv-2026-11-27/pool-step.json).
 CONV_METHODS = ("auto", "im2col", "xla", "canonical", "winograd")
 
 
@@ -179,8 +180,8 @@ def _conv3x3_backward(residuals, dy):
 
 
 # Boards per convolution of the kernel's gradient: the games are that convolution's input
-# features, and XLA's CPU kernels (YNNPACK) run it 2.5x slower with 550 of them than in chunks
-# of 50 summed (37 against 91 GFLOP/s on one core of the 2-core CPU, Mk4's update).
+# features, and XLA's CPU kernels (YNNPACK) run it several times slower with 550 of them than in
+# chunks of 50 summed (Mk4's update: docs/results/benchmarks/bench-mk4-cpu).
 KERNEL_GRADIENT_CHUNK = 50
 
 
@@ -238,11 +239,10 @@ def conv3x3_winograd(x, kernel, operands=jnp.float32):
     12 blocks x 16 = 192 products per pair of channels where im2col takes 42 x 9 = 378.
 
     The input transform runs along the padded board's rows (strided slices), then its columns,
-    never stacking the 16 tiles first. On the 2-core CPU a step of the protocol's search pool on
-    512 boards took 427 ms so, against 335 with XLA's convolution compiled with czjax's options
-    for convolutions (:mod:`czjax.util.compiling`; docs/results/pons-protocol/, the yardstick
-    with XLA's convolution): the transforms' passes, bound by memory, cost more than the
-    products they save.
+    never stacking the 16 tiles first. On a CPU a step of the protocol's search pool was slower so
+    than with XLA's convolution compiled with czjax's options for convolutions
+    (:mod:`czjax.util.compiling`; docs/results/pons-protocol/yardstick-xla-conv-2026-11-27/pool-step.json):
+    the transforms' passes, bound by memory, cost more than the products they save.
 
     With narrow ``operands`` (mixed precision) the transforms stay float32 and the 16 products
     take their operands rounded to ``operands`` (:func:`mixed_einsum`)."""
@@ -343,8 +343,8 @@ def group_norm_nhwc(x, scale, bias, groups: int, epsilon: float):
     Computed from per-channel sums over the board, with a hand-written gradient of the same
     shape (one pass over ``dy`` and ``dy * x`` for per-channel sums, one elementwise pass):
     XLA's CPU backend runs Flax's GroupNorm, and the gradient JAX derives for it, as several
-    passes of reductions and broadcasts, 4-6x slower (Mk4's 550-position update on one core of
-    the 2-core CPU: 3.1 against 0.7 ms forward, 12.0 against 2.1 ms with the gradient)."""
+    passes of reductions and broadcasts, several times slower in Mk4's update (``czjax bench
+    train --model cnn-mk4 --norm flax grouped`` compares them)."""
     return _group_norm_forward(x, scale, bias, groups, epsilon)[0]
 
 

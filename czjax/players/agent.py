@@ -23,7 +23,7 @@ from czjax.search.base import SearchOutput
 from czjax.search.tree import Tree
 from czjax.util.progress import Progress
 
-# A job of more network evaluations than this is announced before it starts (about 20 s on a 2-core CPU).
+# A job of more network evaluations than this is announced before it starts (tens of seconds on a CPU).
 LARGE_JOB_EVALUATIONS = 50_000
 
 

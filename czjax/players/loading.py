@@ -44,8 +44,8 @@ SHIPPED_MODELS = {
 }
 SHIPPED_MODEL = SHIPPED_MODELS["czjax@4"]
 # The default opponent of `czjax play` and `czjax serve`, chosen by measurement (docs/strength.md,
-# "The default search"): the strongest under AlphaZero.jl's protocol that answers within 0.3 s a
-# move on a 2-core CPU (over czjax@4's ResNet 600 simulations take 0.27 s, 800 take 0.36 s).
+# "The default search"; docs/results/default-search/2026-11-26): the strongest under AlphaZero.jl's
+# protocol that answers within the time a move was allowed on a 2-core CPU.
 DEFAULT_OPPONENT = f"azjl:sims=600:{SHIPPED_NAME}"
 
 

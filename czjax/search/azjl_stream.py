@@ -52,10 +52,10 @@ from czjax.util.progress import Progress
 from czjax.util.pytree import pytree_dataclass
 
 # Graphs searched at once (the network's batch) by default: the platform's choice
-# (``stream_slots`` in czjax.util.platforms). On the 2-core CPU 512: a ResNet call on 512 boards
-# runs at the rate of one on 1,024 (0.82 against 0.84 ms a board, czjax@4 with Winograd's
-# convolutions), and the pool's tail, where the last searches finish with fewer and fewer slots
-# busy, is half as long; elsewhere 1,024.
+# (``stream_slots`` in czjax.util.platforms). On a CPU 512: a ResNet call on 512 boards runs at
+# about the rate of one on 1,024 (docs/results/pons-protocol/yardstick-2026-11-27), and the pool's
+# tail, where the last searches finish with fewer and fewer slots busy, is half as long;
+# elsewhere 1,024.
 # Rounds of game-ending simulations a slot may run in a step before the network call, by
 # default. Every slot waits for the pool's longest run, so the bound keeps a step short; a slot
 # whose run is longer goes on next step (its last simulation then leaves the network's answer

@@ -61,7 +61,7 @@ METRICS = [
     ("promotions", "checkpoint promotions"),
 ]
 # Equivalence margins of the verdicts (TOST at alpha 0.05), fixed before the comparisons they judge
-# were analysed (issue 34): how far apart the two sides' seed means may be and still count as the
+# were analysed: how far apart the two sides' seed means may be and still count as the
 # same result. Entropy: 0.1 nats (the issue's example; example 2 settles near 1.3, example 1
 # collapses towards 0); win rate against RandomPunisher: 0.05 (5 points); game length: 1 ply.
 EQUIVALENCE_MARGINS = {"entropy": 0.1, "eval_win_rate": 0.05, "game_length": 1.0}

@@ -6,7 +6,7 @@ Gumbel MuZero and entropy-guided PUCT over it are each scored on the shipped sol
 positions (greedy move: optimal / keeps the game-theoretic outcome) and the shipped puzzles,
 then play one round robin (every player sampled at temperature 1, as `czjax tournament` plays:
 the network from its policy, PUCT in proportion to its visits, Gumbel and the rollout improver
-their own choice). The same table answers seed 004's question:
+their own choice). The same table answers the entropy-guided PUCT proposal's question:
 entropy-guided PUCT against plain PUCT at equal simulations.
 
 ``--pons`` also scores each player on Pons' six sets as AlphaZero.jl's benchmark scores its

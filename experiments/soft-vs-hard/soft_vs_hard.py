@@ -1,4 +1,4 @@
-"""Seed 002's comparison: AlphaZero's soft targets (the search's visit counts) against hard
+"""The soft-targets note's comparison: AlphaZero's soft targets (the search's visit counts) against hard
 targets (the move the search played), at equal compute.
 
 Both train the same model from the same seeds with the same search (PUCT with root noise)
@@ -8,7 +8,7 @@ seeds. Every final network is then scored on the shipped solver-labelled positio
 training never looked up: policy loss (cross-entropy to the uniform distribution over the
 optimal columns), value loss (squared error to the outcome for the side to move), move
 accuracy (the greedy move is optimal / keeps the outcome), value-sign accuracy (on decided
-positions) and policy entropy; mean and standard deviation over seeds. Seed 002 saw soft
+positions) and policy entropy; mean and standard deviation over seeds. The note saw soft
 targets give lower losses, higher accuracy (0.417 against 0.404) and higher entropy (1.83
 against 1.67).
 
@@ -22,7 +22,7 @@ games are played alike and only the target differs.
 
     python experiments/soft-vs-hard/soft_vs_hard.py --recipe gumbel --batches 300 --seeds 4 --sims 16   # CPU scale
 
-``--question search`` asks seed 004's question the same way: entropy-guided PUCT against plain
+``--question search`` asks the entropy-guided PUCT proposal's question the same way: entropy-guided PUCT against plain
 PUCT as the training search (the puct recipe, soft targets, the same simulations).
 
 Each final network is also scored by AlphaZero.jl's Pons protocol (its MCTS with 600
@@ -57,9 +57,9 @@ from czjax.util.specs import PlayerSpec
 
 # each question: its two arms, each the settings it changes over the recipe
 QUESTIONS = {
-    # seed 002: the search's improved policy (visit counts) against the move it chose (one-hot)
+    # the soft-targets note: the search's improved policy (visit counts) against the move it chose (one-hot)
     "targets": {"soft": {"algorithm": "alphazero"}, "hard": {"algorithm": "alpha"}},
-    # seed 004: entropy-guided PUCT against PUCT as the training search ({sims}: --sims)
+    # the entropy-guided PUCT proposal: entropy-guided PUCT against PUCT as the training search ({sims}: --sims)
     "search": {
         "mcts": {"search": "mcts:sims={sims},noise=0.25"},
         "entropy-mcts": {"search": "entropy-mcts:sims={sims},noise=0.25"},
@@ -183,7 +183,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--question",
         choices=tuple(QUESTIONS),
         default="targets",
-        help="targets: seed 002, soft against hard policy targets; search: seed 004, entropy-mcts against mcts "
+        help="targets: the soft-targets note, soft against hard policy targets; search: the entropy-guided PUCT proposal, entropy-mcts against mcts "
         "as the training search (default: %(default)s)",
     )
     parser.add_argument("--model", default="mlp3", help="a model with a value head (default: %(default)s)")
