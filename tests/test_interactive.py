@@ -217,3 +217,14 @@ def test_a_searched_move_costs_one_search_and_says_what_two_did(spec, model_chec
     assert fresh.tree is None and int(np.asarray(fresh.shares).sum().round()) == 1
     assert memory.searched([col, reply, 0, 0, 0]).tree is not None  # 3 plies on: searched afresh
     assert int(memory.tree.node_visits[0, 0]) == 1 + 8
+
+
+def test_play_and_serve_take_reuse_from_the_command_line(monkeypatch):
+    """`czjax play --reuse` hands the game a PUCT search that keeps its tree (the path the test
+    above follows through interactive.play); without the flag, the default, no reuse."""
+    seen = []
+    monkeypatch.setattr(interactive, "play", lambda agent, **options: seen.append(options["reuse"]) or {})
+    assert cli.main(["play", "random", "--reuse"]) == 0
+    assert cli.main(["play", "random"]) == 0
+    assert seen == [True, interactive.REUSE_TREES] and interactive.REUSE_TREES is False
+    assert cli.build_parser().parse_args(["serve", "--reuse"]).reuse

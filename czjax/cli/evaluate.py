@@ -74,11 +74,18 @@ def cmd_tournament(args) -> int:
     return output.print_report(args, report, tournament.format_tournament)
 
 
+REUSE_HELP = (
+    "a PUCT search (mcts, entropy-mcts) keeps its tree from one position of the game to the next and starts "
+    "there (off by default: at equal simulations it plays worse over the shipped networks, docs/search.md)"
+)
+
+
 def cmd_play(args) -> int:
     from czjax.evaluate import interactive
 
     agent = flags.load_player(args.player)
-    interactive.play(agent, first=args.first, temperature=agent.temperature(args.temperature), seed=args.seed)
+    temperature = agent.temperature(args.temperature)
+    interactive.play(agent, first=args.first, temperature=temperature, seed=args.seed, reuse=args.reuse)
     return 0
 
 
@@ -116,7 +123,8 @@ def cmd_serve(args) -> int:
         agent = flags.load_player(args.player)
         print(f"compiling {agent.name} (the page opens once it is ready) ...", flush=True)
         # warm: the larger batch sizes compile in the background once the page is up
-        service = serve.GameService(agent, temperature=agent.temperature(args.temperature), seed=args.seed)
+        temperature = agent.temperature(args.temperature)
+        service = serve.GameService(agent, temperature=temperature, seed=args.seed, reuse=args.reuse)
         server = serve.make_server(service, warm=True, server=bound)
     except BaseException:
         bound.server_close()
@@ -280,6 +288,7 @@ def _add_play(commands) -> None:
     )
     play.add_argument("--temperature", type=flags.non_negative_float, default=None, help=flags.TEMPERATURE_HELP)
     play.add_argument("--seed", type=flags.seed, default=0)
+    play.add_argument("--reuse", action="store_true", help=REUSE_HELP)
     play.set_defaults(func=cmd_play)
 
     analyze = commands.add_parser(
@@ -334,4 +343,5 @@ def add_serve_command(commands) -> None:
     serve.add_argument("--host", default="127.0.0.1", help="(default: %(default)s, this machine only)")
     serve.add_argument("--temperature", type=flags.non_negative_float, default=None, help=flags.TEMPERATURE_HELP)
     serve.add_argument("--seed", type=flags.seed, default=0)
+    serve.add_argument("--reuse", action="store_true", help=REUSE_HELP)
     serve.set_defaults(func=cmd_serve)
