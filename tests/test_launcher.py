@@ -130,3 +130,22 @@ def test_a_campaign_step_launched_runs_in_calls_until_done(tmp_path, capsys):
     assert "submitted as job" in capsys.readouterr().out
     summary = json.loads((campaign.results_folder(results, "ex1-8seeds") / "summary.json").read_text())
     assert summary["done"] and summary["calls"] == 2 and summary["batches_done"] == 40
+
+
+def test_processes_sharing_a_folder_wait_their_turn_for_its_lock(tmp_path):
+    """A tune's workers each hold the tune folder's lock a moment to open the study: one that
+    finds it held waits (wait_s), where a run or a scan is refused at once."""
+    import fcntl
+    import threading
+
+    tmp_path.joinpath(folders.LOCK).touch()
+    other = open(tmp_path / folders.LOCK, "a+")  # another open file: as another process's lock
+    fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    with pytest.raises(ValueError, match="in use by another czjax tune"):
+        with folders.locked(tmp_path, "tune"):
+            pass
+    threading.Timer(0.3, lambda: fcntl.flock(other, fcntl.LOCK_UN)).start()
+    start = time.monotonic()
+    with folders.locked(tmp_path, "tune", wait_s=10):
+        assert time.monotonic() - start >= 0.25  # it waited for the other to let go
+    other.close()

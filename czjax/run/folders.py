@@ -29,6 +29,7 @@ import dataclasses
 import fcntl
 import json
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -131,10 +132,11 @@ def prepare(spec: Output) -> None:
 
 
 @contextlib.contextmanager
-def locked(out_dir: Path, what: str = "run", words: Spelling = FLAGS):
+def locked(out_dir: Path, what: str = "run", words: Spelling = FLAGS, wait_s: float = 0.0):
     """Hold ``out_dir``'s lock for the block: a ValueError naming the holder's process id when
-    another process holds it. The lock is the kernel's (``flock``) on ``out_dir/.lock``, so it
-    goes with its process, however that ends."""
+    another process holds it (for ``wait_s`` seconds: processes that share a folder and hold its
+    lock a moment each, a tune's workers). The lock is the kernel's (``flock``) on
+    ``out_dir/.lock``, so it goes with its process, however that ends."""
     out_dir = Path(out_dir)
     created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -142,7 +144,7 @@ def locked(out_dir: Path, what: str = "run", words: Spelling = FLAGS):
     failed, held = True, False
     try:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            acquire(handle, wait_s)
         except BlockingIOError:
             handle.seek(0)
             holder = handle.read().strip() or "?"
@@ -187,6 +189,19 @@ def check_out_file(path: Path, flag: str = "--out") -> None:
     if path.is_dir():
         raise ValueError(f"{flag} {path} is a folder: name the file to write")
     check_out_dir(path.parent, flag)
+
+
+def acquire(handle, wait_s: float) -> None:
+    """``flock`` on ``handle``, retried for ``wait_s`` seconds; BlockingIOError past them."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
 
 
 def in_use(out_dir: Path) -> bool:

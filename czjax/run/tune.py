@@ -46,6 +46,7 @@ BATCH_RESULTS = "objective.json"  # in a batch's folder: each trial's objective 
 FIGURES = ("optimization_history.png", "param_importances.png", "slice.png")
 SAMPLERS = ("tpe", "cmaes", "random")
 STUDY_NAME = "czjax-tune"
+SHARED_LOCK_WAIT_S = 60.0  # seconds a process joining a study waits for another opening it
 TAIL = 0.2  # the objective: a run's mean over its last 20% of intervals (as czjax scan's summary)
 INSTALL = "czjax tune needs Optuna: pip install 'czjax[tune]' (or pip install optuna)"
 
@@ -346,7 +347,8 @@ def run_tune(spec: TuneSpec) -> TuneResult:
     scan, until the study holds ``spec.trials`` trials, or a stop (:mod:`czjax.run.stops`:
     a time limit, SIGINT, SIGTERM; every chunk is saved as it completes)."""
     optuna = import_optuna()
-    with folders.locked(spec.out_dir, "tune", spec.spelling):
+    # processes sharing the study (--resume) each hold the folder's lock a moment to open it
+    with folders.locked(spec.out_dir, "tune", spec.spelling, wait_s=SHARED_LOCK_WAIT_S if spec.resume else 0.0):
         folders.prepare(spec)
         if spec.overwrite:
             for old in spec.out_dir.glob("batch-*"):
@@ -359,21 +361,26 @@ def run_tune(spec: TuneSpec) -> TuneResult:
             if folders.in_use(folder):
                 continue  # another process is running it
             spec.log(f"continuing {folder.name}")
-            try:
-                reason = run_batch(spec, study, folder, spec.log)
-            except ValueError:
-                if folders.in_use(folder):  # another process took it between the look and the lock
-                    continue
-                raise
-            if reason:
+            if reason := unless_taken(spec, study, folder):
                 break
         while not reason and (left := spec.trials - counted_trials(study, optuna)) > 0:
             folder = ask_batch(spec, study, optuna, min(spec.batch, left))
             spec.log(f"{folder.name}: {min(spec.batch, left)} trials x {spec.seeds} seeds as one scan")
-            reason = run_batch(spec, study, folder, spec.log)
-            if not reason:
+            if not (reason := unless_taken(spec, study, folder)):
                 spec.log(progress_line(study, optuna, spec))
     return finish(spec, study, optuna, reason)
+
+
+def unless_taken(spec: TuneSpec, study, folder: Path) -> str | bool:
+    """:func:`run_batch`, unless another process sharing the study holds the batch's folder
+    (it took the batch between the look and the lock: that process tells its trials)."""
+    try:
+        return run_batch(spec, study, folder, spec.log)
+    except ValueError:
+        if folders.in_use(folder):
+            spec.log(f"{folder.name}: taken by another process")
+            return False
+        raise
 
 
 def progress_line(study, optuna, spec: TuneSpec) -> str:
