@@ -148,3 +148,18 @@ def test_a_folder_that_holds_a_tune_is_never_overwritten(straight, capsys):
     out, _ = straight
     assert cli.main([*TUNE, "--out", str(out)]) == 2
     assert "already holds a run (study.journal)" in capsys.readouterr().err
+
+
+def test_a_tune_stopped_between_batches_says_so(tmp_path, monkeypatch, capsys):
+    """Ctrl-C while the next batch's trials are asked (no scan running to report it) stops the
+    tune as a stop, not as a finish: exit 130 and the line to continue."""
+    asked = tune.ask_batch
+
+    def interrupted_second_ask(spec, study, optuna, count):
+        if (spec.out_dir / "batch-0000" / tune.BATCH_TRIALS).exists():
+            raise KeyboardInterrupt
+        return asked(spec, study, optuna, count)
+
+    monkeypatch.setattr(tune, "ask_batch", interrupted_second_ask)
+    assert cli.main([*TUNE, "--out", str(tmp_path / "stopped")]) == 130
+    assert "continue with: czjax tune --resume" in capsys.readouterr().err

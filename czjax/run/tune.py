@@ -368,7 +368,8 @@ def run_tune(spec: TuneSpec) -> TuneResult:
             spec.log(f"{folder.name}: {min(spec.batch, left)} trials x {spec.seeds} seeds as one scan")
             if not (reason := unless_taken(spec, study, folder)):
                 spec.log(progress_line(study, optuna, spec))
-    return finish(spec, study, optuna, reason)
+    # a Ctrl-C or SIGTERM between batches (asking, telling) is the rule's: no batch returned it
+    return finish(spec, study, optuna, reason or rule.reason)
 
 
 def unless_taken(spec: TuneSpec, study, folder: Path) -> str | bool:
