@@ -4,7 +4,7 @@ array jobs, or its local executor where there is no cluster).
 A scan launched this way is split into shards (:func:`plan_shards`: slices of its settings,
 or of its seeds when there are more shards than settings), each shard an ordinary scan folder,
 ``shard-NN`` inside the scan's folder, trained by one job. A job that is preempted or reaches its
-time limit is requeued by submitit (it signals the job first, and the job's :meth:`ShardJob.checkpoint`
+time limit is requeued by submitit (it signals the job first, and the job's :meth:`Requeued.checkpoint`
 hands submitit the same job to run again), and the requeued job continues its shard from that
 scan's last checkpoint. When every shard has finished, :func:`merge` gathers them into the files
 a one-machine scan writes (``metrics.jsonl`` with the one-machine scan's configuration numbers,
@@ -117,10 +117,19 @@ def plan_shards(settings: int, seeds: int, shards: int) -> list[Shard]:
     return [Shard(f"shard-{i:02d}", a, b) for i, (a, b) in enumerate(parts)]
 
 
-class ShardJob:
+class Requeued:
+    """A job submitit requeues as it is: when the job is preempted or reaches its time limit,
+    submitit calls :meth:`checkpoint` and runs what it returns, this job again, which continues
+    from what its work saved."""
+
+    def checkpoint(self):
+        submitit = import_submitit()
+        return submitit.helpers.DelayedSubmission(self)
+
+
+class ShardJob(Requeued):
     """A job of the array: train its shard to the scan's target (continued from the shard's
-    last checkpoint where it has one). submitit calls :meth:`checkpoint` when the job is
-    preempted or times out, and runs what it returns, this job again, once requeued."""
+    last checkpoint where it has one)."""
 
     def __init__(self, scan: ScanSpec, shard: Shard):
         self.scan, self.shard = scan, shard
@@ -131,10 +140,6 @@ class ShardJob:
             return f"{self.shard.name}: stopped ({result.interrupted})"
         return f"{self.shard.name}: done"
 
-    def checkpoint(self):
-        submitit = import_submitit()
-        return submitit.helpers.DelayedSubmission(self)
-
 
 def finished(folder: Path, configurations: int, batches: int) -> bool:
     """Whether the scan in ``folder`` (a shard's) has trained its ``configurations`` to ``batches``."""
@@ -142,9 +147,10 @@ def finished(folder: Path, configurations: int, batches: int) -> bool:
     return len({r["config"] for r in rows if r["batches"] >= batches}) == configurations
 
 
-def pending(out_dir: Path) -> list[str]:
-    """The shards of the launched scan in ``out_dir`` that have not finished."""
-    stored = json.loads((Path(out_dir) / SHARDS).read_text())
+def pending(out_dir: Path, stored: dict | None = None) -> list[str]:
+    """The shards of the launched scan in ``out_dir`` that have not finished (``stored``: its
+    ``shards.json`` where the caller has read it)."""
+    stored = stored or json.loads((Path(out_dir) / SHARDS).read_text())
     return [
         shard["name"]
         for shard in stored["shards"]
@@ -173,7 +179,7 @@ def launch(scan: ScanSpec, launcher: Launcher, shards: int) -> list:
                     "the same settings, seeds and shards"
                 )
         (out / SHARDS).write_text(json.dumps(stored, indent=1))
-    left = pending(out)
+    left = pending(out, stored)
     waiting = [shard for shard in plan if shard.name in left]
     if not waiting:
         return []
@@ -193,7 +199,7 @@ def merge(out_dir: Path) -> list[dict]:
     description = stored["scan"]
     settings, seeds = description["settings"], description["seeds"]
     ids = {(c["setting"], c["seed"]): c["config"] for c in configurations(settings, seeds)}
-    waiting = pending(out_dir)
+    waiting = pending(out_dir, stored)
     if waiting:
         raise ValueError(
             f"{', '.join(waiting)} of {out_dir} not finished: wait for its jobs, or launch the scan again with --resume"
@@ -215,10 +221,10 @@ def merged_report(out_dir: Path, grid_names: list[str], sort_by: str, title: str
     return write_report(rows, out_dir, grid_names, sort_by, title)
 
 
-class TuneWorker:
+class TuneWorker(Requeued):
     """A job of a launched tune: asks for batches of trials and trains them until the shared
     study holds its target (:func:`czjax.run.tune.run_tune` with ``resume``: it also continues a
-    batch whose process ended). Requeued as :class:`ShardJob` is."""
+    batch whose process ended)."""
 
     def __init__(self, spec):
         self.spec = spec
@@ -228,10 +234,6 @@ class TuneWorker:
 
         result = tune.run_tune(self.spec)
         return f"tune worker: {'stopped (' + str(result.interrupted) + ')' if result.interrupted else 'done'}"
-
-    def checkpoint(self):
-        submitit = import_submitit()
-        return submitit.helpers.DelayedSubmission(self)
 
 
 def launch_tune(spec, launcher: Launcher, workers: int) -> list:
@@ -258,11 +260,11 @@ def wait(jobs: list, log=print) -> None:
             raise ValueError(f"job {job.job_id} failed ({first}); its log: {job.paths.stderr}") from None
 
 
-class CommandJob:
+class CommandJob(Requeued):
     """A job that runs a resumable command (``argv``, from ``cwd``) until it exits 0: an exit
     code in ``again`` means "not done yet, call me again" (a campaign step's call that stopped at
-    its time limit), any other is a failure. Requeued as :class:`ShardJob` is; the command is
-    killed with its job, and continues from where it saved."""
+    its time limit), any other is a failure. The command is killed with its job, and continues
+    from where it saved."""
 
     def __init__(self, argv: list[str], cwd: str, again: tuple[int, ...] = ()):
         self.argv, self.cwd, self.again = list(argv), cwd, tuple(again)
@@ -276,7 +278,3 @@ class CommandJob:
                 return "done"
             if code not in self.again:
                 raise RuntimeError(f"{' '.join(self.argv)} exited with {code}")
-
-    def checkpoint(self):
-        submitit = import_submitit()
-        return submitit.helpers.DelayedSubmission(self)
