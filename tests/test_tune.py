@@ -163,3 +163,14 @@ def test_a_tune_stopped_between_batches_says_so(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(tune, "ask_batch", interrupted_second_ask)
     assert cli.main([*TUNE, "--out", str(tmp_path / "stopped")]) == 130
     assert "continue with: czjax tune --resume" in capsys.readouterr().err
+
+
+def test_a_resumed_tune_must_keep_its_settings(straight, capsys):
+    out, _ = straight
+    other = [
+        ("16" if word == "8" and previous == "--games-per-batch" else word) for previous, word in zip(["", *TUNE], TUNE)
+    ]
+    assert cli.main([*other, "--out", str(out), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "must use the settings of the tune in the folder: config.games_per_batch was 8, now 16" in err
+    assert len(err.strip().splitlines()) == 1

@@ -34,7 +34,7 @@ import numpy as np
 from czjax.learn.settings import TrainConfig
 from czjax.run import folders, stops
 from czjax.run.loop import TIMING_KEYS
-from czjax.run.scan import SCANNABLE, train_scan
+from czjax.run.scan import SCANNABLE, differences, train_scan
 from czjax.run.spec import ScanSpec, check_resume_or_overwrite
 
 STUDY = "study.journal"
@@ -243,12 +243,13 @@ def open_study(spec: TuneSpec, optuna):
     if spec.resume:
         stored = json.loads(path.read_text())
         stored["config"] = TrainConfig.from_dict(stored["config"]).to_dict()
-        for key, now in spec.description().items():
-            if stored.get(key) != now:
-                raise ValueError(
-                    f"{spec.spelling.resume} must use the settings of the tune in the folder: "
-                    f"{key} was {stored.get(key)!r}, now {now!r}"
-                )
+        differ = differences(stored, json.loads(json.dumps(spec.description())))  # as stored: lists
+        if differ:
+            name, before, now = differ[0]
+            raise ValueError(
+                f"{spec.spelling.resume} must use the settings of the tune in the folder: {name} was {before!r}, "
+                f"now {now!r}" + (f" (and {len(differ) - 1} more)" if len(differ) > 1 else "")
+            )
     else:
         path.write_text(json.dumps(spec.description(), indent=1))
     from optuna.storages.journal import JournalFileBackend
