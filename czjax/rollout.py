@@ -23,9 +23,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from czjax import compaction, game
-from czjax.compaction import all_configurations
+from czjax import game, row_skipping
 from czjax.players import Player, sample_masked_uniform
+from czjax.row_skipping import all_configurations
 from czjax.util import platforms
 from czjax.util.devices import split as split_games
 from czjax.util.pytree import pytree_dataclass
@@ -99,8 +99,8 @@ def first_player_split(num_games: int) -> int:
 
 def default_chunks(player: Player, params, boards_per_call: int) -> int:
     """Chunks for :func:`evaluate_active`: several for an expensive player on enough boards,
-    else 1 (evaluate every board); see :func:`czjax.compaction.rollout_chunks`."""
-    return compaction.rollout_chunks(compaction.flops_per_board(player, params), boards_per_call)
+    else 1 (evaluate every board); see :func:`czjax.row_skipping.rollout_chunks`."""
+    return row_skipping.rollout_chunks(row_skipping.flops_per_board(player, params), boards_per_call)
 
 
 def _logits_and_target(player: Player, params, boards, key) -> jax.Array:
@@ -130,7 +130,7 @@ def evaluate_active(
 
     Games end at different plies, and a fixed-shape rollout would otherwise run the model on
     every finished game until the longest one ends: the active boards are evaluated in
-    ``num_chunks`` static chunks, idle chunks skipped (:func:`czjax.compaction.over_valid_chunks`).
+    ``num_chunks`` static chunks, idle chunks skipped (:func:`czjax.row_skipping.over_valid_chunks`).
     ``num_chunks <= 1`` evaluates every board.
     """
 
@@ -145,7 +145,7 @@ def evaluate_active(
     def run(index, chunk_boards):
         return run_player(chunk_boards, jax.random.fold_in(key, index))
 
-    outputs, destination = compaction.over_valid_chunks(run, boards, active, num_chunks, axis_name)
+    outputs, destination = row_skipping.over_valid_chunks(run, boards, active, num_chunks, axis_name)
     return outputs.reshape(-1, outputs.shape[-1])[destination]
 
 

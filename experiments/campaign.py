@@ -199,7 +199,7 @@ def launch_step(launcher, name: str, args, argv) -> int:
     """``run STEP --launcher ...``: the step as one submitit job that calls this script for the
     step (at most --max-seconds a call, exit 3 while not done) until it is done, requeued after
     preemption or its time limit; waits for it unless --no-wait."""
-    from czjax.run import launch
+    from czjax.jobs import launch
 
     again = ["--results", args.results, "--work", args.work, "run", name, "--max-seconds", str(args.max_seconds)]
     again += ["--scale", str(args.scale)] + (["--copy-to", args.copy_to] if args.copy_to else [])

@@ -203,7 +203,7 @@ def test_ppo_with_bootstrap_takes_a2cs_targets(ppo_games):
         np.testing.assert_array_equal(np.asarray(got.returns), np.asarray(want))
         np.testing.assert_allclose(np.asarray(got.advantages), np.asarray(want - values), rtol=1e-6, atol=1e-6)
     assert not np.array_equal(np.asarray(want), np.asarray(batch.returns))  # the two targets differ
-    from czjax.run import presets
+    from czjax.jobs import presets
 
     assert presets.get_preset("ex5-ppo").config.settings_of("ppo").bootstrap  # example 5 runs as the PyTorch project's
 
@@ -248,11 +248,11 @@ def test_search_training_settings_are_checked():
     with pytest.raises(ValueError, match="not reinforce"):
         TrainConfig(model="mlp3", search="mcts:sims=8")
     with pytest.raises(ValueError, match="sims must be at least 1"):
-        TrainConfig(model="mlp3", algorithm="alpha", search="mcts:sims=0")
+        TrainConfig(model="mlp3", algorithm="alphazero-hard", search="mcts:sims=0")
     with pytest.raises(ValueError, match="unknown search"):
-        TrainConfig(model="mlp3", algorithm="alpha", search="minimax:depth=3")
+        TrainConfig(model="mlp3", algorithm="alphazero-hard", search="minimax:depth=3")
     with pytest.raises(ValueError, match="value head"):
-        TrainConfig(model="mlp", algorithm="alpha", search="mcts:sims=8")
+        TrainConfig(model="mlp", algorithm="alphazero-hard", search="mcts:sims=8")
 
 
 def test_the_rollout_records_the_searchs_policy_targets():
@@ -288,7 +288,7 @@ def test_search_based_training_steps():
     """A few batches of alphazero on mlp3, from a replay buffer, greedy after 4 plies, the root's
     value mixed into the value target: the loss is finite, the parameters move, the visit targets
     have positive entropy, and the buffer holds the learner's positions with their targets;
-    alpha's hard targets are the moves played."""
+    alphazero-hard's targets are the moves played."""
     config = TrainConfig(
         model="mlp3",
         games_per_batch=4,
@@ -437,3 +437,25 @@ def test_replay_steps_are_successive_steps_on_fresh_draws(both_sides_games):
         TrainConfig(model="mlp3", algorithm="alphazero", search="gumbel:sims=4", both_sides=True)  # opponent self
     with pytest.raises(ValueError, match="openings must be between 0 and 6"):
         TrainConfig(openings=7)
+
+
+def test_the_old_name_of_alphazero_hard_still_reads_with_a_warning():
+    """The algorithm ``alpha`` (Connect-Zero's alpha mode) is ``alphazero-hard`` now: given to the
+    config or typed as a flag it reads as the new name with a FutureWarning; a stored config that
+    says ``alpha`` reads silently (tests/test_stored_settings.py); anything else is still refused."""
+    import warnings
+
+    from czjax import cli
+
+    with pytest.warns(FutureWarning, match="the algorithm 'alpha' is called 'alphazero-hard' now"):
+        config = TrainConfig(model="mlp3", algorithm="alpha", search="mcts:sims=8")
+    assert config.algorithm == "alphazero-hard" and config == config.override({"algorithm": "alphazero-hard"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert TrainConfig.from_dict({**config.to_dict(), "algorithm": "alpha"}) == config
+    parser = cli.build_parser()
+    with pytest.warns(FutureWarning, match="'alpha' goes in the next release"):
+        args = parser.parse_args(["train", "--model", "mlp3", "--algorithm", "alpha", "--search", "mcts:sims=8"])
+    assert cli.train_spec(args).config.algorithm == "alphazero-hard"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["train", "--algorithm", "alphago"])

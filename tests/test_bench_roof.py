@@ -8,7 +8,7 @@ import math
 import jax
 import pytest
 
-from czjax import cli, compaction, search
+from czjax import cli, row_skipping, search
 from czjax.bench import roofline, search_bench
 from czjax.players.searched import search_player
 
@@ -124,7 +124,9 @@ def test_a_search_rows_network_flops_are_its_roots_and_simulations():
     assert row["network_flops_per_call"] == SEARCH_NETWORK_FLOPS * batch * (sims + 1)
     # the same count read from the whole traced search over one position
     player = search_player(search.PUCT(sims=sims), search_bench.search_network_player)
-    assert compaction.flops_per_board(player, search_bench.search_network_params()) == SEARCH_NETWORK_FLOPS * (sims + 1)
+    assert row_skipping.flops_per_board(player, search_bench.search_network_params()) == SEARCH_NETWORK_FLOPS * (
+        sims + 1
+    )
     assert row["network_flops_per_s"] == pytest.approx(row["network_flops_per_call"] / row["median_s"])
     assert row["step_s"] == pytest.approx(row["median_s"] / sims)
     assert row["roof_flops_per_s"] == document["roofs"][row["roof"]]["flops_per_s"]

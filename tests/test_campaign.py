@@ -139,7 +139,7 @@ def test_the_strength_step_leaves_a_playable_model(tmp_path):
     player, its metrics carry the solver errors, and its search is the step's. strength-ptemp
     runs the same function with the search's prior at temperature 1.5 appended (its program is
     the recipe's, which the seeds step below compiles too: run here is strength-10min's)."""
-    from czjax.run import presets
+    from czjax.jobs import presets
     from czjax.util import checkpoint
 
     summary = campaign.run_step("strength-10min", 600, 0.01, tmp_path / "results", tmp_path / "work", log=print)

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from czjax import cli
-from czjax.run import loop
+from czjax.jobs import loop
 from czjax.util.specs import PlayerSpec
 
 

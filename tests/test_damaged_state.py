@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from czjax import cli
+from czjax.jobs import loop, presets
+from czjax.jobs.spec import RunSpec
 from czjax.learn.settings import HParams, TrainConfig
 from czjax.learn.trainer import make_trainer
-from czjax.run import loop, presets
-from czjax.run.spec import RunSpec
 from czjax.util import checkpoint
 
 SMALL = ["--preset", "default", "--games-per-batch", "4", "--batches-per-chunk", "1", "--eval-games", "2"]

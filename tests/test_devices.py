@@ -20,8 +20,8 @@ SCRIPT = r"""
 import json, sys
 import jax
 from czjax import cli
-from czjax.run import loop
-from czjax.run import scan
+from czjax.jobs import loop
+from czjax.jobs import scan
 from czjax.learn.settings import HParams, PromotionSettings, TrainConfig
 
 out = sys.argv[1]
@@ -131,7 +131,7 @@ def test_a_run_over_two_hosts_is_the_run_on_one(tmp_path):
     process 0 alone writes the run's files."""
     import socket
 
-    from czjax.run import loop
+    from czjax.jobs import loop
 
     with socket.socket() as s:
         s.bind(("localhost", 0))

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from czjax import game, search
+from czjax.jobs import distill
 from czjax.players import random_player
 from czjax.players.loading import load_agent
-from czjax.run import distill
 
 
 def test_labels_are_the_teachers_policy_target_and_value():

@@ -65,5 +65,5 @@ def test_every_code_name_in_the_docs_exists():
 
 def test_a_renamed_function_is_caught():
     short, settings = modules_by_short_name(), set(setting_fields())
-    text = "`loop.run_chunk_once` and `search.tree.run_tree_search(`, `czjax.run.loop.no_such_thing`, `loop.gone`"
-    assert unresolved(text, short, settings) == ["czjax.run.loop.no_such_thing", "loop.gone"]
+    text = "`loop.run_chunk_once` and `search.tree.run_tree_search(`, `czjax.jobs.loop.no_such_thing`, `loop.gone`"
+    assert unresolved(text, short, settings) == ["czjax.jobs.loop.no_such_thing", "loop.gone"]

@@ -181,7 +181,7 @@ def test_commands_written_out_with_their_defaults(parsers):
 
 
 def test_every_preset_is_named_on_the_command_page():
-    from czjax.run.presets import PRESETS
+    from czjax.jobs.presets import PRESETS
 
     text = CLI_PAGE.read_text()
     assert not [name for name in PRESETS if f"`{name}`" not in text]

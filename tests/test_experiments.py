@@ -153,7 +153,7 @@ def test_same_start_tiny(tmp_path, capsys):
 def test_same_start_keeps_a_stopped_czjax_side_unfinished(tmp_path, monkeypatch):
     """A czjax side stopped early (SIGTERM, Ctrl-C, a deadline) is saved, not finished: no
     done.json, so --resume goes on with it instead of keeping it as it is."""
-    from czjax.run import loop
+    from czjax.jobs import loop
 
     same_start = load_script("same-start/same_start")
     stopped = {"interrupted": "SIGTERM", "batches": 3, "games": 12, "promotions": 0}
@@ -169,7 +169,7 @@ def test_the_blog_examples_run_as_the_campaigns_steps_over_their_presets():
     and at the blog's length with 8 seeds the campaign's ``exN-8seeds`` steps over those presets,
     whose results sit with the blog-examples study; every example has its blog milestones."""
     import campaign
-    from czjax.run import presets
+    from czjax.jobs import presets
 
     blog = load_script("blog-examples/blog_examples")
     for number, preset in blog.EXAMPLES.items():
@@ -251,7 +251,7 @@ def test_seed_questions_arms_differ_only_in_their_setting_and_verdicts_need_an_i
     only where the difference's interval excludes 0, in the direction that is better for the score."""
     from types import SimpleNamespace
 
-    from czjax.run import presets
+    from czjax.jobs import presets
 
     script = load_script("soft-vs-hard/soft_vs_hard")
     args = SimpleNamespace(model="mlp3", games_per_batch=8, sims=24, batches=5, recipe="gumbel")
@@ -259,9 +259,9 @@ def test_seed_questions_arms_differ_only_in_their_setting_and_verdicts_need_an_i
     soft = script.arm_config(gumbel, "targets", "soft", args)
     hard = script.arm_config(gumbel, "targets", "hard", args)
     played, played_too = str(soft.search), str(hard.search)
-    assert (soft.algorithm, hard.algorithm) == ("alphazero", "alpha")
+    assert (soft.algorithm, hard.algorithm) == ("alphazero", "alphazero-hard")
     assert played == played_too and "sims=24" in played and "move=action" in played
-    assert soft.override({"algorithm": "alpha"}) == hard
+    assert soft.override({"algorithm": "alphazero-hard"}) == hard
     args.recipe = "puct"
     alphazero = presets.get_preset("alphazero")
     mcts = script.arm_config(alphazero, "search", "mcts", args)

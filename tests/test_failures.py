@@ -14,7 +14,7 @@ import jax
 import pytest
 
 from czjax import cli
-from czjax.run import folders, loop, scan
+from czjax.jobs import folders, loop, scan
 
 TRAIN = [
     "train",

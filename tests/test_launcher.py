@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from czjax import cli
-from czjax.run import folders, launch, scan, tune
-from czjax.run.presets import get_preset
-from czjax.run.spec import ScanSpec
+from czjax.jobs import folders, launch, scan, tune
+from czjax.jobs.presets import get_preset
+from czjax.jobs.spec import ScanSpec
 from tests.test_scan import assert_rows_match
 
 pytest.importorskip("submitit", reason="the launcher's tests need submitit (pip install 'czjax[cluster]')")

@@ -15,7 +15,8 @@ FLOORS = {
     "czjax.deprecation": 0,  # old import paths answering for one release
     "czjax.game": 1,  # the rules
     "czjax.players": 2,  # PlayerOutput, masking, sampling, the built-in players, a network as a player
-    "czjax.compaction": 2,
+    "czjax.row_skipping": 2,  # skipping rows that do not matter (finished games, plies that did not happen)
+    "czjax.compaction": 2,  # deprecated: its names answer from czjax.row_skipping when used
     "czjax.rollout": 3,
     "czjax.players.minimax": 3,  # AlphaZero.jl's minimax player (a player over the rules, no network)
     "czjax.minimax": 3,  # deprecated: its names answer from czjax.players.minimax when used
@@ -27,7 +28,8 @@ FLOORS = {
     "czjax.players.loading": 6,  # the agent a spec names
     "czjax.evaluate": 7,
     "czjax.learn": 8,
-    "czjax.run": 9,
+    "czjax.jobs": 9,
+    "czjax.run": 9,  # deprecated: its modules answer from czjax.jobs when imported
     "czjax.interop": 10,
     "czjax.bench": 11,
     "czjax.cli": 12,

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from czjax import cli
+from czjax.jobs import loop
 from czjax.learn.settings import HParams, PromotionSettings, TrainConfig
 from czjax.learn.trainer import make_trainer
-from czjax.run import loop
 from czjax.util import checkpoint, progress
 from tests import agreement
 from tests.test_train import OLD_STORED_CONFIG
@@ -359,7 +359,7 @@ def test_resume_before_the_first_checkpoint_and_with_a_stored_time_budget(tmp_pa
 def test_the_dashboard_leaves_out_panels_that_do_not_apply():
     """No value loss without a value head (the metric is NaN), no promotions against a fixed
     opponent (the count stays 0): hand-made rows, as a REINFORCE run against RandomPunisher logs."""
-    from czjax.run import plots
+    from czjax.jobs import plots
 
     rows = [
         {

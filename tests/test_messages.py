@@ -11,8 +11,8 @@ import pytest
 
 import czjax
 from czjax import cli
-from czjax.run import folders, presets
-from czjax.run.spec import RunSpec, ScanSpec
+from czjax.jobs import folders, presets
+from czjax.jobs.spec import RunSpec, ScanSpec
 
 
 @pytest.fixture

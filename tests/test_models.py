@@ -10,8 +10,8 @@ import pytest
 from flax.traverse_util import flatten_dict
 
 from czjax import game, models, players, rollout
+from czjax.jobs import loop
 from czjax.models import layers
-from czjax.run import loop
 from czjax.util import compiling, platforms, precision
 
 # A network applied as one compiled program: applied eagerly, op by op, a first run compiles each

@@ -88,7 +88,7 @@ def test_czjax_leaves_matplotlib_s_backend_alone():
     import subprocess
 
     code = (
-        "import matplotlib, tempfile, pathlib; from czjax.run import loop, plots; "
+        "import matplotlib, tempfile, pathlib; from czjax.jobs import loop, plots; "
         "plots.dashboard([{'games': 1, 'win_rate': 0.5, 'entropy': 1.0}], pathlib.Path(tempfile.mkdtemp()) / 'd.png'); "
         "print(matplotlib.get_backend())"
     )

@@ -13,8 +13,8 @@ import shutil
 from pathlib import Path
 
 from czjax import cli
+from czjax.jobs import loop
 from czjax.players.loading import load_agent
-from czjax.run import loop
 from tests import records
 
 OLD_RUN = Path(__file__).parent / "data" / "old-run"

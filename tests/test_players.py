@@ -217,6 +217,8 @@ OLD_PATHS = [  # (old module, name, its home now)
     ("czjax.models.player", "model_player", "czjax.players.network"),
     ("czjax.search", "search_player", "czjax.players.searched"),
     ("czjax.search.registry", "search_player", "czjax.players.searched"),
+    ("czjax.compaction", "over_valid_chunks", "czjax.row_skipping"),
+    ("czjax.run", "folders", "czjax.jobs"),
 ]
 
 
@@ -232,6 +234,24 @@ def test_an_old_import_path_answers_with_a_deprecation_warning(old, name, home):
     assert caught[0].filename == __file__
     with pytest.raises(AttributeError, match="has no attribute 'nothing_here'"):
         importlib.import_module(old).nothing_here  # noqa: B018
+
+
+def test_a_renamed_package_answers_for_its_modules_old_paths():
+    """``czjax.run`` is ``czjax.jobs`` now: ``import czjax.run.<module>`` and ``from czjax.run.<module>
+    import <name>`` still give the new module's own objects, with a warning naming the new path."""
+    import importlib
+    import sys
+
+    for old in [m for m in sys.modules if m.startswith("czjax.run.")]:
+        del sys.modules[old]  # an earlier test may have imported it
+    with pytest.warns(DeprecationWarning, match="czjax.run.presets moved to czjax.jobs.presets"):
+        from czjax.run.presets import get_preset
+    assert get_preset is importlib.import_module("czjax.jobs.presets").get_preset
+    with pytest.warns(DeprecationWarning, match="czjax.run.scan moved to czjax.jobs.scan"):
+        old = importlib.import_module("czjax.run.scan")
+    assert old is importlib.import_module("czjax.jobs.scan")
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("czjax.run.nothing_here")
 
 
 def test_the_players_package_names_what_players_named():

@@ -4,9 +4,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from czjax.jobs import loop
 from czjax.learn.pool import PoolSettings, PoolState, league_ready, opponent_weights, update_pool, update_win_rate
 from czjax.learn.settings import HParams, TrainConfig
-from czjax.run import loop
 
 
 def test_opponent_weights_and_win_rate_ema():

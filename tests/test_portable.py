@@ -9,10 +9,10 @@ import jax
 import numpy as np
 import pytest
 
+from czjax.jobs import folders, loop
 from czjax.learn.replay import ReplaySettings
 from czjax.learn.settings import HParams, PromotionSettings, TrainConfig
 from czjax.learn.trainer import make_trainer, portable
-from czjax.run import folders, loop
 from czjax.util import checkpoint
 
 # The strength recipe's shape, tiny: search-based training from a replay buffer that fills and

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from czjax import cli
+from czjax.jobs import loop, scan
 from czjax.players.agent import self_play
 from czjax.players.loading import load_agent
 from czjax.rollout import Side, play_games
-from czjax.run import loop, scan
 from czjax.util import progress
 
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from czjax import cli
+from czjax.jobs import loop, scan
+from czjax.jobs.spec import ScanSpec
 from czjax.learn.settings import HParams, PromotionSettings, TrainConfig
-from czjax.run import loop, scan
-from czjax.run.spec import ScanSpec
 from tests.test_train import OLD_STORED_CONFIG
 
 CONFIG = TrainConfig(

@@ -98,7 +98,7 @@ def test_tensorboard_gets_the_rows_of_each_scan_configuration(tmp_path):
 def test_tensorboard_shows_a_resumed_run_once(tmp_path):
     """A run resumed from its checkpoint at batch 1 logs batch 2 again (and is stopped again):
     batch 3 of the first session must be gone, batch 2 the second session's."""
-    from czjax.run.sinks import TensorBoardSink
+    from czjax.jobs.sinks import TensorBoardSink
 
     first, second = TensorBoardSink(tmp_path), TensorBoardSink(tmp_path)
     for batches in (1, 2, 3):

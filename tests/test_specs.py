@@ -76,7 +76,10 @@ def test_each_consumer_reads_the_same_parts():
     """A search's spec as a player, as training's --search and as a pool member: the same search."""
     expected = search.PUCT(sims=4, c=1.5)  # the dataclass itself, not parsed from text
     assert load_agent("mcts:sims=4,c=1.5:random").search == expected
-    assert trainer.build_search(TrainConfig(model="mlp3", algorithm="alpha", search="mcts:sims=4,c=1.5")) == expected
+    assert (
+        trainer.build_search(TrainConfig(model="mlp3", algorithm="alphazero-hard", search="mcts:sims=4,c=1.5"))
+        == expected
+    )
     assert search.split_search(PlayerSpec.parse("mcts:sims=4,c=1.5:random")) == (expected, PlayerSpec("random"))
     assert search.search_of(PlayerSpec.parse("mcts:sims=4,c=1.5")) == expected
     # minimax's options, as a player and as the evaluation games' opponent
@@ -123,7 +126,7 @@ def test_bad_player_specs_are_refused_in_one_line(spec, message):
     ],
 )
 def test_bad_specs_in_a_config_are_refused_in_one_line(settings, message):
-    base = {"model": "mlp3", "algorithm": "alpha", "search": "mcts:sims=8"}
+    base = {"model": "mlp3", "algorithm": "alphazero-hard", "search": "mcts:sims=8"}
     with pytest.raises(ValueError, match=message) as refused:
         TrainConfig(**{**base, **settings})
     assert "\n" not in str(refused.value)
@@ -154,7 +157,7 @@ def test_a_config_describes_and_the_set_up_builds(monkeypatch):
 
     settings = dict(
         model="resnet:blocks=1,channels=8",
-        algorithm="alpha",
+        algorithm="alphazero-hard",
         search="mcts:sims=4",
         eval_opponent="minimax:depth=1",
         games_per_batch=4,

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from czjax.jobs import folders, scan
+from czjax.learn import migration
 from czjax.learn.settings import HParams, TrainConfig
-from czjax.run import folders, scan
 
 STORED = Path(__file__).parent / "data" / "run-json"
 
@@ -66,7 +67,7 @@ RECIPES = {
         {
             "model": "mlp3",
             "opponent": "current",
-            "algorithm": "alpha",
+            "algorithm": "alphazero-hard",
             "search": "mcts:sims=8,noise=0.25",
             "init": "flax",
             "sample_plies": 8,
@@ -86,6 +87,8 @@ def assert_written_back(written: dict, stored: dict, defaults: dict, where: str 
             assert value == defaults[key], (where, key, value)
         elif isinstance(value, dict) and isinstance(stored[key], dict):
             assert_written_back(value, stored[key], defaults.get(key, {}), f"{where}.{key}")
+        elif key in migration.RENAMED_VALUES:  # written with its name today ("alpha": "alphazero-hard")
+            assert value == migration.RENAMED_VALUES[key].get(stored[key], stored[key]), (where, key, value)
         else:
             assert value == stored[key], (where, key, value, stored[key])
 

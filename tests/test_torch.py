@@ -13,11 +13,11 @@ import pytest
 import torch  # the test extra installs it: pip install -e ".[test]"
 
 from czjax import cli, game, models, rollout
+from czjax.jobs import loop
 from czjax.learn.settings import HParams, PromotionSettings, TrainConfig
 from czjax.learn.trainer import make_trainer
 from czjax.models import torch_layout
 from czjax.players.loading import load_agent
-from czjax.run import loop
 from czjax.util import checkpoint, precision
 from tests.reference import random_game
 from tests.torch_reference import TORCH_MODELS, a2c_loss, ppo_update, rwb_loss

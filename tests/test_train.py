@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from czjax import rollout
+from czjax.jobs import loop
 from czjax.learn.pool import PoolSettings
 from czjax.learn.settings import HParams, PromotionSettings, TrainConfig
 from czjax.learn.trainer import init_state, make_setup, make_trainer, record_batch
-from czjax.run import loop
 from czjax.util import checkpoint
 from czjax.util.counts import WideCount
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from czjax import cli
-from czjax.run import folders, loop, tune
+from czjax.jobs import folders, loop, tune
 
 pytest.importorskip(
     "optuna", reason="czjax tune's tests need Optuna (pip install 'czjax[tune]'; the test extras have it)"

@@ -54,9 +54,9 @@ def params_hash(tree) -> str:
 
 
 def run_case(preset_name: str, out_dir: Path) -> dict:
+    from czjax.jobs import loop, presets
     from czjax.learn.settings import HParams
     from czjax.learn.trainer import make_trainer
-    from czjax.run import loop, presets
     from czjax.util import checkpoint
 
     preset = presets.get_preset(preset_name)

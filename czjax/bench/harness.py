@@ -19,15 +19,15 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from czjax import compaction, rollout
+from czjax import rollout, row_skipping
 from czjax.bench import profiling, torch_peer
 from czjax.bench.roofline import format_fraction, network_fields, network_flops
 from czjax.bench.timing import peak_bytes, step_fields, time_compiled
+from czjax.jobs import scan
 from czjax.learn.settings import HParams, TrainConfig
 from czjax.learn.trainer import build_search, make_trainer
 from czjax.players.loading import load_agent
 from czjax.players.searched import search_player
-from czjax.run import scan
 from czjax.util import devices, precision
 
 # The PyTorch project's RandomPunisher-vs-RandomPunisher games on its reference 2-core CPU: the
@@ -41,7 +41,7 @@ def bench_rollout_czjax(player_spec: str, batch: int, runs: int, profile: str | 
     :func:`bench_train`. A network's FLOPs are its forward pass's per board times the moves
     played (each move one board its mover evaluated; a search's player counts its root's and
     its simulations' evaluations), a lower bound where finished games' boards are evaluated too
-    (czjax.compaction); a built-in player has none. The compiled step is the ply: the loop runs
+    (czjax.row_skipping); a built-in player has none. The compiled step is the ply: the loop runs
     until the batch's last game has ended (``plies``: its longest game's length)."""
     agent = load_agent(player_spec)
 
@@ -55,7 +55,7 @@ def bench_rollout_czjax(player_spec: str, batch: int, runs: int, profile: str | 
     lengths = np.asarray(results.length)
     moves = int(lengths.sum())
     plies = int(lengths.max())
-    forward = compaction.flops_per_board(agent.player, agent.params)
+    forward = row_skipping.flops_per_board(agent.player, agent.params)
     return {
         "impl": "czjax",
         "player": player_spec,
@@ -194,9 +194,9 @@ def bench_config(
             profiling.PLY_PAIR if searcher is None else profiling.SIMULATION,
             profiling.EACH_KERNEL_OPTIONS.get(jax.default_backend()) if each_kernel else None,
         )
-    forward_flops = compaction.flops_per_board(trainer.learner, state.params)
+    forward_flops = row_skipping.flops_per_board(trainer.learner, state.params)
     actor = trainer.learner if searcher is None else search_player(searcher, trainer.learner)
-    acting_flops = compaction.flops_per_board(actor, state.params)
+    acting_flops = row_skipping.flops_per_board(actor, state.params)
     row = _train_row(config, num_devices, compile_s, times, metrics, forward_flops, acting_flops)
     if phases is not None:
         row["phases"] = {name: seconds / steps for name, seconds in phases}

@@ -49,7 +49,7 @@ def network_flops(
     backward pass (:data:`BACKWARD_OVER_FORWARD`) per learner position trained on. But for the
     convention's first layer, a lower bound on the work the program does: it also evaluates
     finished games' boards (every board of a batch each ply, or the rest of a chunk of running
-    ones, czjax.compaction) and, with the plain gradient, the learner's positions that did not
+    ones, czjax.row_skipping) and, with the plain gradient, the learner's positions that did not
     happen; the chunk's evaluation games are left out."""
     acting = forward_per_board if acting_per_board is None else acting_per_board
     return acting * positions_played + forward_per_board * (1.0 + BACKWARD_OVER_FORWARD) * learner_positions

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from czjax import compaction, game, players, search
+from czjax import game, players, row_skipping, search
 from czjax.bench.roofline import format_fraction, network_fields
 from czjax.bench.timing import step_fields, time_interleaved
 
@@ -185,7 +185,7 @@ def bench_search(algo: str, batch: int, sims: int, runs: int, peers: bool = True
                 for t in range(moves.shape[1]):
                     state = jax.vmap(env.step)(state, jnp.asarray(moves[:, t], jnp.int32))
                 impls.append(("mctx+pgx", _mctx_search(algo, sims, *_mctx_over_pgx(env)), state))
-    forward = compaction.flops_per_board(search_network_player, params)
+    forward = row_skipping.flops_per_board(search_network_player, params)
     rows = []
     for impl, times, compile_s in time_interleaved(
         [(fn, lambda i, inputs=inputs: (params, inputs, jax.random.key(i))) for _, fn, inputs in impls],

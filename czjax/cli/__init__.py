@@ -68,7 +68,7 @@ def main(argv=None) -> int:
     except ValueError as err:  # bad settings, unknown names, unusable checkpoints: one line
         print(f"czjax: error: {err}", file=sys.stderr)
         return 2
-    except FloatingPointError as err:  # training that went non-finite (czjax.run.loop.NonFiniteTraining)
+    except FloatingPointError as err:  # training that went non-finite (czjax.jobs.loop.NonFiniteTraining)
         print(f"czjax: error: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -45,7 +45,7 @@ def cmd_eval_puzzles(args) -> int:
 
 def cmd_eval_make_puzzles(args) -> int:
     from czjax.evaluate import puzzles
-    from czjax.run import folders
+    from czjax.jobs import folders
 
     folders.check_out_file(Path(args.out))  # before generating
     print(f"generating {args.per_kind:,} puzzles of each kind from seed {args.seed}", file=sys.stderr)

@@ -36,7 +36,7 @@ def cmd_export_torch(args) -> int:
 
 
 def cmd_distill(args) -> int:
-    from czjax.run import distill
+    from czjax.jobs import distill
 
     teacher = output.announced(
         flags.load_player(args.teacher),

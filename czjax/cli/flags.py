@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 from typing import Any
 
 from czjax.util.specs import PlayerSpec
@@ -118,6 +119,10 @@ def setting_argument(name: str, field: dataclasses.Field) -> tuple[list[str], di
         keywords["type"] = non_negative_float
     if "choices" not in meta and "action" not in keywords:
         keywords["metavar"] = name.replace(".", "_").upper()
+    from czjax.learn import migration
+
+    if name in migration.RENAMED_VALUES:  # an old name typed still reads, with a warning
+        keywords["type"] = functools.partial(migration.current_value, name, warn=True)
     for key in ("metavar", "choices"):
         if key in meta:
             keywords[key] = list(meta[key]) if key == "choices" else meta[key]
@@ -265,9 +270,9 @@ def add_launcher_flags(parser: argparse.ArgumentParser, jobs: str) -> None:
 
 
 def launcher(args):
-    """The :class:`~czjax.run.launch.Launcher` the flags describe, or None without --launcher
+    """The :class:`~czjax.jobs.launch.Launcher` the flags describe, or None without --launcher
     (SLURM's options without it: a one-line error)."""
-    from czjax.run import launch
+    from czjax.jobs import launch
 
     if args.launcher is None:
         if args.partition or args.gpus_per_task or args.array_parallelism or args.no_wait:

@@ -22,9 +22,9 @@ def _setting_overrides(args) -> dict:
 def _resumed_spec(args):
     """The RunSpec of the run in --out, which --resume continues with its stored settings; a flag
     that would change them is refused."""
+    from czjax.jobs import folders
+    from czjax.jobs.spec import RunSpec
     from czjax.learn.settings import HParams, TrainConfig
-    from czjax.run import folders
-    from czjax.run.spec import RunSpec
 
     named = (*flags.setting_flags(), *flags.hparam_flags(), "seed", "preset", "init_from")
     given = [name for name in named if getattr(args, name) is not None]  # 0, 0.0 and False are given values
@@ -55,7 +55,7 @@ def _resumed_spec(args):
 
 def _run_options(args) -> dict:
     """The RunSpec's fields the flags give whether or not the run is resumed."""
-    from czjax.run import folders
+    from czjax.jobs import folders
 
     return dict(
         resume=args.resume,
@@ -70,11 +70,11 @@ def _run_options(args) -> dict:
 
 
 def train_spec(args):
-    """The :class:`~czjax.run.spec.RunSpec` of ``czjax train``: from the preset and the flags, or
+    """The :class:`~czjax.jobs.spec.RunSpec` of ``czjax train``: from the preset and the flags, or
     from the run folder on --resume."""
+    from czjax.jobs import presets
+    from czjax.jobs.spec import RunSpec
     from czjax.learn.settings import HParams
-    from czjax.run import presets
-    from czjax.run.spec import RunSpec
 
     if args.resume:
         return _resumed_spec(args)
@@ -99,7 +99,7 @@ def train_spec(args):
 
 
 def cmd_train(args) -> int:
-    from czjax.run import folders, loop, sinks, stops
+    from czjax.jobs import folders, loop, sinks, stops
 
     if args.coordinator:
         from czjax.util import devices
@@ -161,10 +161,10 @@ def report_run(spec, summary) -> None:
 
 
 def scan_spec(args, preset, grid: dict):
-    """The :class:`~czjax.run.spec.ScanSpec` of ``czjax scan``: the preset's settings with the
+    """The :class:`~czjax.jobs.spec.ScanSpec` of ``czjax scan``: the preset's settings with the
     flags', the grid's settings times the seeds."""
-    from czjax.run import folders, scan
-    from czjax.run.spec import ScanSpec
+    from czjax.jobs import folders, scan
+    from czjax.jobs.spec import ScanSpec
 
     return ScanSpec(
         preset.config.override(_setting_overrides(args)),
@@ -184,7 +184,7 @@ def scan_spec(args, preset, grid: dict):
 
 
 def cmd_scan(args) -> int:
-    from czjax.run import folders, presets, scan, sinks, stops
+    from czjax.jobs import folders, presets, scan, sinks, stops
 
     if args.merge:
         return merge_scan(args)
@@ -225,7 +225,7 @@ def scan_title(args, grid_names) -> str:
 def launch_scan(args, spec, launcher, grid_names: list[str]) -> int:
     """``czjax scan --launcher``: the scan as an array of shard jobs, then (unless --no-wait) their
     merge into the files and report a one-machine scan writes."""
-    from czjax.run import launch
+    from czjax.jobs import launch
 
     if args.tensorboard or args.wandb:
         raise ValueError("--tensorboard and --wandb log a scan run in this process: not with --launcher")
@@ -252,7 +252,7 @@ def merge_scan(args) -> int:
     """``czjax scan --merge DIR``: a launched scan's shards gathered, its report written."""
     import json
 
-    from czjax.run import launch, scan
+    from czjax.jobs import launch, scan
 
     out = Path(args.merge)
     shards = out / launch.SHARDS
@@ -263,7 +263,7 @@ def merge_scan(args) -> int:
 
 
 def add_train_command(commands) -> None:
-    from czjax.run.presets import PRESETS
+    from czjax.jobs.presets import PRESETS
 
     train = commands.add_parser(
         "train",

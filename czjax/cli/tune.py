@@ -12,9 +12,9 @@ from czjax.cli.train import _setting_overrides
 
 
 def tune_spec(args):
-    """The :class:`~czjax.run.tune.TuneSpec` of ``czjax tune``: the preset's settings with the
+    """The :class:`~czjax.jobs.tune.TuneSpec` of ``czjax tune``: the preset's settings with the
     flags', the searched ranges, the objective and the batches of trials."""
-    from czjax.run import folders, presets, tune
+    from czjax.jobs import folders, presets, tune
 
     preset = presets.get_preset(args.preset)
     overrides = _setting_overrides(args)
@@ -46,7 +46,7 @@ def tune_spec(args):
 
 
 def cmd_tune(args) -> int:
-    from czjax.run import folders, stops, tune
+    from czjax.jobs import folders, stops, tune
 
     tune.import_optuna()  # the install named before anything else
     spec = tune_spec(args)
@@ -93,7 +93,7 @@ def cmd_tune(args) -> int:
 def launched(spec, launcher, args):
     """``czjax tune --launcher``: --workers jobs sharing the study; once they end (unless
     --no-wait), the tune's result from the study."""
-    from czjax.run import launch, tune
+    from czjax.jobs import launch, tune
 
     jobs = launch.launch_tune(spec, launcher, args.workers)
     ids = ", ".join(str(job.job_id) for job in jobs)
@@ -141,7 +141,7 @@ def add_tune_command(commands) -> None:
 
 def add_search_flags(parser) -> None:
     """What is searched, how, and for how long."""
-    from czjax.run import tune
+    from czjax.jobs import tune
 
     parser.add_argument("--preset", default="ex2-entropy", help="base settings (default: %(default)s)")
     parser.add_argument(

@@ -5,9 +5,9 @@ player, under its search; a search or minimax as given: :meth:`Protocol.spec`,
 :func:`protocol_agent`) and how the searches of its scoring run. AlphaZero.jl's
 (:data:`ALPHAZERO_JL`) plays its MCTS with 600 simulations, cpuct 2, no Dirichlet noise,
 temperature 0 (the most visited column, the lowest on ties). Its scoring runs every position's
-search in one pool, each stopped once its move is decided (:func:`stopped_searches`, over
+search in one stream, each stopped once its move is decided (:func:`stopped_searches`, over
 :mod:`czjax.search.azjl_stream`): the same moves in about three fifths of the simulations. How
-the pool builds the network, and how many rounds of game-ending simulations go before each of its
+the stream builds the network, and how many rounds of game-ending simulations go before each of its
 calls, is the network's own cost (its ``search_cost`` in the models' table,
 :class:`czjax.models.SearchCost`), unless the protocol says otherwise.
 """
@@ -157,7 +157,7 @@ def stopped_set_policies(
     agent: Agent, sets: dict[str, dict], progress: Progress, protocol: Protocol | str = ALPHAZERO_JL
 ) -> Iterator[SetPolicy]:
     """The protocol's scoring of an ``agent`` that :func:`streams` on ``sets`` (``{name: {"boards":
-    ...}}``): every position's search in one pool (:func:`stopped_searches`), split back by set;
+    ...}}``): every position's search in one stream (:func:`stopped_searches`), split back by set;
     the moves are the full searches', the probs and value those at the stop."""
     found = stopped_searches(agent, np.concatenate([data["boards"] for data in sets.values()]), progress, protocol)
     start = 0

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import optax
 from jax import lax
 
-from czjax import compaction, game, models, rollout
+from czjax import game, models, rollout, row_skipping
 from czjax.learn.losses import (
     LossInputs,
     a2c_targets,
@@ -50,7 +50,7 @@ class UpdateContext(NamedTuple):
     games: int  # per batch
     mirror: bool
     baseline: bool  # REINFORCE with baseline (the model has a value head and it is wanted)
-    num_chunks: int  # of the learner's positions, for the gradient (compaction.loss_chunks)
+    num_chunks: int  # of the learner's positions, for the gradient (row_skipping.loss_chunks)
     axis_name: str | None  # the vmapped configuration axis of a scan
     devices: int = 1  # the games and the learner's positions split across this many devices
     both_sides: bool = False  # both players' positions (self-play with the learner's parameters on both sides)
@@ -71,14 +71,14 @@ def apply_step(ctx: UpdateContext, params, opt_state, grads, hp):
 
 
 def sparse_value_and_grad(
-    chunk_loss: Callable, params, boards, batch: LossInputs, num_chunks: int = compaction.LOSS_CHUNKS, axis_name=None
+    chunk_loss: Callable, params, boards, batch: LossInputs, num_chunks: int = row_skipping.LOSS_CHUNKS, axis_name=None
 ):
     """Gradient and summed statistics of a loss that is a sum over positions, computed only
     where positions are valid.
 
     About half of the learner's static half of the plies did not happen (games end early).
     The valid positions are taken in ``num_chunks`` static chunks and empty chunks skipped
-    (:func:`czjax.compaction.over_valid_chunks`). The result equals the gradient over the whole
+    (:func:`czjax.row_skipping.over_valid_chunks`). The result equals the gradient over the whole
     batch up to float summation order. ``num_chunks=1`` is the plain gradient over the whole
     batch (the loss masks invalid positions itself).
     """
@@ -91,7 +91,7 @@ def sparse_value_and_grad(
         (_, sums), grads = grad_fn(params, *chunk)
         return grads, sums
 
-    return compaction.over_valid_chunks(
+    return row_skipping.over_valid_chunks(
         chunk_grads, (boards, batch), batch.valid, num_chunks, axis_name, accumulate=True
     )
 
@@ -282,7 +282,7 @@ def ppo_step(ctx: UpdateContext, params, opt_state, boards, batch: LossInputs, h
 
         if ctx.static:  # a stopped configuration's step is masked out by ``take`` already
             return run(None)
-        return lax.cond(compaction.all_configurations(stopped, ctx.axis_name), skip, run, None)
+        return lax.cond(row_skipping.all_configurations(stopped, ctx.axis_name), skip, run, None)
 
     (params, opt_state, _), (sums, kls, evaluated, stepped) = lax.scan(
         epoch, (params, opt_state, jnp.zeros((), bool)), jnp.arange(ppo.epochs)
@@ -345,9 +345,9 @@ ALGORITHMS: dict[str, Algorithm] = {
         needs_search=True,
         records_policy_targets=True,
     ),
-    "alpha": Algorithm(
-        description="Connect-Zero's alpha mode: --search plays; cross-entropy to the move it played (a hard "
-        "target) and value MSE to the return",
+    "alphazero-hard": Algorithm(
+        description="AlphaZero with hard targets, Connect-Zero's alpha mode (alpha before): --search plays; "
+        "cross-entropy to the move it played and value MSE to the return",
         needs_value_head=True,
         targets=played_move_targets,
         step=imitation_step,

@@ -4,11 +4,12 @@ resumes as it began. :meth:`czjax.learn.settings.TrainConfig.from_dict` reads it
 
 A setting added later needs an entry in :data:`SETTINGS_BEFORE_THEY_EXISTED` when runs stored
 before it did something other than its default; a setting moved into a group needs its old flat
-name in :data:`FLAT_SETTINGS`.
+name in :data:`FLAT_SETTINGS`; a value renamed needs its old name in :data:`RENAMED_VALUES`.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Collection
 
 # Flat names of settings that are now nested (configs stored before the nesting use them).
@@ -37,6 +38,25 @@ SETTINGS_BEFORE_THEY_EXISTED = {
     "ppo_bootstrap": False,
 }
 
+# Values renamed since: setting -> {old name: new name}. Connect-Zero's alpha mode was the
+# algorithm "alpha", a name that read as AlphaZero's; it is AlphaZero with hard targets.
+RENAMED_VALUES = {"algorithm": {"alpha": "alphazero-hard"}}
+
+
+def current_value(setting: str, value, *, warn: bool = False):
+    """``value`` of ``setting`` by its name today (:data:`RENAMED_VALUES`); with ``warn``, an old
+    name a user gave (a flag, a constructor) says so with a ``FutureWarning``, for one release."""
+    renamed = RENAMED_VALUES.get(setting, {})
+    if not isinstance(value, str) or value not in renamed:
+        return value
+    if warn:
+        warnings.warn(
+            f"the {setting} {value!r} is called {renamed[value]!r} now ({value!r} goes in the next release)",
+            FutureWarning,
+            stacklevel=3,
+        )
+    return renamed[value]
+
 
 def current_form(stored: dict, groups: Collection[str]) -> dict:
     """A stored config in today's form: the top-level settings, then every group of settings
@@ -44,7 +64,8 @@ def current_form(stored: dict, groups: Collection[str]) -> dict:
 
     A config stored before the settings were nested (no group is a dict) gets what its run did
     for the settings added since (:data:`SETTINGS_BEFORE_THEY_EXISTED`), and a flat name of a
-    setting now in a group (:data:`FLAT_SETTINGS`) moves into its group. A config in today's
+    setting now in a group (:data:`FLAT_SETTINGS`) moves into its group, and a value renamed
+    since takes its name today (:data:`RENAMED_VALUES`). A config in today's
     form comes back as it was.
     """
     if not any(isinstance(stored.get(group), dict) for group in groups):  # before the settings were nested
@@ -53,5 +74,5 @@ def current_form(stored: dict, groups: Collection[str]) -> dict:
     for flat_name, (group, name) in FLAT_SETTINGS.items():
         if flat_name in stored and not isinstance(stored[flat_name], dict):
             nested.setdefault(group, {})[name] = stored[flat_name]
-    top = {k: v for k, v in stored.items() if k not in FLAT_SETTINGS and k not in groups}
+    top = {k: current_value(k, v) for k, v in stored.items() if k not in FLAT_SETTINGS and k not in groups}
     return {**top, **nested}

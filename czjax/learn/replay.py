@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from czjax import compaction, game
+from czjax import game, row_skipping
 from czjax.learn.losses import LossInputs
 from czjax.util.fields import setting
 from czjax.util.pytree import pytree_dataclass
@@ -114,7 +114,7 @@ def add(buffer: ReplayBuffer, boards: jax.Array, batch: LossInputs, limit: jax.A
     valid rows than the capacity keeps its last ``capacity``; with ``limit`` (at most the
     capacity), only the first ``limit`` valid rows are written."""
     capacity = buffer.boards.shape[0]
-    order, _ = compaction.valid_first(batch.valid)  # valid rows first, in their order
+    order, _ = row_skipping.valid_first(batch.valid)  # valid rows first, in their order
     count = batch.valid.sum().astype(jnp.int32)
     if limit is not None:
         count = jnp.clip(count, 0, limit)

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 
 # What the settings are checked against, never built from here: the tables of networks, searches
 # and built-in players, and minimax's settings (czjax.learn.trainer builds them).
-from czjax import compaction, models, players, search
+from czjax import models, players, row_skipping, search
 from czjax.learn import algorithms, migration
 from czjax.learn.pool import PoolSettings
 from czjax.learn.replay import ReplaySettings
@@ -202,7 +202,7 @@ class TrainConfig:
     )
     search: PlayerSpec | None = setting(
         None,
-        "the search that plays the games of alpha and alphazero, e.g. mcts:sims=32,noise=0.25 or "
+        "the search that plays the games of alphazero and alphazero-hard, e.g. mcts:sims=32,noise=0.25 or "
         "playouts:width=4,depth=4 (searches and options as in a player spec: czjax eval accuracy --help)",
         metavar="SEARCH[:OPTIONS]",
     )
@@ -290,7 +290,7 @@ class TrainConfig:
         "skip finished games in the rollout and invalid positions in the gradient when the model is "
         "expensive enough: on (both), loss (the gradient only), off (neither), auto (the default: on, "
         "except that on a GPU rollouts of fewer than 4,096 games evaluate every board, as measured)",
-        metavar="|".join(compaction.COMPACTION_MODES),
+        metavar="|".join(row_skipping.COMPACTION_MODES),
     )
     # Each algorithm's own settings (czjax.learn.algorithms: Algorithm.settings): the (name, settings)
     # pairs given, the others read as their defaults (settings_of). A group is named after its
@@ -312,13 +312,14 @@ class TrainConfig:
         # The specs given as text (flags, a stored config) parsed once; then checks only: the config
         # describes, and the trainer's set-up builds what it describes (czjax.learn.trainer.make_setup);
         # a name is looked up in its table, never made.
+        object.__setattr__(self, "algorithm", migration.current_value("algorithm", self.algorithm, warn=True))
         object.__setattr__(self, "search", spec_or_none(self.search))
         object.__setattr__(self, "eval_opponent", as_spec(self.eval_opponent))
         object.__setattr__(self, "algorithm_settings", checked_algorithm_settings(self.algorithm_settings))
         precision.check(self.precision)
         network, _ = models.model_options(self.model, self.conv, self.norm)  # an unknown model, option, conv, norm
         models.check_init(self.init)
-        compaction.check_mode(self.compaction)
+        row_skipping.check_mode(self.compaction)
         algorithm = algorithms.get_algorithm(self.algorithm)
         self._check_algorithm(algorithm, network)
         self._check_opponents()
@@ -341,7 +342,8 @@ class TrainConfig:
             )
         if self.replay.capacity and not algorithm.needs_search:
             raise ValueError(
-                f"a replay buffer serves search-based training (alpha, alphazero); {self.algorithm} learns on-policy"
+                "a replay buffer serves search-based training (alphazero, alphazero-hard); "
+                f"{self.algorithm} learns on-policy"
             )
 
     def _check_opponents(self) -> None:

@@ -14,7 +14,7 @@
 - ``refill(state, hparams, key, rows) -> state``: a batch of games played as training plays them,
   their positions written into the replay buffer up to ``rows`` rows, nothing else changed: how a
   run resumed from a portable checkpoint (:func:`portable`, the state without the buffer's rows)
-  rebuilds its buffer (:func:`czjax.run.loop.rebuild_replay`).
+  rebuilds its buffer (:func:`czjax.jobs.loop.rebuild_replay`).
 
 What is compiled (model, batch size, opponent, algorithm and their settings) is the
 :class:`~czjax.learn.settings.TrainConfig`; what is traced, the
@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from czjax import compaction, models, players, rollout, search
+from czjax import models, players, rollout, row_skipping, search
 from czjax.learn import algorithms, replay, solver_metrics
 from czjax.learn.pool import init_pool, load_member, play_against_pool, update_pool
 from czjax.learn.settings import HParams, TrainConfig, eval_opponent_settings
@@ -99,7 +99,7 @@ class Setup(NamedTuple):
     devices: int  # a batch's games split across this many devices
     rollout_chunks: (
         int | None
-    )  # how a batch's rollout splits a player's boards: None the FLOP rule, 1 every board (czjax.compaction)
+    )  # how a batch's rollout splits a player's boards: None the FLOP rule, 1 every board (czjax.row_skipping)
     eval_chunks: int | None  # the same for the evaluation games
     solver_bench: Any  # czjax.learn.solver_metrics.SolverBenchmark when config.solver_eval is on, else None
     eval_opponent: Player  # the evaluation games' opponent (config.eval_opponent)
@@ -147,10 +147,10 @@ def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1,
         (rollout.PLIES // 2) * config.games_per_batch * (2 if config.mirror else 1) * (2 if config.both_sides else 1)
     )  # the learner's batch
     static = static_control_flow(config, platform)
-    compact_gradient = compaction.in_gradient(config.compaction) and not static
+    compact_gradient = row_skipping.in_gradient(config.compaction) and not static
 
-    def rollout_chunks(games):  # None: the FLOP rule (czjax.compaction.rollout_chunks); 1: every board
-        return None if compaction.in_rollout(config.compaction, games - games // 2, platform) and not static else 1
+    def rollout_chunks(games):  # None: the FLOP rule (czjax.row_skipping.rollout_chunks); 1: every board
+        return None if row_skipping.in_rollout(config.compaction, games - games // 2, platform) and not static else 1
 
     shapes = jax.eval_shape(lambda: models.init_params(model, jax.random.key(0)))
     ctx = algorithms.UpdateContext(
@@ -160,7 +160,7 @@ def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1,
         mirror=config.mirror,
         both_sides=config.both_sides,
         baseline=config.baseline and models.has_value_head(model),
-        num_chunks=compaction.loss_chunks(compaction.flops_per_board(learner, shapes), positions)
+        num_chunks=row_skipping.loss_chunks(row_skipping.flops_per_board(learner, shapes), positions)
         if compact_gradient
         else 1,
         axis_name=axis_name,
@@ -424,7 +424,7 @@ def run_chunk(
         games=state.games,
         promotions=state.promotions,
         # the first batch of the chunk (0-based) whose loss, gradient or parameters were not
-        # finite, -1 for none: the host stops the run there (czjax.run.loop.check_finite)
+        # finite, -1 for none: the host stops the run there (czjax.jobs.loop.check_finite)
         first_nonfinite=jnp.where(finite.all(), -1, jnp.argmin(finite)),
     )
     if bench is not None:
@@ -446,7 +446,7 @@ def make_trainer(
     """The compiled functions for ``config``, built for ``platform`` ("cpu", "gpu", "tpu"; None:
     this machine's, :mod:`czjax.util.platforms`), cached: the same config and platform give the
     same jitted functions, so runs and tests with one config compile once. ``axis_name`` names
-    the vmapped configuration axis when the functions run inside a scan (:mod:`czjax.run.scan`);
+    the vmapped configuration axis when the functions run inside a scan (:mod:`czjax.jobs.scan`);
     ``num_devices`` splits each batch's games across that many devices (:mod:`czjax.util.devices`)."""
     return _trainer(config, axis_name, num_devices, platforms.checked(platform))
 

@@ -7,8 +7,8 @@ lower column by more than the simulations left, and of every higher one by at le
 no later simulation can change the move: the rest are spent for nothing. On czjax@3's network
 that point comes after about 380 of the 600 (docs/strength.md, "The yardstick").
 
-:func:`stream_search` therefore keeps a fixed pool of ``slots`` graphs (fixed shapes, one
-network call a step for the whole pool) and gives a slot the next position the step after
+:func:`stream_search` therefore keeps a fixed stream of ``slots`` graphs (fixed shapes, one
+network call a step for the whole stream) and gives a slot the next position the step after
 its search stopped, so the network's batch stays full while every search stops at its own
 time. Each position's search is the one :func:`czjax.search.azjl.run_graph_search` runs (the
 first evaluation its root's, then the same selection, transpositions, expansion and back-up),
@@ -19,7 +19,7 @@ A step spends the network only where a search needs it. A simulation whose walk 
 (a winning or drawing move) backs up the move's reward with no evaluation, so before each call
 a slot runs such simulations until its next walk reaches a new position (84% of the
 simulations on Pons' end-game set). Positions go out fewest stones first, so the searches left
-when the last is handed out are short ones, and the pool then halves while half its slots are
+when the last is handed out are short ones, and the stream then halves while half its slots are
 idle.
 """
 
@@ -53,11 +53,11 @@ from czjax.util.pytree import pytree_dataclass
 
 # Graphs searched at once (the network's batch) by default: the platform's choice
 # (``stream_slots`` in czjax.util.platforms). On a CPU 512: a ResNet call on 512 boards runs at
-# about the rate of one on 1,024 (docs/results/pons-protocol/yardstick-2026-11-27), and the pool's
+# about the rate of one on 1,024 (docs/results/pons-protocol/yardstick-2026-11-27), and the stream's
 # tail, where the last searches finish with fewer and fewer slots busy, is half as long;
 # elsewhere 1,024.
 # Rounds of game-ending simulations a slot may run in a step before the network call, by
-# default. Every slot waits for the pool's longest run, so the bound keeps a step short; a slot
+# default. Every slot waits for the stream's longest run, so the bound keeps a step short; a slot
 # whose run is longer goes on next step (its last simulation then leaves the network's answer
 # unused). A round is a walk of every slot: it pays where a network call costs more than a walk
 # (czjax@4's ResNet on 100 positions of each of Pons' sets, 2-core CPU: 145 s with 4 rounds,
@@ -65,7 +65,7 @@ from czjax.util.pytree import pytree_dataclass
 # for a small MLP, whose caller passes 0 (:func:`stream_search`).
 GAME_ENDS_PER_STEP = 4
 STEPS_PER_CALL = 64  # simulation steps per compiled call, between progress lines
-# Once every position is handed out, the pool halves while half its slots are idle, down to this
+# Once every position is handed out, the stream halves while half its slots are idle, down to this
 # size: in the tail the longest searches would otherwise keep the whole batch busy for little.
 MIN_SLOTS = 64
 
@@ -84,7 +84,7 @@ def decided(visits: jax.Array, legal: jax.Array, remaining: jax.Array) -> jax.Ar
 
 @pytree_dataclass(frozen=True)
 class Stream:
-    """A pool of ``S`` graphs working through ``M`` positions.
+    """A stream of ``S`` graphs working through ``M`` positions.
 
     graph: the slots' graphs. item: ``int32 (S,)``, the position a slot searches (-1: none left
     to give it). sims: ``int32 (S,)``, its simulations so far (0: its root's evaluation is due).
@@ -141,7 +141,7 @@ def _hand_out(graph: TranspositionTree, item: jax.Array, free: jax.Array, handed
 
 
 def start(roots, slots: int, sims: int) -> Stream:
-    """The pool before its first step: the first ``slots`` positions handed out."""
+    """The stream before its first step: the first ``slots`` positions handed out."""
     num = roots.mine_lo.shape[0]
     empty_rows = jax.tree.map(lambda x: jnp.zeros((slots,) + x.shape[1:], x.dtype), roots)
     graph = init_graph(
@@ -204,7 +204,7 @@ def step(
     env: Environment,
     rounds: int = GAME_ENDS_PER_STEP,
 ) -> Stream:
-    """One network call for the pool: each busy slot evaluates its root (when due) or runs
+    """One network call for the stream: each busy slot evaluates its root (when due) or runs
     simulations of ``search``, those that end the game first (no network needed, at most
     ``rounds`` of them) and then one that evaluates a new position; a search whose move is
     decided (or whose ``sims`` are done) writes its outputs and its slot takes the next
@@ -257,9 +257,9 @@ def step(
 
 @functools.partial(jax.jit, static_argnames=("slots",))
 def shrink(s: Stream, slots: int) -> Stream:
-    """The pool in ``slots`` slots: its busy slots (at most ``slots`` of them) kept, in order,
+    """The stream in ``slots`` slots: its busy slots (at most ``slots`` of them) kept, in order,
     the rest idle. Once every position is handed out, the network's batch need not stay the
-    pool's first size while fewer and fewer searches remain."""
+    stream's first size while fewer and fewer searches remain."""
     keep = jnp.argsort(s.item < 0, stable=True)[:slots]  # busy slots first
     return dataclasses.replace(s, graph=jax.tree.map(lambda x: x[keep], s.graph), item=s.item[keep], sims=s.sims[keep])
 
@@ -275,7 +275,7 @@ def advance(
     steps: int,
     rounds: int = GAME_ENDS_PER_STEP,
 ):
-    """At most ``steps`` steps of the pool, fewer when every search has stopped, each with at
+    """At most ``steps`` steps of the stream, fewer when every search has stopped, each with at
     most ``rounds`` rounds of game-ending simulations."""
 
     def body(carry):
@@ -327,12 +327,12 @@ def stream_search(
     """AlphaZero.jl's MCTS ``search`` (its ``sims`` simulations, exploration ``c``) from each of
     int8 ``boards (M, 6, 7)``, each stopped when its move is decided: the move that of the full
     search, the policy and value those at the stop. ``progress`` counts the positions whose
-    search stopped. ``slots``: the pool's size (default the platform's ``stream_slots``,
+    search stopped. ``slots``: the stream's size (default the platform's ``stream_slots``,
     :mod:`czjax.util.platforms`); once every position is handed out it halves while half its
     slots are idle, down to ``min_slots``. ``convolutions``: whether ``player``'s network holds convolution ops
     (:func:`czjax.models.convolves`), for the options its program is compiled with.
     ``game_end_rounds``: rounds of game-ending simulations a step may run before its network
-    call (0 where a call costs less than a walk of the pool)."""
+    call (0 where a call costs less than a walk of the stream)."""
     run = compiled_advance(convolutions)
     slots = slots or platforms.choices_for().stream_slots
     boards = np.asarray(boards, np.int8)
@@ -341,7 +341,7 @@ def stream_search(
         nothing = np.zeros(0, np.int32)
         return StreamResult(nothing, np.zeros((0, NUM_ACTIONS)), np.zeros(0, np.float32), nothing, nothing)
     # handed out fewest stones first: a search from a fuller board is shorter (the game's end is
-    # nearer, more of its simulations end it), so the searches left in the pool's tail are short
+    # nearer, more of its simulations end it), so the searches left in the stream's tail are short
     order = np.argsort(np.count_nonzero(boards, axis=(1, 2)), kind="stable")
     roots = env.encode(jnp.asarray(boards[order]))
     s = start(roots, max(1, min(slots, num)), search.sims)
@@ -369,7 +369,7 @@ def stream_search(
 
 
 def _result(s: Stream, order: np.ndarray) -> StreamResult:
-    """The finished pool's outputs on the host, each back in the row of its position (the pool
+    """The finished stream's outputs on the host, each back in the row of its position (the stream
     took them in ``order``)."""
     back = np.argsort(order)
 

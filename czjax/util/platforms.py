@@ -42,7 +42,7 @@ class Choices:
             (:data:`czjax.models.CONV_METHODS`).
         mk4_norm: how Mk4's GroupNorm computes under "auto" (:data:`czjax.models.NORM_METHODS`).
         rollout_min_boards: the fewest boards per player call at which "auto" compaction skips
-            finished games in a rollout (:func:`czjax.compaction.in_rollout`).
+            finished games in a rollout (:func:`czjax.row_skipping.in_rollout`).
         static_models: the networks whose "auto" control flow is static, a program without
             data-dependent branches (``TrainConfig.control_flow``).
         replay_plain_gradient: a replay step takes the plain gradient over its draw, not the

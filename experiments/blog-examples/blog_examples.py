@@ -3,7 +3,7 @@
 The examples run one way: their presets (``czjax train --preset ex1-collapse`` ... ``ex5-ppo``,
 one seed), and at the blog's length with 8 seeds as the campaign's steps over those presets
 (``python experiments/campaign.py run ex1-8seeds`` ... ``ex5-8seeds``: the seeds vmapped as one
-compiled scan, :func:`czjax.run.scan.run_scan`). This module is what those steps read the runs
+compiled scan, :func:`czjax.jobs.scan.run_scan`). This module is what those steps read the runs
 with: the blog's figures (``BLOG``), each example's milestone table, czjax's seed band (mean +-
 2 standard errors over seeds) beside the blog's figure, and the figure per example with the
 band and the blog's points. Milestones a run does not reach are left empty (null), never
@@ -193,7 +193,7 @@ def plot_blog_points(ax, table: list[dict], key: str) -> None:
 def figure(name: str, description: str, rows: list[dict], table: list[dict], path: Path, smoothing: int) -> None:
     """Per panel: each seed thin, the mean over seeds with a band of 2 standard errors (on the
     ``smoothing``-row trailing means), and the blog's points (a marker, or a bar for a range)."""
-    from czjax.run.plots import plt, save_figure
+    from czjax.jobs.plots import plt, save_figure
 
     fig, axes = plt.subplots(2, 3, figsize=(15, 7.5), constrained_layout=True)
     for ax, (key, title) in zip(axes.flat, PANELS):

@@ -19,7 +19,7 @@ SMOOTHING = 10  # rows of the figure's trailing means
 def scan_seeds(ctx: Context, name: str, seeds: int, batches: int) -> list[dict]:
     """Preset ``name``'s scan over ``seeds`` for ``batches`` batches a seed, resumed from its
     work folder (``<work>/<name>``); its metrics rows so far."""
-    from czjax.run import presets, scan
+    from czjax.jobs import presets, scan
 
     preset = presets.get_preset(name)
     folder = ctx.work / name
@@ -44,7 +44,7 @@ def batches_done(rows: list[dict], seeds: int) -> int:
 def run_example(ctx: Context, number: int, seeds: int = SEEDS) -> dict:
     """Example ``number``'s preset for its full length (scaled), ``seeds`` seeds: its milestone
     table and figure beside the blog's figures, and its metrics."""
-    from czjax.run import presets
+    from czjax.jobs import presets
 
     name = EXAMPLES[number]
     preset = presets.get_preset(name)
@@ -77,7 +77,7 @@ def run_example(ctx: Context, number: int, seeds: int = SEEDS) -> dict:
 
 
 def example_step(number: int, seeds: int = SEEDS) -> Step:
-    from czjax.run import presets
+    from czjax.jobs import presets
 
     name = EXAMPLES[number]
     # Examples 1 and 2 (the SimpleMLP) run on this 2-core CPU at ~7,900 games/s over the 8

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from czjax.run import presets, scan
+from czjax.jobs import presets, scan
 
 ALGORITHMS = {"reinforce": "REINFORCE with baseline", "a2c": "A2C", "ppo": "PPO"}
 PANELS = [

@@ -7,7 +7,7 @@ REINFORCE self-play with SimpleMLP, all 15 runs as one compiled program.
 import argparse
 import sys
 
-from czjax.run import presets, scan
+from czjax.jobs import presets, scan
 
 
 def main(argv=None) -> int:

@@ -123,7 +123,7 @@ def write(out: Path, name: str, title: str, table: list[dict], extra: dict) -> s
 
 
 def run_ex3(args) -> None:
-    from czjax.run import presets
+    from czjax.jobs import presets
 
     games_per_batch = presets.get_preset(EX3_PRESET).config.games_per_batch
     at = -(-args.games // games_per_batch) * games_per_batch

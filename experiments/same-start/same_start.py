@@ -147,7 +147,7 @@ def add_comparison_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_args(argv=None):
-    from czjax.run import presets
+    from czjax.jobs import presets
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_flags(parser)
@@ -173,7 +173,7 @@ def peer_refusal(config) -> str | None:
     self-play with REINFORCE (``torch_peer.self_play``), or REINFORCE, A2C or PPO against
     RandomPunisher (``torch_peer.train_against``), PPO with the project's KL stop, no mirroring."""
     from czjax.bench import torch_peer
-    from czjax.run.presets import PROJECT_PUNISHER
+    from czjax.jobs.presets import PROJECT_PUNISHER
 
     if config.opponent not in ("self", PROJECT_PUNISHER):
         return (
@@ -368,8 +368,8 @@ def run_czjax(config, hparams: dict, seed: int, pth: Path, folder: Path, batches
     """czjax's loop from ``pth`` with ``seed``'s random stream; a czjax run folder."""
     import jax
 
+    from czjax.jobs import loop
     from czjax.learn.settings import HParams
-    from czjax.run import loop
 
     start = time.perf_counter()
     summary = loop.run_training(
@@ -407,7 +407,7 @@ def run_czjax(config, hparams: dict, seed: int, pth: Path, folder: Path, batches
 
 def read_rows(out: Path, seeds: list[int]) -> dict[str, list[dict]]:
     """``{side: rows of every seed}`` (each row with its ``seed``)."""
-    from czjax.run.loop import read_metrics
+    from czjax.jobs.loop import read_metrics
 
     rows = {side: [] for side in SIDES}
     for seed in seeds:
@@ -481,7 +481,7 @@ def format_verdicts(table: list[dict]) -> str:
 def band_figure(rows: dict[str, list[dict]], path: Path, title: str, window: int = VERDICT_WINDOW) -> None:
     """Each side's seed mean and 95% band per metric, on one axis per metric (readings smoothed
     over ``window`` games, as the verdicts read them)."""
-    from czjax.run.plots import plt, save_figure
+    from czjax.jobs.plots import plt, save_figure
 
     keys = [
         k
@@ -514,7 +514,7 @@ def band_figure(rows: dict[str, list[dict]], path: Path, title: str, window: int
 
 
 def figure(rows: dict[str, list[dict]], path: Path, title: str, smoothing: int) -> None:
-    from czjax.run.plots import plt, save_figure
+    from czjax.jobs.plots import plt, save_figure
 
     fig, axes = plt.subplots(2, 3, figsize=(15, 7.5), constrained_layout=True)
     colors = {"czjax": "tab:blue", "torch": "tab:orange"}

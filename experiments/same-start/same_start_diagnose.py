@@ -41,11 +41,11 @@ import numpy as np
 
 from czjax import rollout
 from czjax.bench import torch_peer
+from czjax.jobs import presets
 from czjax.learn.settings import HParams
 from czjax.learn.trainer import eval_opponent, make_trainer
 from czjax.models import torch_layout
 from czjax.players.loading import TORCH_SUFFIXES, load_params
-from czjax.run import presets
 from czjax.util.checkpoint import resolve
 
 METRICS = ("win_rate", "game_length", "entropy", "value_loss", "policy_loss", "advantage_std")

@@ -3,7 +3,7 @@ targets (the move the search played), at equal compute.
 
 Both train the same model from the same seeds with the same search (PUCT with root noise)
 playing both sides with the current network; the only difference is the policy target
-(`--algorithm alphazero` against `--algorithm alpha`). Each side is one vmapped scan over the
+(`--algorithm alphazero` against `--algorithm alphazero-hard`). Each side is one vmapped scan over the
 seeds. Every final network is then scored on the shipped solver-labelled positions, which
 training never looked up: policy loss (cross-entropy to the uniform distribution over the
 optimal columns), value loss (squared error to the outcome for the side to move), move
@@ -49,16 +49,16 @@ from czjax import models, search
 from czjax.evaluate.pons import load_pons, pons
 from czjax.evaluate.positions import good_columns, load_positions
 from czjax.evaluate.protocol import PROTOCOLS
+from czjax.jobs import presets, scan
 from czjax.players import masked_log_probs
 from czjax.players.loading import network_agent, with_search
-from czjax.run import presets, scan
 from czjax.util import checkpoint
 from czjax.util.specs import PlayerSpec
 
 # each question: its two arms, each the settings it changes over the recipe
 QUESTIONS = {
     # the soft-targets note: the search's improved policy (visit counts) against the move it chose (one-hot)
-    "targets": {"soft": {"algorithm": "alphazero"}, "hard": {"algorithm": "alpha"}},
+    "targets": {"soft": {"algorithm": "alphazero"}, "hard": {"algorithm": "alphazero-hard"}},
     # the entropy-guided PUCT proposal: entropy-guided PUCT against PUCT as the training search ({sims}: --sims)
     "search": {
         "mcts": {"search": "mcts:sims={sims},noise=0.25"},

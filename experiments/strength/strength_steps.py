@@ -51,7 +51,7 @@ CALLS = "calls.jsonl"  # the step's record of its calls, one line per seed worke
 def strength_config(scale: float, search_options: str = ""):
     """The strength recipe's config: preset gumbel-az-gpu (its tiny version below full scale),
     ``search_options`` appended to its search's."""
-    from czjax.run import presets
+    from czjax.jobs import presets
 
     config = presets.get_preset(PRESET).config
     config = config if scale == 1 else config.override(SMALL_STRENGTH)
@@ -59,8 +59,8 @@ def strength_config(scale: float, search_options: str = ""):
 
 
 def recipe_hparams():
+    from czjax.jobs import presets
     from czjax.learn.settings import HParams
-    from czjax.run import presets
 
     return HParams.create(**presets.get_preset(PRESET).hparams)
 
@@ -71,7 +71,7 @@ def recipe_hparams():
 def strength_run(ctx: Context, search_options: str = "") -> dict:
     """The strength recipe (preset gumbel-az-gpu, seed 0) for STRENGTH_BUDGET_S of training,
     ``search_options`` appended to its search's (``prior_temperature=1.5``: the improved recipe)."""
-    from czjax.run import loop
+    from czjax.jobs import loop
 
     config = strength_config(ctx.scale, search_options)
     recipe = f"{PRESET}{f' with {search_options}' if search_options else ''}"
@@ -104,7 +104,7 @@ def strength_run(ctx: Context, search_options: str = "") -> dict:
 def write_run_results(ctx: Context, config, recipe: str, rows: list[dict]) -> None:
     """The seven minutes' results: metrics, dashboard, the weights (``czjax.msgpack``) and
     ``results.md`` with the last row's solver errors."""
-    from czjax.run import plots
+    from czjax.jobs import plots
     from czjax.util import checkpoint
 
     last = rows[-1] if rows else {}
@@ -124,7 +124,7 @@ def write_run_results(ctx: Context, config, recipe: str, rows: list[dict]) -> No
 
 
 def _elapsed(out: Path) -> float:
-    from czjax.run import loop
+    from czjax.jobs import loop
 
     rows = loop.read_metrics(out / "metrics.jsonl")
     return rows[-1]["elapsed_s"] if rows else 0.0
@@ -174,7 +174,7 @@ def strength_seeds(ctx: Context) -> dict:
 def train_seed(ctx: Context, seed: int, budget: float, call: int) -> dict:
     """One seed trained towards ``budget`` until the call's deadline, resumed from its portable
     state; the call's line for ``calls.jsonl``."""
-    from czjax.run import loop
+    from czjax.jobs import loop
 
     config = strength_config(ctx.scale)
     out = ctx.work / f"seed-{seed}"
@@ -206,7 +206,7 @@ def train_seed(ctx: Context, seed: int, budget: float, call: int) -> dict:
 
 def save_seed_weights(ctx: Context, entry: dict) -> None:
     """A seed's network from its portable state as ``seed-N.msgpack``, the call's line with it."""
-    from czjax.run import folders
+    from czjax.jobs import folders
     from czjax.util import checkpoint
 
     config, seed = strength_config(ctx.scale), entry["seed"]
@@ -218,7 +218,7 @@ def save_seed_weights(ctx: Context, entry: dict) -> None:
 def saved_rows(out: Path) -> list[dict]:
     """A run folder's metrics rows up to its newest saved state (rows a killed call logged after
     its last save are not the run's: the next call trains those batches again)."""
-    from czjax.run import loop
+    from czjax.jobs import loop
 
     done = loop.saved_batches(out) if out.exists() else None
     return [r for r in loop.read_metrics(out / "metrics.jsonl") if done is not None and r["batches"] <= done]
@@ -251,7 +251,7 @@ def seed_record(out: Path, calls: list[dict]) -> dict:
 def write_seed_results(ctx: Context, seeds: dict, budget: float) -> None:
     """``results.md`` (a row per seed), ``metrics.jsonl.gz`` (every seed's rows, marked with
     their seed) and a dashboard per seed."""
-    from czjax.run import plots
+    from czjax.jobs import plots
 
     every = []
     for seed in seeds:

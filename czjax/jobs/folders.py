@@ -101,7 +101,7 @@ SCAN_FOLDER = FolderKind("scan", scan_files, SCAN)
 
 
 class Output(Protocol):
-    """Where a run or scan writes (:class:`czjax.run.spec.RunSpec`, :class:`~czjax.run.spec.ScanSpec`)."""
+    """Where a run or scan writes (:class:`czjax.jobs.spec.RunSpec`, :class:`~czjax.jobs.spec.ScanSpec`)."""
 
     @property
     def out_dir(self) -> Path: ...

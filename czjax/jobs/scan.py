@@ -25,14 +25,14 @@ import matplotlib
 import numpy as np
 
 from czjax import models
+from czjax.jobs import folders, stops
+from czjax.jobs.folders import METRICS, SCAN, SCAN_REPORT, group_checkpoint, read_metrics, write_metrics
+from czjax.jobs.loop import TIMING_KEYS, ChunkProgram, check_finite, metric_row, run_chunk_once
+from czjax.jobs.plots import PANELS, Figure, save_figure
+from czjax.jobs.sinks import log_rows
+from czjax.jobs.spec import ScanSpec
 from czjax.learn.settings import HParams, TrainConfig, hparam_names
 from czjax.learn.trainer import make_trainer
-from czjax.run import folders, stops
-from czjax.run.folders import METRICS, SCAN, SCAN_REPORT, group_checkpoint, read_metrics, write_metrics
-from czjax.run.loop import TIMING_KEYS, ChunkProgram, check_finite, metric_row, run_chunk_once
-from czjax.run.plots import PANELS, Figure, save_figure
-from czjax.run.sinks import log_rows
-from czjax.run.spec import ScanSpec
 from czjax.util import checkpoint, compiling, devices
 from czjax.util.progress import Pace, eta_text
 
@@ -96,7 +96,7 @@ def make_scan_fns(config: TrainConfig):
 def open_scan(out_dir: Path, description: dict, resume: bool, words: folders.Spelling = folders.FLAGS) -> list[dict]:
     """The rows already logged in ``out_dir`` when resuming a scan with the same description
     (settings, seeds and config), else none; writes ``scan.json``. The folder has been prepared
-    (:func:`czjax.run.folders.prepare`)."""
+    (:func:`czjax.jobs.folders.prepare`)."""
     rows: list[dict] = []
     if resume:
         previous = json.loads((out_dir / SCAN).read_text())
@@ -261,7 +261,7 @@ class _Group:
 
 class ScanResult(NamedTuple):
     """A scan's metric rows (one per configuration per chunk) and why it stopped before its
-    target (:mod:`czjax.run.stops`; False when it did not)."""
+    target (:mod:`czjax.jobs.stops`; False when it did not)."""
 
     rows: list[dict]
     interrupted: str | bool
@@ -280,7 +280,7 @@ def run_scan(
         seeds: the seeds each setting runs with.
         out_dir: the scan's folder (``scan.json``, ``metrics.jsonl``, a checkpoint per group).
         batches: batches per configuration.
-        **options: the rest of a :class:`~czjax.run.spec.ScanSpec`: ``chunk`` (configurations
+        **options: the rest of a :class:`~czjax.jobs.spec.ScanSpec`: ``chunk`` (configurations
             per compiled group), ``resume``, ``overwrite``, ``num_devices``, ``stop_at``, ``log``.
 
     Returns:
@@ -292,7 +292,7 @@ def run_scan(
 
 def train_scan(spec: ScanSpec) -> ScanResult:
     """Run the scan ``spec`` describes, group after group, to its target or a stop (the rule
-    training runs follow too: :mod:`czjax.run.stops`; every chunk is saved as it completes)."""
+    training runs follow too: :mod:`czjax.jobs.stops`; every chunk is saved as it completes)."""
     num_devices = devices.available(spec.num_devices)
     out_dir = spec.out_dir
     # the lock creates the folder (gone if refused)
@@ -382,7 +382,7 @@ def scan_figure(rows: list[dict], path, title: str = "") -> None:
 
 
 def files_written(out_dir: Path) -> list[str]:
-    """The names of the scan's files that ``out_dir`` holds (:func:`czjax.run.folders.scan_files`)."""
+    """The names of the scan's files that ``out_dir`` holds (:func:`czjax.jobs.folders.scan_files`)."""
     return [name for name in folders.scan_files(out_dir) if (out_dir / name).exists()]
 
 

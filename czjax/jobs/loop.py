@@ -1,8 +1,8 @@
 """The host-side training loop: compiled chunks, metrics, dashboard, checkpoints, resume.
 
-A run is described by a :class:`~czjax.run.spec.RunSpec` (built by the command line, or by
+A run is described by a :class:`~czjax.jobs.spec.RunSpec` (built by the command line, or by
 :func:`run_training` from its keyword arguments) and trained by :func:`train` into its folder
-(:mod:`czjax.run.folders`: ``run.json``, ``checkpoint.msgpack``, ``metrics.jsonl``,
+(:mod:`czjax.jobs.folders`: ``run.json``, ``checkpoint.msgpack``, ``metrics.jsonl``,
 ``dashboard.png``).
 
 Nothing is lost silently:
@@ -20,9 +20,9 @@ Nothing is lost silently:
   moved, not in the time of training), then goes on with the same schedule (learning rate,
   games, promotions, keys) from the same batch.
 - Ctrl-C, ``SIGTERM`` and a broken output pipe stop the run after saving its last completed
-  chunk, by the rule runs and scans share (:mod:`czjax.run.stops`); ``summary["interrupted"]``
+  chunk, by the rule runs and scans share (:mod:`czjax.jobs.stops`); ``summary["interrupted"]``
   says why.
-- The folder is checked, locked and cleared of a failed start by :mod:`czjax.run.folders`.
+- The folder is checked, locked and cleared of a failed start by :mod:`czjax.jobs.folders`.
 
 ``init_from`` starts a run from given weights (a PyTorch ``.pth`` or a czjax checkpoint) instead
 of fresh ones; the source is recorded in ``run.json`` and in the checkpoint, and a resumed run
@@ -43,14 +43,14 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
+from czjax.jobs import folders, plots, stops
+from czjax.jobs.folders import CHECKPOINT, DASHBOARD, METRICS, PORTABLE, RUN, RUN_FILES, read_metrics, write_metrics
+from czjax.jobs.sinks import log_rows
+from czjax.jobs.spec import RunSpec
 from czjax.learn import replay
 from czjax.learn.settings import HParams, TrainConfig
 from czjax.learn.trainer import make_trainer, portable
 from czjax.players.loading import load_weights
-from czjax.run import folders, plots, stops
-from czjax.run.folders import CHECKPOINT, DASHBOARD, METRICS, PORTABLE, RUN, RUN_FILES, read_metrics, write_metrics
-from czjax.run.sinks import log_rows
-from czjax.run.spec import RunSpec
 from czjax.util import checkpoint, devices, precision
 from czjax.util.progress import eta_text, heartbeat, pace_of
 
@@ -344,7 +344,7 @@ def run_training(config: TrainConfig, hparams: HParams, out_dir, **options) -> d
         hparams: the traced hyperparameters (``HParams.create(**preset.hparams)``).
         out_dir: the run's folder (``run.json``, ``checkpoint.msgpack``, ``metrics.jsonl``,
             ``dashboard.png``).
-        **options: the rest of a :class:`~czjax.run.spec.RunSpec`: ``seed``, ``batches`` or
+        **options: the rest of a :class:`~czjax.jobs.spec.RunSpec`: ``seed``, ``batches`` or
             ``time_budget_s`` (one of them is needed), ``resume``, ``overwrite``, ``init_from``,
             ``num_devices``, ``portable`` (also keep a checkpoint without the replay buffer's
             rows, to move the run to another machine), ``stop_at`` (a deadline), ``log``.
@@ -361,7 +361,7 @@ def run_training(config: TrainConfig, hparams: HParams, out_dir, **options) -> d
 def train(spec: RunSpec) -> dict:
     """Train until ``spec.batches`` batches in all or ``spec.time_budget_s`` seconds of training
     in all (both counting what came before a resume), whichever comes first, or until a stop
-    (:mod:`czjax.run.stops`: the last completed chunk saved, ``summary["interrupted"]`` says
+    (:mod:`czjax.jobs.stops`: the last completed chunk saved, ``summary["interrupted"]`` says
     why); returns a summary. The run is the same computation on any number of devices
     (:mod:`czjax.util.devices`); ``spec.sinks`` get every row as metrics.jsonl does."""
     # over several hosts the processes share the folder and process 0 writes: it holds the lock

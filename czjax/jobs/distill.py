@@ -28,12 +28,12 @@ import optax
 
 from czjax import game, models
 from czjax.evaluate.positions import accuracy, load_positions
+from czjax.jobs import folders
 from czjax.learn.settings import HParams, TrainConfig
 from czjax.learn.trainer import make_trainer
 from czjax.players import mask_for_sampling, masked_log_probs
 from czjax.players.agent import Agent, in_batches, policy, self_play
 from czjax.players.loading import load_agent
-from czjax.run import folders
 from czjax.util import checkpoint
 from czjax.util.progress import Pace, Progress, eta_text
 

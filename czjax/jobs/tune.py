@@ -2,7 +2,7 @@
 
 Optuna's ask-and-tell interface hands out ``batch`` trials at once. czjax's hyperparameters are
 traced values (:class:`~czjax.learn.settings.HParams`), not compile-time constants, so those
-trials times ``seeds`` seeds train as one compiled scan (:func:`czjax.run.scan.train_scan`, the
+trials times ``seeds`` seeds train as one compiled scan (:func:`czjax.jobs.scan.train_scan`, the
 program ``czjax scan`` compiles), where a search tool running one trial per process would compile
 and run each alone. Each trial is then told the mean of its objective over its seeds (the spread
 is kept as a trial attribute).
@@ -31,11 +31,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from czjax.jobs import folders, stops
+from czjax.jobs.loop import TIMING_KEYS
+from czjax.jobs.scan import SCANNABLE, differences, train_scan
+from czjax.jobs.spec import ScanSpec, check_resume_or_overwrite
 from czjax.learn.settings import TrainConfig
-from czjax.run import folders, stops
-from czjax.run.loop import TIMING_KEYS
-from czjax.run.scan import SCANNABLE, differences, train_scan
-from czjax.run.spec import ScanSpec, check_resume_or_overwrite
 
 STUDY = "study.journal"
 DESCRIPTION = "tune.json"
@@ -345,7 +345,7 @@ class TuneResult:
 
 def run_tune(spec: TuneSpec) -> TuneResult:
     """Run (or continue) the search ``spec`` describes: batches of trials, each one compiled
-    scan, until the study holds ``spec.trials`` trials, or a stop (:mod:`czjax.run.stops`:
+    scan, until the study holds ``spec.trials`` trials, or a stop (:mod:`czjax.jobs.stops`:
     a time limit, SIGINT, SIGTERM; every chunk is saved as it completes)."""
     optuna = import_optuna()
     # processes sharing the study (--resume) each hold the folder's lock a moment to open it
@@ -430,7 +430,7 @@ def write_figures(study, optuna, out_dir: Path) -> list[Path]:
     slice plot as PNGs; the importances need two completed trials or more."""
     import matplotlib
 
-    from czjax.run.plots import save_figure
+    from czjax.jobs.plots import save_figure
 
     vis = optuna.visualization.matplotlib
     written = []

@@ -5,14 +5,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from czjax import compaction, models, players, rollout
+from czjax import models, players, rollout, row_skipping
 
 
 def test_valid_first_is_the_stable_partition():
     rng = np.random.default_rng(0)
     for n, p in [(1, 0.5), (7, 0.0), (7, 1.0), (300, 0.3), (1050, 0.55)]:
         valid = rng.random(n) < p
-        order, destination = compaction.valid_first(jnp.asarray(valid))
+        order, destination = row_skipping.valid_first(jnp.asarray(valid))
         np.testing.assert_array_equal(np.asarray(order), np.argsort(~valid, kind="stable"))
         np.testing.assert_array_equal(np.asarray(order)[np.asarray(destination)], np.arange(n))
 
@@ -29,13 +29,13 @@ def test_over_valid_chunks_computes_valid_rows_only_and_skips_empty_chunks(p_val
         jax.debug.callback(lambda i: calls.append(int(i)), index)  # which chunks ran
         return chunk.sum(-1)
 
-    out, destination = jax.jit(lambda x, v: compaction.over_valid_chunks(row_sums, x, v, num_chunks))(x, valid)
+    out, destination = jax.jit(lambda x, v: row_skipping.over_valid_chunks(row_sums, x, v, num_chunks))(x, valid)
     per_row = np.asarray(out.reshape(-1)[destination])
     np.testing.assert_allclose(per_row[valid], x[valid].sum(-1), rtol=1e-6)
     assert sorted(calls) == list(range(-(-valid.sum() // 6)))  # only chunks holding valid rows ran
 
     total = jax.jit(
-        lambda x, v: compaction.over_valid_chunks(
+        lambda x, v: row_skipping.over_valid_chunks(
             lambda i, c: c.sum(0) * 0 + (c * c).sum(), x, jnp.asarray(v), num_chunks, accumulate=True
         )
     )
@@ -47,7 +47,7 @@ def test_over_valid_chunks_computes_valid_rows_only_and_skips_empty_chunks(p_val
 def test_flops_are_counted_from_the_program_the_same_on_every_backend():
     def flops(name):
         model = models.get_model(name)
-        return compaction.flops_per_board(
+        return row_skipping.flops_per_board(
             models.model_player(model), jax.eval_shape(lambda: models.init_params(model, jax.random.key(0)))
         )
 
@@ -59,16 +59,18 @@ def test_flops_are_counted_from_the_program_the_same_on_every_backend():
     policy = 448 * 128 + 128 * 128 + 128 * 7
     assert flops("cnn-mk4") == 2 * (convs + policy)
     assert flops("cnn-mk4-value") == 2 * (convs + policy + 448 * 64 + 64 * 64 + 64)
-    assert compaction.flops_per_board(players.random_punisher, None) == 0  # no matrix products: cheap
+    assert row_skipping.flops_per_board(players.random_punisher, None) == 0  # no matrix products: cheap
     # the decisions that follow
-    assert compaction.rollout_chunks(flops("mlp"), 25) == 1  # 28 kFLOP: compaction costs more than it saves
-    assert compaction.rollout_chunks(flops("cnn-mk4"), 25) == compaction.ROLLOUT_CHUNKS
-    assert compaction.rollout_chunks(flops("cnn-mk4"), 3) == 1  # too few boards to split
-    assert compaction.loss_chunks(flops("mlp"), 21 * 50) == 1 and compaction.loss_chunks(flops("mlp"), 21 * 4096) > 1
-    assert compaction.loss_chunks(flops("cnn-mk4-value"), 21 * 50) > 1
+    assert row_skipping.rollout_chunks(flops("mlp"), 25) == 1  # 28 kFLOP: compaction costs more than it saves
+    assert row_skipping.rollout_chunks(flops("cnn-mk4"), 25) == row_skipping.ROLLOUT_CHUNKS
+    assert row_skipping.rollout_chunks(flops("cnn-mk4"), 3) == 1  # too few boards to split
+    assert (
+        row_skipping.loss_chunks(flops("mlp"), 21 * 50) == 1 and row_skipping.loss_chunks(flops("mlp"), 21 * 4096) > 1
+    )
+    assert row_skipping.loss_chunks(flops("cnn-mk4-value"), 21 * 50) > 1
     model = models.get_model("cnn-mk4")
     params = jax.eval_shape(lambda: models.init_params(model, jax.random.key(0)))
-    assert rollout.default_chunks(models.model_player(model), params, 25) == compaction.ROLLOUT_CHUNKS
+    assert rollout.default_chunks(models.model_player(model), params, 25) == row_skipping.ROLLOUT_CHUNKS
 
 
 def test_compaction_modes_per_platform():
@@ -82,15 +84,15 @@ def test_compaction_modes_per_platform():
         setup = make_setup(config, None, platform=platform)
         return setup.rollout_chunks, setup.eval_chunks, setup.ctx.num_chunks
 
-    rule = None  # the FLOP rule decides (czjax.compaction.rollout_chunks)
-    assert chunks("on") == (rule, rule, compaction.LOSS_CHUNKS)  # built for a CPU, wherever the suite runs
-    assert chunks("loss") == (1, 1, compaction.LOSS_CHUNKS)
+    rule = None  # the FLOP rule decides (czjax.row_skipping.rollout_chunks)
+    assert chunks("on") == (rule, rule, row_skipping.LOSS_CHUNKS)  # built for a CPU, wherever the suite runs
+    assert chunks("loss") == (1, 1, row_skipping.LOSS_CHUNKS)
     assert chunks("off") == (1, 1, 1)
     assert chunks("auto") == chunks("on")  # on a CPU
-    assert chunks("auto", platform="gpu") == (1, 1, compaction.LOSS_CHUNKS)
+    assert chunks("auto", platform="gpu") == (1, 1, row_skipping.LOSS_CHUNKS)
     # the evaluation's 100 games: every board
-    assert chunks("auto", games=4096, platform="gpu") == (rule, 1, compaction.LOSS_CHUNKS)
-    assert chunks("on", platform="gpu") == (rule, rule, compaction.LOSS_CHUNKS)
+    assert chunks("auto", games=4096, platform="gpu") == (rule, 1, row_skipping.LOSS_CHUNKS)
+    assert chunks("on", platform="gpu") == (rule, rule, row_skipping.LOSS_CHUNKS)
     with pytest.raises(ValueError, match="unknown compaction 'some'; choose one of auto, on, loss, off"):
         TrainConfig(compaction="some")
 

@@ -1,12 +1,12 @@
 """What a training run or a scan is, as one typed value, built once (by the command line from its
-flags, or by :func:`czjax.run.loop.run_training` / :func:`czjax.run.scan.run_scan` from their
-keyword arguments) and passed whole to the runner (:func:`czjax.run.loop.train`,
-:func:`czjax.run.scan.train_scan`).
+flags, or by :func:`czjax.jobs.loop.run_training` / :func:`czjax.jobs.scan.run_scan` from their
+keyword arguments) and passed whole to the runner (:func:`czjax.jobs.loop.train`,
+:func:`czjax.jobs.scan.train_scan`).
 
 A spec holds what is trained (the config and hyperparameters), where (the output folder, and
 whether to resume or overwrite what it holds), for how long, how often it saves, and where its
 lines go (``log``; ``notice``, the line to read after a stop; ``sinks``, the metric sinks of
-:mod:`czjax.run.sinks`). The part that describes the run is stored with it (:meth:`RunSpec.description`,
+:mod:`czjax.jobs.sinks`). The part that describes the run is stored with it (:meth:`RunSpec.description`,
 :meth:`ScanSpec.description`).
 """
 
@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from czjax.jobs import folders
 from czjax.learn.settings import HParams, TrainConfig
-from czjax.run import folders
 
 
 def check_resume_or_overwrite(resume: bool, overwrite: bool, words: folders.Spelling = folders.FLAGS) -> None:
@@ -46,7 +46,7 @@ class RunSpec:
     its dashboard. ``portable``: every checkpoint also written as ``portable.msgpack``, without
     the replay buffer's rows (a run folder that holds one keeps it current anyway), so that the
     folder moves to another machine without its checkpoints and resumes there, the buffer
-    rebuilt (:func:`czjax.run.loop.rebuild_replay`). ``stop_at``: a ``time.monotonic()``
+    rebuilt (:func:`czjax.jobs.loop.rebuild_replay`). ``stop_at``: a ``time.monotonic()``
     deadline after which no new chunk starts (the run is then continued with ``resume``)."""
 
     config: TrainConfig

@@ -106,7 +106,7 @@ PRESETS: dict[str, Preset] = {
             model="mlp3",
             games_per_batch=100,
             opponent="current",
-            algorithm="alpha",
+            algorithm="alphazero-hard",
             search=PlayerSpec.parse("playouts:width=4,depth=4"),
             mirror=True,
             batches_per_chunk=10,

@@ -14,7 +14,7 @@ shards that have not finished.
 
 A tune launched this way runs as an array of workers sharing one study (its journal file in the
 tune's folder): each asks for batches of trials until the study holds its target
-(:mod:`czjax.run.tune`).
+(:mod:`czjax.jobs.tune`).
 
 submitit is an optional extra (``pip install 'czjax[cluster]'``).
 """
@@ -25,10 +25,10 @@ import dataclasses
 import json
 from pathlib import Path
 
-from czjax.run import folders
-from czjax.run.folders import METRICS, SCAN, read_metrics, write_metrics
-from czjax.run.scan import configurations, train_scan, write_report
-from czjax.run.spec import ScanSpec
+from czjax.jobs import folders
+from czjax.jobs.folders import METRICS, SCAN, read_metrics, write_metrics
+from czjax.jobs.scan import configurations, train_scan, write_report
+from czjax.jobs.spec import ScanSpec
 
 LAUNCHERS = ("local", "slurm")
 SHARDS = "shards.json"  # in a launched scan's folder: its shards and their slices
@@ -223,14 +223,14 @@ def merged_report(out_dir: Path, grid_names: list[str], sort_by: str, title: str
 
 class TuneWorker(Requeued):
     """A job of a launched tune: asks for batches of trials and trains them until the shared
-    study holds its target (:func:`czjax.run.tune.run_tune` with ``resume``: it also continues a
+    study holds its target (:func:`czjax.jobs.tune.run_tune` with ``resume``: it also continues a
     batch whose process ended)."""
 
     def __init__(self, spec):
         self.spec = spec
 
     def __call__(self) -> str:
-        from czjax.run import tune
+        from czjax.jobs import tune
 
         result = tune.run_tune(self.spec)
         return f"tune worker: {'stopped (' + str(result.interrupted) + ')' if result.interrupted else 'done'}"
@@ -239,7 +239,7 @@ class TuneWorker(Requeued):
 def launch_tune(spec, launcher: Launcher, workers: int) -> list:
     """The study of the tune ``spec`` made (or checked, with ``resume``) here, then ``workers``
     jobs that share it (each resuming the folder); submitit's jobs."""
-    from czjax.run import tune
+    from czjax.jobs import tune
 
     optuna = tune.import_optuna()
     with folders.locked(spec.out_dir, "tune", spec.spelling):
