@@ -28,7 +28,19 @@ def modules_by_short_name() -> dict[str, list[str]]:
 
 
 def resolves(name: str) -> bool:
-    """Whether ``name`` is a module, or a module's attribute (attributes of attributes too)."""
+    """Whether ``name`` is a module, or a module's attribute (attributes of attributes too), at
+    its home: an old path that still answers with a DeprecationWarning does not count."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        try:
+            return _resolves(name)
+        except DeprecationWarning:
+            return False
+
+
+def _resolves(name: str) -> bool:
     parts = name.split(".")
     for i in range(len(parts), 0, -1):
         try:
