@@ -286,7 +286,7 @@ def _other_value(field):
 
 def test_every_setting_flag_round_trips():
     from czjax.cli import flags
-    from czjax.cli.train import _setting_overrides
+    from czjax.cli.train import setting_overrides
 
     parser = cli.build_parser()
     for name, field in flags.setting_flags().items():
@@ -294,9 +294,9 @@ def test_every_setting_flag_round_trips():
         flag = flags.flag_name(name)
         if isinstance(value, bool):
             flag = flag if value else "--no-" + flag[2:]
-        overrides = _setting_overrides(parser.parse_args(["train", flag, *words]))
+        overrides = setting_overrides(parser.parse_args(["train", flag, *words]))
         assert overrides[name] == value, name
-    assert _setting_overrides(parser.parse_args(["train"])) == {}
+    assert setting_overrides(parser.parse_args(["train"])) == {}
 
 
 def test_the_settings_that_had_no_flag_reach_the_config():

@@ -72,7 +72,7 @@ def midgame_moves(batch: int, plies: int = 12, seed: int = 0) -> np.ndarray:
     return moves
 
 
-def _czjax_search(algo: str, sims: int):
+def czjax_search(algo: str, sims: int):
 
     settings = search.Gumbel(sims=sims) if algo == "gumbel" else search.PUCT(sims=sims)
 
@@ -167,7 +167,7 @@ def bench_search(algo: str, batch: int, sims: int, runs: int, peers: bool = True
     params = search_network_params()
     moves = midgame_moves(batch)
     boards = jnp.asarray(np.stack([game.apply_moves(m) for m in moves]))
-    impls = [("czjax", _czjax_search(algo, sims), boards)]
+    impls = [("czjax", czjax_search(algo, sims), boards)]
     if peers:
         try:
             import mctx

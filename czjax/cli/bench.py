@@ -146,13 +146,15 @@ def cmd_bench_search(args) -> int:
 def add_commands(commands) -> None:
     bench = commands.add_parser(
         "bench",
-        help="measure throughput: `czjax bench rollout`, `czjax bench train`, `czjax bench scan`, `czjax bench search`",
+        help="measure throughput: `czjax bench rollout`, `czjax bench train`, `czjax bench scan`, `czjax bench "
+        "search`; count a GPU's or TPU's kernels without one: `czjax bench kernels`",
     )
     bench_commands = bench.add_subparsers(dest="bench_command", metavar="WHAT", required=True)
     _add_rollout_bench(bench_commands)
     _add_train_bench(bench_commands)
     _add_scan_bench(bench_commands)
     _add_search_bench(bench_commands)
+    _add_kernels_bench(bench_commands)
 
 
 def _add_rollout_bench(bench_commands) -> None:
@@ -358,3 +360,139 @@ def _add_search_bench(bench_commands) -> None:
     _add_roof_flag(search_bench)
     flags.add_json_flag(search_bench, flags.JSON_TO_STDOUT)
     search_bench.set_defaults(func=cmd_bench_search)
+
+
+def kernels_programs(args) -> list:
+    """The programs ``czjax bench kernels`` compiles, for each target platform, from its flags."""
+    from czjax.bench import kernels
+    from czjax.jobs import presets
+
+    if args.program == "rollout":
+        return [lambda platform, p=p, b=b: kernels.rollout_program(p, b) for p in args.player for b in args.batch]
+    if args.program == "search":
+        return [
+            lambda platform, a=a, b=b, n=n: kernels.search_program(a, b, n)
+            for a in args.algo
+            for b in args.batch
+            for n in args.sims
+        ]
+    from czjax.cli.train import setting_overrides
+
+    config = presets.get_preset(args.preset or "default").config.override(setting_overrides(args))
+    return [lambda platform: kernels.train_program(config, platform)]
+
+
+def cmd_bench_kernels(args) -> int:
+    from czjax.bench import kernels
+
+    kernels.prepare_environment()
+    from czjax.bench import harness, provenance
+
+    targets = [kernels.get_target(name) for name in args.target]
+    for target in targets:
+        kernels.check_installed(target)  # one line naming the install, before any compile
+    log = harness.stderr if args.json else print
+    if args.program == "calibrate":
+        return calibrate_kernels(args, targets[0], log)
+    log(f"czjax bench kernels: programs compiled on {provenance.machine_description()} for {', '.join(args.target)}")
+    rows = []
+    for make in kernels_programs(args):
+        for target in targets:
+            row = kernels.report(make(target.platform), target)
+            rows.append(row)
+            log(kernels.format_row(row))
+    log("predicted times are predictions, not measurements (docs/benchmarks.md, 'Kernels counted without a GPU')")
+    if args.json:
+        print(json.dumps({**provenance.provenance(), "rows": rows}, indent=1))
+    return 0
+
+
+def calibrate_kernels(args, target, log) -> int:
+    """``czjax bench kernels calibrate``: the cost model fitted on the GPU times in
+    ``--measured``, its table written to ``--out`` and its seconds to the package's model."""
+    from czjax.bench import kernels, provenance
+
+    measured = kernels.measured_rows(Path(args.measured))
+    if not measured:
+        raise ValueError(
+            f"no czjax bench rows in {args.measured} (bench-rollout.json, bench-search.json, bench-train.json)"
+        )
+    log(f"calibrating on {len(measured)} measured rows, each program compiled for {target.name} at this commit:")
+    found = {**provenance.provenance(), **kernels.calibrate(measured, target, log)}
+    log(kernels.format_calibration(found))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(found, indent=1) + "\n")
+    model = {key: found[key] for key in ("target", "seconds", "commit") if key in found}
+    kernels.CALIBRATION.write_text(json.dumps({**model, "table": args.out}, indent=1) + "\n")
+    log(f"table: {args.out}; model: {kernels.CALIBRATION}")
+    if args.json:
+        print(json.dumps(found, indent=1))
+    return 0
+
+
+def _add_kernels_bench(bench_commands) -> None:
+    from czjax.bench import kernels
+
+    parser = bench_commands.add_parser(
+        "kernels",
+        help="compile a program for a GPU or TPU without one: its loops, kernels, host waits, FLOPs, predicted time",
+        description=(
+            "Compiles a rollout, a search or a training chunk for an accelerator this machine does not have "
+            "(deviceless ahead-of-time compilation: the CUDA plugin for a GPU, libtpu for a TPU; without them it "
+            "says what to install) and reads XLA's optimised program: its loop tree (trip counts XLA knows, or "
+            "assumed ones, said so), the kernels a run launches (each fusion, library call or copy outside a "
+            "fusion), its host waits on a GPU (each test of a loop XLA does not know the count of, each "
+            "conditional), its matrix-product and convolution FLOPs, and a predicted time: on a GPU from a cost "
+            "model fitted on the GPU times the repository holds (docs/benchmarks.md), on a TPU from the "
+            "compiler's own cycle estimates (uncalibrated). Nothing runs on the accelerator."
+        ),
+    )
+    parser.add_argument(
+        "program",
+        choices=["rollout", "search", "train", "calibrate"],
+        help="what to compile; calibrate: fit the cost model on the GPU times in --measured (every row's program "
+        "compiled for the first --target) and write its table to --out",
+    )
+    parser.add_argument(
+        "--measured",
+        default="docs/results/benchmarks/bench",
+        metavar="DIR",
+        help="calibrate: the folder of czjax bench's GPU JSON files (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--out",
+        default="docs/results/benchmarks/kernels/calibration.json",
+        metavar="FILE",
+        help="calibrate: where the table goes (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--target",
+        nargs="+",
+        default=["h100"],
+        choices=list(kernels.TARGETS),
+        help="accelerators to compile for (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--batch",
+        type=flags.positive_int,
+        nargs="+",
+        default=[1024],
+        help="rollout, search: games or positions at once (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--player",
+        nargs="+",
+        default=["random"],
+        metavar="SPEC",
+        help="rollout: the player of both sides (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--algo", nargs="+", default=["gumbel"], choices=["gumbel", "mcts"], help="search (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--sims", type=flags.positive_int, nargs="+", default=[32], help="search: simulations (default: %(default)s)"
+    )
+    parser.add_argument("--preset", default=None, help="train: a preset's config (czjax train --help lists them)")
+    flags.add_setting_flags(parser)  # train: settings over the preset's, as czjax train takes them
+    flags.add_json_flag(parser, flags.JSON_TO_STDOUT)
+    parser.set_defaults(func=cmd_bench_kernels)

@@ -10,7 +10,7 @@ from pathlib import Path
 from czjax.cli import flags, output
 
 
-def _setting_overrides(args) -> dict:
+def setting_overrides(args) -> dict:
     """TrainConfig settings given on the command line (``--pool`` implies ``--opponent pool``)."""
     overrides = {name: getattr(args, name) for name in flags.setting_flags() if getattr(args, name) is not None}
     if "pool.members" in overrides:
@@ -80,7 +80,7 @@ def train_spec(args):
         return _resumed_spec(args)
     preset_name = args.preset or "default"
     preset = presets.get_preset(preset_name)
-    config = preset.config.override(_setting_overrides(args))
+    config = preset.config.override(setting_overrides(args))
     hp = dict(preset.hparams)
     hp.update({k: getattr(args, k) for k in flags.hparam_flags() if getattr(args, k) is not None})
     batches = args.batches if args.batches is not None else (None if args.time_budget else preset.batches)
@@ -167,7 +167,7 @@ def scan_spec(args, preset, grid: dict):
     from czjax.jobs.spec import ScanSpec
 
     return ScanSpec(
-        preset.config.override(_setting_overrides(args)),
+        preset.config.override(setting_overrides(args)),
         dict(preset.hparams),
         scan.grid_settings(grid),
         list(range(args.seed, args.seed + args.seeds)),

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from czjax.cli import flags, output
-from czjax.cli.train import _setting_overrides
+from czjax.cli.train import setting_overrides
 
 
 def tune_spec(args):
@@ -17,7 +17,7 @@ def tune_spec(args):
     from czjax.jobs import folders, presets, tune
 
     preset = presets.get_preset(args.preset)
-    overrides = _setting_overrides(args)
+    overrides = setting_overrides(args)
     config = preset.config.override(overrides)
     params = [tune.Param.parse(text) for text in args.param]
     objective = tune.Objective.parse(args.objective)

@@ -1,0 +1,835 @@
+"""A program compiled for an accelerator on any machine, and read: its loops, the kernels and
+host waits a run launches, its matrix FLOPs, and a predicted time.
+
+JAX compiles for a GPU or a TPU it does not have (deviceless ahead-of-time compilation): for a
+GPU from XLA's description of it (``czjax/data/targets/<name>.txtpb``, with the CUDA plugin
+installed), for a TPU from a topology's name (with libtpu installed). The optimised program's
+text then says what a run does on that device (:func:`read_program`):
+
+- a *kernel* is each instruction of a control computation (the entry, a loop's body and test,
+  a branch) that runs on the device: a fusion, a custom call (a library's matrix product or
+  convolution), a copy, ...; bookkeeping (tuples, parameters, bitcasts) launches nothing;
+- a *host wait* is each test of a ``while`` whose trip count XLA does not know (the device tells
+  the host whether to go on) and each ``conditional`` (the host picks the branch);
+- the FLOPs are those of its matrix products and convolutions, by operand type, counted in the
+  fused computations the kernels run, each loop's body times its trips.
+
+A loop without a known trip count is given the count its program states (the longest game's
+pairs of plies, a descent's tests), shown as assumed. The predicted time is a sum over the
+three (:class:`CostModel`), its rates fitted on the GPU times the repository holds
+(docs/results/benchmarks/kernels/). Nothing here runs on the accelerator: a prediction is not a
+measurement.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import math
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "targets"
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """An accelerator to compile for: ``platform`` "gpu" (``description``: the file of XLA's
+    GpuTargetConfig under czjax/data/targets) or "tpu" (``description``: a topology's name)."""
+
+    name: str
+    platform: str
+    description: str
+    title: str
+
+
+TARGETS = {
+    "h100": Target("h100", "gpu", "h100.txtpb", "NVIDIA H100 80GB (SXM)"),
+    "h200": Target("h200", "gpu", "h200.txtpb", "NVIDIA H200"),
+    "a100": Target("a100", "gpu", "a100.txtpb", "NVIDIA A100"),
+    "tpu-v5e": Target("tpu-v5e", "tpu", "v5e:2x2", "TPU v5e (one chip of a 2x2 slice)"),
+}
+# What compiling for each platform needs beside jax: the plugin JAX loads, how to install it.
+PLUGINS = {
+    "gpu": ("jax_cuda12_plugin", "pip install 'czjax[compile-gpu]' (the CUDA plugin and nvcc, about 550 MB)"),
+    "tpu": ("libtpu", "pip install 'czjax[compile-tpu]' (libtpu, about 680 MB)"),
+}
+# Compiler options of a GPU program compiled without the GPU: no autotuning (it would time
+# kernels on a device), and XLA's own gemms rather than Triton's, which at autotune level 0
+# failed to tile Mk4's kernel gradient.
+GPU_COMPILE_OPTIONS: dict[str, str | bool] = {"xla_gpu_autotune_level": "0", "xla_gpu_enable_triton_gemm": False}
+
+
+class Unavailable(ValueError):
+    """What a target needs is not installed (the message says what to install)."""
+
+
+def get_target(name: str) -> Target:
+    try:
+        return TARGETS[name]
+    except KeyError:
+        raise ValueError(f"unknown target {name!r}; choose one of {', '.join(TARGETS)}") from None
+
+
+def check_installed(target: Target) -> None:
+    """``Unavailable``, one line naming the install, when ``target``'s plugin is missing."""
+    module, install = PLUGINS[target.platform]
+    if importlib.util.find_spec(module) is None:
+        raise Unavailable(f"compiling for {target.name} needs {module}: {install}")
+
+
+def prepare_environment() -> None:
+    """Before jax starts its backends: the CPU is the machine's platform (a GPU plugin without a
+    GPU would otherwise be tried first), and the CUDA plugin does not ask for a driver."""
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # the plugins' notes that no driver is here
+
+
+def sharding(target: Target):
+    """A replicated sharding on one device of ``target``'s topology: abstract arguments placed
+    there make ``jit(f).lower`` build ``target``'s program."""
+    from jax.experimental import topologies
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    check_installed(target)
+    if target.platform == "gpu":
+        config = (DATA / target.description).read_text()
+        topology = topologies.get_topology_desc(platform="cuda", target_config=config, topology="1x1x1")
+    else:
+        topology = topologies.get_topology_desc(topology_name=target.description, platform="tpu")
+    return NamedSharding(Mesh(topology.devices[:1], ("device",)), PartitionSpec())
+
+
+def compile_text(target: Target, fn: Callable, *args, static_argnums=()) -> str:
+    """The optimised program of ``fn`` on ``args`` (arrays or ShapeDtypeStructs: only their
+    shapes are used) compiled for ``target``, as text."""
+    from czjax.util import platforms
+
+    place = sharding(target)
+
+    def abstract(x):
+        x = x if hasattr(x, "shape") and hasattr(x, "dtype") else jax.numpy.asarray(x)
+        return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=place)
+
+    dynamic = [a if i in static_argnums else jax.tree.map(abstract, a) for i, a in enumerate(args)]
+    options = GPU_COMPILE_OPTIONS if target.platform == "gpu" else None
+    with platforms.building_for(target.platform):
+        lowered = jax.jit(fn, static_argnums=static_argnums).lower(*dynamic)
+    return str(lowered.compile(compiler_options=options).as_text())
+
+
+# ---- reading the optimised program ---------------------------------------------------------
+
+# Instructions that launch nothing: bookkeeping of values the kernels already hold.
+FREE = {
+    "parameter",
+    "constant",
+    "get-tuple-element",
+    "tuple",
+    "bitcast",
+    "after-all",
+    "add-dependency",
+    "opt-barrier",
+    "partition-id",
+    "replica-id",
+    "domain",
+}
+# Operations inside a fusion that compute nothing: they name, place or reshape values.
+MOVES = FREE | {"broadcast", "reshape", "transpose", "slice", "dynamic-slice", "concatenate", "iota", "copy", "pad"}
+# Instructions that hand control to other computations (read through, not counted as kernels).
+CONTROL = {"while", "conditional", "call"}
+_HEADER = re.compile(r"^(ENTRY )?%?([\w.\-]+) (\(.*\)) -> .*\{\s*$")
+_NAME = re.compile(r"^\s*(?:ROOT )?%?([\w.\-]+) = ")
+_CYCLES = re.compile(r'"estimated_cycles":"(\d+)"')
+_TRIP = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
+_SHAPE = re.compile(r"\b(pred|[suf]\d+|bf16|f8e\w+)\[([\d,]*)\]")
+
+
+@dataclasses.dataclass(frozen=True)
+class Instruction:
+    name: str
+    opcode: str
+    shape: str  # the result's type as printed
+    operands: str  # the text inside the operands' parentheses (their types printed with them)
+    attributes: str  # what follows them
+
+
+def _split_shape(rest: str) -> tuple[str, str]:
+    """``(result type, what follows it)`` of an instruction's text after ``=``: a tuple type is
+    a parenthesised list, any other a single word."""
+    if not rest.startswith("("):
+        shape, _, after = rest.partition(" ")
+        return shape, after
+    depth = 0
+    for i, ch in enumerate(rest):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0:
+            return rest[: i + 1], rest[i + 1 :].lstrip()
+    return rest, ""
+
+
+def _instruction(line: str) -> Instruction | None:
+    match = _NAME.match(line)
+    if match is None:
+        return None
+    shape, after = _split_shape(line[match.end() :])
+    opcode, paren, rest = after.partition("(")
+    if not paren:
+        return None
+    depth, end = 1, len(rest)
+    for i, ch in enumerate(rest):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0:
+            end = i
+            break
+    return Instruction(match.group(1), opcode.strip(), shape, rest[:end], rest[end + 1 :])
+
+
+def parse_computations(text: str) -> tuple[dict[str, list[Instruction]], str]:
+    """Every computation of an HLO module's text by name, and the entry's name."""
+    computations: dict[str, list[Instruction]] = {}
+    entry, current = "", None
+    for line in text.splitlines():
+        header = _HEADER.match(line)
+        if header:
+            current = header.group(2)
+            computations[current] = []
+            entry = current if header.group(1) else entry
+        elif line.startswith("}"):
+            current = None
+        elif current is not None:
+            instruction = _instruction(line)
+            if instruction is not None:
+                computations[current].append(instruction)
+    if not entry:
+        raise ValueError("no ENTRY computation in the program's text")
+    return computations, entry
+
+
+def _parameters(text: str, computation: str) -> dict[str, str]:
+    """A computation's parameters' types by name, from its header."""
+    header = re.search(rf"^(?:ENTRY )?%?{re.escape(computation)} \((.*)\) -> ", text, re.M)
+    if header is None:
+        return {}
+    pairs = (item.partition(":") for item in _top_level_items(header.group(1)))
+    return {name.strip().lstrip("%"): shape.strip() for name, _, shape in pairs}
+
+
+def _called(attributes: str, key: str) -> list[str]:
+    """The computations an attribute names: ``body=%b`` or ``branch_computations={%a, %b}``."""
+    match = re.search(rf"\b{key}=(\{{[^}}]*\}}|%?[\w.\-]+)", attributes)
+    if match is None:
+        return []
+    return [name.strip().lstrip("%") for name in match.group(1).strip("{}").split(",") if name.strip()]
+
+
+_ITEM_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s64": 8, "u64": 8, "f64": 8}
+
+
+def _bytes(shape: str) -> float:
+    """Bytes of a value of this printed type (a tuple's elements summed)."""
+    return float(sum(_ITEM_BYTES.get(dtype, 4) * math.prod(dims) for dtype, dims in _dims(shape)))
+
+
+def memory_traffic(instruction: Instruction, shapes: dict[str, str]) -> float:
+    """Bytes a kernel reads and writes: its operands and its result, except a buffer updated in
+    place (an operand of the result's type, as a dynamic-update-slice's) and a library call's
+    scratch space (the byte array it returns beside its result)."""
+    operands = [
+        shapes.get(item.strip().split(" ")[-1].lstrip("%"), "") or item
+        for item in _top_level_items(instruction.operands)
+    ]
+    result = instruction.shape
+    if instruction.opcode == "custom-call" and result.startswith("("):
+        result = _top_level_items(result[1:-1])[0]
+    in_place = (
+        [op for op in operands if _dims(op) and _dims(op) == _dims(result)] if "update" in instruction.name else []
+    )
+    if in_place:
+        return sum(_bytes(op) for op in operands if op not in in_place[:1])
+    return _bytes(result) + sum(_bytes(op) for op in operands)
+
+
+def _dims(shape: str) -> list[tuple[str, list[int]]]:
+    return [(dtype, [int(d) for d in dims.split(",") if d]) for dtype, dims in _SHAPE.findall(shape)]
+
+
+def _contracting(attributes: str, side: str) -> list[int]:
+    text = re.search(rf"{side}_contracting_dims=\{{([\d,]*)\}}", attributes)
+    if text is None:  # a library gemm keeps them in its backend config
+        text = re.search(rf'"{side}_contracting_dimensions":\[([^\]]*)\]', attributes)
+    return [int(d.strip('" ')) for d in text.group(1).split(",") if d.strip('" ')] if text else []
+
+
+def _top_level_items(text: str) -> list[str]:
+    """``text`` split at its commas outside brackets: ``f32[4,3]{1,0} %x, %y`` -> two items."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    return [*items, text[start:]]
+
+
+def _operand_shapes(instruction: Instruction, shapes: dict[str, str]) -> list[tuple[str, list[int]]]:
+    """The first array type of each operand: printed with it, or looked up by its name."""
+    found = []
+    for operand in _top_level_items(instruction.operands):
+        printed = _dims(operand)
+        name = operand.strip().split(" ")[-1].lstrip("%")
+        typed = printed or _dims(shapes.get(name, ""))
+        if typed:
+            found.append(typed[0])
+    return found
+
+
+def instruction_flops(instruction: Instruction, shapes: dict[str, str]) -> tuple[str, float]:
+    """``(operand type, FLOPs)`` of a matrix product or a convolution, forward or backward (a
+    multiply and an add are 2), ``("", 0)`` for anything else; ``shapes``: the types of the
+    computation's values by name (an operand printed without its type)."""
+    target = re.search(r'custom_call_target="([^"]*)"', instruction.attributes)
+    library = target.group(1) if target and instruction.opcode == "custom-call" else ""
+    is_product = instruction.opcode == "dot" or "gemm" in library or "matmul" in library
+    is_conv = instruction.opcode == "convolution" or "$conv" in library
+    if not (is_product or is_conv):
+        return "", 0.0
+    operands, result = _operand_shapes(instruction, shapes), _dims(instruction.shape)
+    if not operands or not result:
+        return "", 0.0
+    if is_product:
+        lhs = operands[0][1]
+        contracted = math.prod(lhs[d] for d in _contracting(instruction.attributes, "lhs") if d < len(lhs))
+        return operands[0][0], 2.0 * math.prod(result[0][1]) * contracted
+    # forward: out = result, kernel = operand 1; the filter's gradient: out = operand 1, kernel =
+    # result; the input's gradient: out = operand 0, kernel = operand 1
+    if "BackwardFilter" in library and len(operands) >= 2:
+        out, kernel = operands[1][1], result[0][1]
+    elif "BackwardInput" in library and len(operands) >= 2:
+        out, kernel = operands[0][1], operands[1][1]
+    elif len(operands) >= 2:
+        out, kernel = result[0][1], operands[1][1]
+    else:
+        return "", 0.0
+    labels = re.search(r"dim_labels=\w+_(\w+)->", instruction.attributes)
+    out_features = kernel[labels.group(1).index("o")] if labels and "o" in labels.group(1) else kernel[-1]
+    return operands[0][0], 2.0 * math.prod(out) * math.prod(kernel) / max(out_features, 1)
+
+
+@dataclasses.dataclass
+class Loop:
+    """A ``while`` (``trips``: XLA's known count, else None and ``assumed`` given by the program)
+    or a ``conditional`` (its branches counted as equally likely) of the program, with the
+    kernels of one step of it (a conditional's: all its branches') and the loops inside it."""
+
+    kind: str
+    name: str
+    trips: int | None
+    assumed: int | None = None
+    kernels: int = 0
+    children: list[Loop] = dataclasses.field(default_factory=list)
+
+    @property
+    def steps(self) -> int:
+        """Steps a run takes: the known count, else the assumed one, else 1."""
+        if self.kind == "conditional":
+            return 1
+        return self.trips if self.trips is not None else (self.assumed or 1)
+
+
+@dataclasses.dataclass
+class Totals:
+    kernels: float = 0.0
+    host_waits: float = 0.0
+    flops: dict[str, float] = dataclasses.field(default_factory=dict)
+    cycles: float = 0.0  # a TPU compiler's estimates, where it gives them
+    library_calls: float = 0.0  # the kernels that are a library's (cuBLAS, cuDNN): custom calls
+    convolution_calls: float = 0.0  # of those, cuDNN's convolutions
+    bytes_moved: float = 0.0  # what the kernels read and write (:func:`memory_traffic`)
+    element_ops: float = 0.0  # elementwise work inside fusions: an element of each op's result
+
+    def add(self, other: Totals, times: float = 1.0) -> None:
+        self.kernels += other.kernels * times
+        self.library_calls += other.library_calls * times
+        self.convolution_calls += other.convolution_calls * times
+        self.bytes_moved += other.bytes_moved * times
+        self.element_ops += other.element_ops * times
+        self.host_waits += other.host_waits * times
+        self.cycles += other.cycles * times
+        for dtype, value in other.flops.items():
+            self.flops[dtype] = self.flops.get(dtype, 0.0) + value * times
+
+
+class Program:
+    """An optimised program's text read: :meth:`loops` (its tree) and :meth:`totals` (a run's
+    kernels, host waits and FLOPs), ``assumed`` the trips of each loop XLA does not know the
+    count of, outermost first along each branch of the tree (the last one repeated deeper).
+    On a TPU the loops' tests and branches run on the chip: no host waits."""
+
+    def __init__(self, text: str, assumed: tuple[int, ...] = (), platform: str = "gpu"):
+        self.waits_on_host = platform == "gpu"
+        self._element_cache: dict[str, float] = {}
+        self.computations, self.entry = parse_computations(text)
+        self.shapes = {
+            name: _parameters(text, name) | {i.name: i.shape for i in instructions}
+            for name, instructions in self.computations.items()
+        }
+        self.assumed = assumed
+        self.root = Loop("entry", self.entry, 1)
+        self._totals = self._walk(self.entry, self.root, 0)
+
+    def _flops(self, name: str, seen: frozenset = frozenset()) -> dict[str, float]:
+        """FLOPs of the computation ``name`` and what its instructions call (a fusion's body)."""
+        found: dict[str, float] = {}
+        for instruction in self.computations.get(name, []):
+            dtype, flops = instruction_flops(instruction, self.shapes.get(name, {}))
+            if flops:
+                found[dtype] = found.get(dtype, 0.0) + flops
+            for key in ("calls", "called_computations"):
+                for callee in _called(instruction.attributes, key):
+                    if callee not in seen:
+                        for d, v in self._flops(callee, seen | {name}).items():
+                            found[d] = found.get(d, 0.0) + v
+        return found
+
+    def _element_ops(self, name: str) -> float:
+        """Elements computed by the operations of a fused computation (each op's result's)."""
+        if name not in self._element_cache:
+            self._element_cache[name] = sum(
+                math.prod(dims)
+                for i in self.computations.get(name, [])
+                if i.opcode not in MOVES
+                for _, dims in _dims(i.shape)[:1]
+            )
+        return self._element_cache[name]
+
+    def _walk(self, name: str, node: Loop, unknown_depth: int) -> Totals:
+        """A run of the control computation ``name`` once, its loops added under ``node``."""
+        totals = Totals()
+        for instruction in self.computations.get(name, []):
+            if instruction.opcode == "while":
+                totals.add(*self._while(instruction, node, unknown_depth))
+            elif instruction.opcode == "conditional":
+                totals.add(self._conditional(instruction, node, unknown_depth))
+            elif instruction.opcode == "call":
+                for callee in _called(instruction.attributes, "to_apply"):
+                    totals.add(self._walk(callee, node, unknown_depth))
+            elif instruction.opcode not in FREE:
+                totals.kernels += 1
+                totals.library_calls += instruction.opcode == "custom-call"
+                totals.convolution_calls += instruction.opcode == "custom-call" and "$conv" in instruction.attributes
+                totals.bytes_moved += memory_traffic(instruction, self.shapes.get(name, {}))
+                totals.element_ops += sum(self._element_ops(c) for c in _called(instruction.attributes, "calls"))
+                node.kernels += 1
+                cycles = _CYCLES.search(instruction.attributes)
+                totals.cycles += int(cycles.group(1)) if cycles else 0
+                for dtype, value in self._flops_of(instruction, name).items():
+                    totals.flops[dtype] = totals.flops.get(dtype, 0.0) + value
+        return totals
+
+    def _flops_of(self, instruction: Instruction, computation: str) -> dict[str, float]:
+        dtype, flops = instruction_flops(instruction, self.shapes.get(computation, {}))
+        found = {dtype: flops} if flops else {}
+        for key in ("calls", "called_computations"):
+            for callee in _called(instruction.attributes, key):
+                for d, v in self._flops(callee).items():
+                    found[d] = found.get(d, 0.0) + v
+        return found
+
+    def _while(self, instruction: Instruction, parent: Loop, unknown_depth: int) -> tuple[Totals, float]:
+        trip = _TRIP.search(instruction.attributes)
+        loop = Loop("while", instruction.name, int(trip.group(1)) if trip else None)
+        if loop.trips is None:
+            loop.assumed = self.assumed[min(unknown_depth, len(self.assumed) - 1)] if self.assumed else None
+        parent.children.append(loop)
+        inner_depth = unknown_depth + (loop.trips is None)
+        step = Totals()
+        for key in ("condition", "body"):
+            for callee in _called(instruction.attributes, key):
+                step.add(self._walk(callee, loop, inner_depth))
+        if loop.trips is None and self.waits_on_host:
+            step.host_waits += 1  # the test's answer goes to the host every step
+        return step, loop.steps
+
+    def _conditional(self, instruction: Instruction, parent: Loop, unknown_depth: int) -> Totals:
+        loop = Loop("conditional", instruction.name, None)
+        parent.children.append(loop)
+        branches = _called(instruction.attributes, "branch_computations") or [
+            *_called(instruction.attributes, "true_computation"),
+            *_called(instruction.attributes, "false_computation"),
+        ]
+        # which branch runs is data (a chunk of finished games skipped or not): each counts as
+        # likely, their mean
+        taken = Totals()
+        for branch in branches:
+            taken.add(self._walk(branch, loop, unknown_depth), 1.0 / len(branches))
+        taken.host_waits += self.waits_on_host
+        return taken
+
+    def totals(self) -> Totals:
+        return self._totals
+
+    def loops(self) -> list[dict]:
+        """The loop tree as plain data: kind, known trips or the assumed ones, kernels a step."""
+
+        def as_dict(loop: Loop) -> dict:
+            found = {"kind": loop.kind, "kernels_per_step": loop.kernels}
+            if loop.kind == "while":
+                found["trips"] = loop.trips
+                if loop.trips is None:
+                    found["assumed_trips"] = loop.assumed
+            if loop.children:
+                found["loops"] = [as_dict(child) for child in loop.children]
+            return found
+
+        return [as_dict(child) for child in self.root.children]
+
+
+def read_program(text: str, assumed: tuple[int, ...] = (), platform: str = "gpu") -> Program:
+    return Program(text, assumed, platform)
+
+
+# TPU v5e's TensorCore clock, which turns the compiler's cycle estimates into seconds.
+TPU_CLOCK_HZ = 1.5e9
+
+
+# ---- the predicted time --------------------------------------------------------------------
+
+
+# What a run's time is made of, each a count of the program (:func:`cost_terms`): its kernels
+# other than cuDNN's convolutions, those convolutions (slow at small batches, each several
+# kernels of its own), the host waits, the matrix FLOPs at float32, the bytes the kernels move
+# and the elements their fused operations compute.
+TERMS = ("kernel", "convolution_call", "host_wait", "f32_flop", "byte", "element_op")
+# Arithmetic in a type no measurement holds, against float32's (bfloat16 on an H100's tensor
+# cores: ~990 TFLOP/s against float32's ~67): an uncalibrated guess, said so.
+UNMEASURED_SPEEDUP = {"bf16": 8.0, "f16": 8.0}
+
+
+def cost_terms(totals: Totals) -> dict[str, float]:
+    """A run's counts by :data:`TERMS`; FLOPs of another type count at :data:`UNMEASURED_SPEEDUP`
+    times float32's speed (:func:`calibrated` says whether any did)."""
+    flops = sum(v / UNMEASURED_SPEEDUP.get(dtype, 1.0) for dtype, v in totals.flops.items())
+    return {
+        "kernel": totals.kernels - totals.convolution_calls,
+        "convolution_call": totals.convolution_calls,
+        "host_wait": totals.host_waits,
+        "f32_flop": flops,
+        "byte": totals.bytes_moved,
+        "element_op": totals.element_ops,
+    }
+
+
+def calibrated(totals: Totals) -> bool:
+    """Whether the model was fitted on the arithmetic this program does (float32 and integers)."""
+    return not any(v for dtype, v in totals.flops.items() if dtype in UNMEASURED_SPEEDUP)
+
+
+@dataclasses.dataclass(frozen=True)
+class CostModel:
+    """A run's time on one GPU as the sum of its terms, each count times its seconds
+    (``seconds``, by :data:`TERMS`), fitted on measured times (:func:`fit`)."""
+
+    seconds: dict[str, float]
+
+    def predict(self, totals: Totals) -> float:
+        return sum(count * self.seconds.get(term, 0.0) for term, count in cost_terms(totals).items())
+
+
+def fit(rows: list[tuple[Totals, float]]) -> CostModel:
+    """The cost model whose predictions are nearest the measured seconds of ``rows`` (a run's
+    totals, its time) in relative error: non-negative least squares of ``prediction / measured``
+    against 1, so each term costs zero or more."""
+    import numpy as np
+    from scipy.optimize import nnls
+
+    a = np.array([[cost_terms(totals)[term] / seconds for term in TERMS] for totals, seconds in rows])
+    coef, _ = nnls(a, np.ones(len(rows)))
+    return CostModel({term: float(c) for term, c in zip(TERMS, coef)})
+
+
+CALIBRATION = DATA / "calibration.json"
+
+
+def load_model(target: Target) -> CostModel | None:
+    """The cost model fitted on an H100's times (czjax/data/targets/calibration.json), for every
+    GPU (another GPU's clock and memory differ: a prediction for it is the H100's); None for a
+    TPU or before a calibration."""
+    if target.platform != "gpu" or not CALIBRATION.exists():
+        return None
+    return CostModel(json.loads(CALIBRATION.read_text())["seconds"])
+
+
+# ---- the programs ------------------------------------------------------------------------------
+
+# The pairs of plies of a batch's longest game: every loop over plies a game can run to the end
+# of (42 plies); at a batch of hundreds of games or more, some game nearly always does.
+LONGEST_GAME_PAIRS = 21
+
+
+@dataclasses.dataclass(frozen=True)
+class Built:
+    """A program to compile: ``fn`` on ``args`` (``static_argnums`` among them), what a run
+    plays (``games``), how many iterations a run holds (``per_run``: the figures are given per
+    iteration too), and the trips of its loops XLA does not know the count of (``assumed``,
+    outermost first; ``assumed_why`` says where they come from)."""
+
+    program: str
+    fn: Callable
+    args: tuple
+    games: int
+    assumed: tuple[int, ...]
+    assumed_why: str
+    static_argnums: tuple[int, ...] = ()
+    per_run: int = 1
+    precision: str = "default"
+
+
+def rollout_program(player_spec: str, batch: int) -> Built:
+    """Whole games between two copies of a player, as ``czjax bench rollout`` plays them."""
+    from czjax import rollout
+    from czjax.players.loading import load_agent
+
+    agent = load_agent(player_spec)
+
+    def run(key):
+        side = rollout.Side(agent.player, agent.params)
+        return rollout.play_games(key, side, side, batch)
+
+    return Built(
+        f"rollout {player_spec} x {batch}",
+        run,
+        (jax.random.key(0),),
+        batch,
+        (LONGEST_GAME_PAIRS,),
+        "the ply loop: the longest game's pairs of plies",
+    )
+
+
+def search_program(algo: str, batch: int, sims: int) -> Built:
+    """A search from ``batch`` positions with ``sims`` simulations over ``czjax bench search``'s
+    network."""
+    from czjax.bench import search_bench
+
+    params = search_bench.search_network_params()
+    boards = jax.numpy.zeros((batch, 6, 7), jax.numpy.int8)
+    return Built(
+        f"search {algo} {batch} x {sims}",
+        search_bench.czjax_search(algo, sims),
+        (params, boards, jax.random.key(0)),
+        batch,
+        (2,),
+        "a descent's tests of its loop: two (a tree of 32 simulations is rarely deeper than 8 levels, "
+        "4 a test on a GPU)",
+    )
+
+
+def train_program(config, platform: str) -> Built:
+    """One compiled chunk of ``config``'s iterations (``batches_per_chunk``), then its
+    evaluation games, as ``czjax bench train`` times it (a solver evaluation left out)."""
+    from czjax.learn.settings import HParams
+    from czjax.learn.trainer import make_trainer
+
+    if config.solver_eval != "off":
+        config = config.override({"solver_eval": "off"})
+    trainer = make_trainer(config, platform=platform)
+    state = jax.eval_shape(lambda: trainer.init(0))
+    steps = config.batches_per_chunk
+    return Built(
+        " ".join(
+            [f"train {config.model} {config.algorithm} x {config.games_per_batch}"]
+            + [
+                f"{name}={getattr(config, name)}"
+                for name in ("control_flow", "precision")
+                if getattr(config, name) != "auto"
+            ]
+        ),
+        lambda st, hp: trainer.run_chunk(st, hp, steps),
+        (state, HParams.create()),
+        config.games_per_batch * steps,
+        (LONGEST_GAME_PAIRS, 2),
+        "the ply loop: the longest game's pairs of plies; a search's descent: two tests",
+        per_run=steps,
+        precision=config.precision,
+    )
+
+
+# ---- calibration on the GPU times the repository holds ------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    """A GPU time the repository holds: its program, its seconds a run (a rollout's or a
+    search's call, a training iteration), the file and row it comes from, and the commit it
+    was measured at."""
+
+    built: Built
+    seconds: float
+    source: str
+    commit: str
+
+
+BENCH_COMMITS = {"bench-rollout.json": "cc7d890", "bench-search.json": "0fc36d2", "bench-train.json": "0fc36d2"}
+
+
+def measured_rows(folder: Path, platform: str = "gpu") -> list[Measured]:
+    """The czjax rows of ``czjax bench``'s JSON files in ``folder`` (rollout, search, train), each
+    with the program it timed."""
+    from czjax.learn.settings import TrainConfig
+
+    found = []
+    for name, commit in BENCH_COMMITS.items():
+        path = folder / name
+        if not path.exists():
+            continue
+        for i, row in enumerate(json.loads(path.read_text())["rows"]):
+            source = f"{path.as_posix()} row {i}"
+            if row.get("impl", "czjax") != "czjax":
+                continue
+            if name == "bench-rollout.json":
+                found.append(Measured(rollout_program(row["player"], row["batch"]), row["median_s"], source, commit))
+            elif name == "bench-search.json":
+                built = search_program(row["algo"], row["batch"], row["sims"])
+                found.append(Measured(built, row["median_s"], source, commit))
+            else:
+                config = TrainConfig(
+                    model=row["model"],
+                    games_per_batch=row["games_per_batch"],
+                    opponent="self",
+                    eval_games=2,
+                    batches_per_chunk=row["steps_per_run"],
+                    **{k: row[k] for k in ("precision", "compaction", "conv", "norm", "unroll", "control_flow")},
+                )
+                found.append(Measured(train_program(config, platform), row["iteration_s"], source, commit))
+    return found
+
+
+# ---- a program read for a target ---------------------------------------------------------------
+
+
+def report(built: Built, target: Target, model: CostModel | None = None) -> dict:
+    """``built`` compiled for ``target`` and read: the row ``czjax bench kernels`` prints (per
+    run and per game; ``predicted_s`` per run from ``model``, default the fitted one)."""
+    import time
+
+    started = time.perf_counter()
+    text = compile_text(target, built.fn, *built.args, static_argnums=built.static_argnums)
+    compile_s = time.perf_counter() - started
+    program = read_program(text, built.assumed, target.platform)
+    totals = program.totals()
+    per_iteration = built.per_run
+    row = {
+        "program": built.program,
+        "target": target.name,
+        "platform": target.platform,
+        "games": built.games,
+        "iterations": per_iteration,
+        "kernels": totals.kernels,
+        "host_waits": totals.host_waits,
+        "flops": sum(totals.flops.values()),
+        "flops_by_type": totals.flops,
+        "kernels_per_game": totals.kernels / built.games,
+        "loops": program.loops(),
+        "assumed": built.assumed_why,
+        "precision": built.precision,
+        "compile_s": compile_s,
+    }
+    if target.platform == "tpu":
+        seconds = totals.cycles / TPU_CLOCK_HZ
+        row.update(predicted_s=seconds, calibrated=False, prediction="the compiler's cycle estimates at 1.5 GHz")
+    else:
+        model = model or load_model(target)
+        if model is None:
+            return row
+        seconds = model.predict(totals)
+        row.update(predicted_s=seconds, calibrated=calibrated(totals), prediction="the fitted cost model")
+    row["predicted_games_per_s"] = built.games / seconds if seconds else None
+    return row
+
+
+def format_loops(loops: list[dict], indent: str = "  ") -> list[str]:
+    """The loop tree, one line a loop: its trips (known, or assumed) and kernels a step."""
+    lines = []
+    for loop in loops:
+        if loop["kind"] == "while":
+            trips = loop["trips"] if loop["trips"] is not None else f"{loop.get('assumed_trips')} assumed"
+            lines.append(f"{indent}while x {trips}: {loop['kernels_per_step']} kernels a step")
+        else:
+            lines.append(
+                f"{indent}conditional (its branches counted as equally likely): "
+                f"{loop['kernels_per_step']} kernels in its branches"
+            )
+        lines += format_loops(loop.get("loops", []), indent + "  ")
+    return lines
+
+
+def format_row(row: dict) -> str:
+    predicted = row.get("predicted_s")
+    said = "" if row.get("calibrated", True) else " (uncalibrated)"
+    speed = (
+        f"predicted {predicted * 1e3:.3f} ms a run, {row['predicted_games_per_s']:,.0f} games/s{said}"
+        if predicted is not None
+        else "no cost model for this target"
+    )
+    lines = [
+        f"{row['program']} on {row['target']}: {row['kernels']:,.0f} kernels a run "
+        f"({row['kernels'] / row['iterations']:,.0f} an iteration, {row['kernels_per_game']:.2f} a game), "
+        f"{row['host_waits']:,.0f} host waits, {row['flops'] / 1e9:,.2f} GFLOP; {speed}",
+        *format_loops(row["loops"]),
+    ]
+    return "\n".join(lines)
+
+
+def calibrate(measured: list[Measured], target: Target, log: Callable[[str], None]) -> dict:
+    """Each measured row's program compiled for ``target`` and read, the cost model fitted on all
+    of them, and the table: each row's prediction, measurement and error, in the fit and with
+    the row left out of it (the error a new program can expect)."""
+    read = []
+    for row in measured:
+        text = compile_text(target, row.built.fn, *row.built.args, static_argnums=row.built.static_argnums)
+        totals = read_program(text, row.built.assumed, target.platform).totals()
+        per_iteration = Totals()
+        per_iteration.add(totals, 1.0 / row.built.per_run)
+        read.append((row, per_iteration))
+        log(f"  {row.built.program}: {per_iteration.kernels:,.0f} kernels, {row.seconds * 1e3:.3f} ms measured")
+    model = fit([(totals, row.seconds) for row, totals in read])
+    table = []
+    for i, (row, totals) in enumerate(read):
+        others = fit([(t, r.seconds) for j, (r, t) in enumerate(read) if j != i])
+        predicted = model.predict(totals)
+        table.append(
+            {
+                "program": row.built.program,
+                "source": row.source,
+                "measured_at": row.commit,
+                "measured_s": row.seconds,
+                "predicted_s": predicted,
+                "error": predicted / row.seconds - 1,
+                "error_left_out": others.predict(totals) / row.seconds - 1,
+                "terms": cost_terms(totals),
+            }
+        )
+    return {"target": target.name, "seconds": model.seconds, "terms": list(TERMS), "rows": table}
+
+
+def format_calibration(found: dict) -> str:
+    lines = [
+        f"cost model on {found['target']}: "
+        + ", ".join(f"{term} {seconds:.3g} s" for term, seconds in found["seconds"].items()),
+        f"{'program':34s} {'measured ms':>11s} {'predicted':>9s} {'error':>7s} {'left out':>8s}",
+    ]
+    for row in found["rows"]:
+        lines.append(
+            f"{row['program']:34s} {row['measured_s'] * 1e3:11.3f} {row['predicted_s'] * 1e3:9.3f} "
+            f"{row['error']:+7.1%} {row['error_left_out']:+8.1%}"
+        )
+    return "\n".join(lines)
