@@ -20,6 +20,10 @@ if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then
 fi
 [ -x /usr/bin/chromium ] || echo "test: no /usr/bin/chromium: the browser test will skip (apt-get install chromium as root to run it)"
 
+# Compiling for a GPU and a TPU without one (tests/test_kernels.py): the CUDA plugin and libtpu in
+# .plugins/, beside .venv (about 390 MB to download, 30 s here; docs/testing.md).
+scripts/setup-plugins.sh || echo "test: could not install the compile plugins: tests/test_kernels.py's compiling tests will say so"
+
 # Lint, format, types and the docs site first: seconds to fail, where the suite takes minutes.
 scripts/check.sh
 

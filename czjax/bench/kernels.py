@@ -650,7 +650,7 @@ def train_program(config, platform: str) -> Built:
             + [
                 f"{name}={getattr(config, name)}"
                 for name in ("control_flow", "precision")
-                if getattr(config, name) != "auto"
+                if getattr(config, name) not in ("auto", "default")
             ]
         ),
         lambda st, hp: trainer.run_chunk(st, hp, steps),
