@@ -215,8 +215,9 @@ def compiled(platform: str, *words: str) -> list[dict]:
 # Today's counts on an H100 (docs/benchmarks.md, "Kernels counted without a GPU") and a margin of
 # 5%: a change that launches more, or waits on the host more often, fails here.
 H100_BUDGETS = {
-    "rollout random x 1024": (790, 21),
+    "rollout random x 1024": (730, 21),
     "search gumbel 1024 x 32": (3030, 64),
+    "train cnn-mk4-value reinforce x 50": (68900, 601),  # a chunk of 20 iterations and its evaluation
 }
 
 
@@ -237,7 +238,18 @@ def test_a_rollout_and_a_search_compiled_for_an_h100_keep_their_budgets():
     assert search["flops_by_type"]["f32"] == pytest.approx(per_board * 1024 * 33, rel=1e-6)
 
 
-def test_a_rollout_compiled_for_a_tpu_runs_its_loops_on_the_chip():
-    (row,) = compiled("tpu", "rollout", "--batch", "1024", "--target", "tpu-v5e")
-    assert row["host_waits"] == 0 and row["kernels"] > 0
-    assert row["predicted_s"] > 0 and row["calibrated"] is False  # the compiler's estimates, said so
+def test_example_3s_chunk_compiled_for_an_h100_keeps_its_budget():
+    (row,) = compiled("gpu", "train", "--preset", "ex3-rwb")
+    kernel_budget, wait_budget = H100_BUDGETS[row["program"]]
+    assert row["kernels"] <= kernel_budget and row["host_waits"] <= wait_budget, row
+    assert row["games"] == 50 * 20 and row["iterations"] == 20
+    assert row["loops"][0]["trips"] == 20  # the chunk's iterations, under one scan
+
+
+def test_a_rollout_and_a_search_compiled_for_a_tpu_run_their_loops_on_the_chip():
+    rows = compiled("tpu", "rollout", "--batch", "1024", "--target", "tpu-v5e") + compiled(
+        "tpu", "search", "--batch", "1024", "--target", "tpu-v5e"
+    )
+    for row in rows:
+        assert row["host_waits"] == 0 and row["kernels"] > 0
+        assert row["predicted_s"] > 0 and row["calibrated"] is False  # the compiler's estimates, said so

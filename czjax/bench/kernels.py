@@ -371,8 +371,9 @@ class Totals:
 
 class Program:
     """An optimised program's text read: :meth:`loops` (its tree) and :meth:`totals` (a run's
-    kernels, host waits and FLOPs), ``assumed`` the trips of each loop XLA does not know the
-    count of, outermost first along each branch of the tree (the last one repeated deeper).
+    kernels, host waits and FLOPs). ``assumed``: the trips of a loop XLA does not know the count
+    of, ``(one that holds other loops or branches, one that holds none)``: a loop over plies, a
+    search's descent (one number: both).
     On a TPU the loops' tests and branches run on the chip: no host waits."""
 
     def __init__(self, text: str, assumed: tuple[int, ...] = (), platform: str = "gpu"):
@@ -385,7 +386,7 @@ class Program:
         }
         self.assumed = assumed
         self.root = Loop("entry", self.entry, 1)
-        self._totals = self._walk(self.entry, self.root, 0)
+        self._totals = self._walk(self.entry, self.root)
 
     def _flops(self, name: str, seen: frozenset = frozenset()) -> dict[str, float]:
         """FLOPs of the computation ``name`` and what its instructions call (a fusion's body)."""
@@ -412,17 +413,17 @@ class Program:
             )
         return self._element_cache[name]
 
-    def _walk(self, name: str, node: Loop, unknown_depth: int) -> Totals:
+    def _walk(self, name: str, node: Loop) -> Totals:
         """A run of the control computation ``name`` once, its loops added under ``node``."""
         totals = Totals()
         for instruction in self.computations.get(name, []):
             if instruction.opcode == "while":
-                totals.add(*self._while(instruction, node, unknown_depth))
+                totals.add(*self._while(instruction, node))
             elif instruction.opcode == "conditional":
-                totals.add(self._conditional(instruction, node, unknown_depth))
+                totals.add(self._conditional(instruction, node))
             elif instruction.opcode == "call":
                 for callee in _called(instruction.attributes, "to_apply"):
-                    totals.add(self._walk(callee, node, unknown_depth))
+                    totals.add(self._walk(callee, node))
             elif instruction.opcode not in FREE:
                 totals.kernels += 1
                 totals.library_calls += instruction.opcode == "custom-call"
@@ -445,22 +446,21 @@ class Program:
                     found[d] = found.get(d, 0.0) + v
         return found
 
-    def _while(self, instruction: Instruction, parent: Loop, unknown_depth: int) -> tuple[Totals, float]:
+    def _while(self, instruction: Instruction, parent: Loop) -> tuple[Totals, float]:
         trip = _TRIP.search(instruction.attributes)
         loop = Loop("while", instruction.name, int(trip.group(1)) if trip else None)
-        if loop.trips is None:
-            loop.assumed = self.assumed[min(unknown_depth, len(self.assumed) - 1)] if self.assumed else None
         parent.children.append(loop)
-        inner_depth = unknown_depth + (loop.trips is None)
         step = Totals()
         for key in ("condition", "body"):
             for callee in _called(instruction.attributes, key):
-                step.add(self._walk(callee, loop, inner_depth))
+                step.add(self._walk(callee, loop))
+        if loop.trips is None and self.assumed:  # a loop over plies holds others; a descent none
+            loop.assumed = self.assumed[0] if loop.children else self.assumed[-1]
         if loop.trips is None and self.waits_on_host:
             step.host_waits += 1  # the test's answer goes to the host every step
         return step, loop.steps
 
-    def _conditional(self, instruction: Instruction, parent: Loop, unknown_depth: int) -> Totals:
+    def _conditional(self, instruction: Instruction, parent: Loop) -> Totals:
         loop = Loop("conditional", instruction.name, None)
         parent.children.append(loop)
         branches = _called(instruction.attributes, "branch_computations") or [
@@ -471,7 +471,7 @@ class Program:
         # likely, their mean
         taken = Totals()
         for branch in branches:
-            taken.add(self._walk(branch, loop, unknown_depth), 1.0 / len(branches))
+            taken.add(self._walk(branch, loop), 1.0 / len(branches))
         taken.host_waits += self.waits_on_host
         return taken
 
@@ -580,8 +580,8 @@ LONGEST_GAME_PAIRS = 21
 class Built:
     """A program to compile: ``fn`` on ``args`` (``static_argnums`` among them), what a run
     plays (``games``), how many iterations a run holds (``per_run``: the figures are given per
-    iteration too), and the trips of its loops XLA does not know the count of (``assumed``,
-    outermost first; ``assumed_why`` says where they come from)."""
+    iteration too), and the trips of its loops XLA does not know the count of (``assumed``, as
+    :class:`Program` takes them; ``assumed_why`` says where they come from)."""
 
     program: str
     fn: Callable
@@ -630,6 +630,39 @@ def search_program(algo: str, batch: int, sims: int) -> Built:
         (2,),
         "a descent's tests of its loop: two (a tree of 32 simulations is rarely deeper than 8 levels, "
         "4 a test on a GPU)",
+    )
+
+
+def protocol_program(spec: str, slots: int, platform: str) -> Built:
+    """One step of AlphaZero.jl's protocol's stream of searches (one network call for ``slots``
+    searches, :func:`czjax.search.azjl_stream.step`), for the player ``spec``, as
+    ``czjax eval pons --protocol alphazero.jl`` runs it on ``platform``."""
+    from czjax import models
+    from czjax.evaluate import protocol
+    from czjax.search import azjl_stream
+    from czjax.search.base import CONNECT_FOUR
+    from czjax.util import platforms
+
+    agent = protocol.protocol_agent(protocol.ALPHAZERO_JL, spec)
+    if not protocol.streams(agent):
+        raise ValueError(f"{spec}: the protocol's stream needs AlphaZero.jl's MCTS over a network")
+    cost = models.model_options(agent.model_name)[0].search_cost
+    with platforms.building_for(platform):
+        model = models.get_model(agent.model_name, conv=protocol.ALPHAZERO_JL.network_conv(cost))
+    player, search, rounds = models.model_player(model), agent.search, protocol.ALPHAZERO_JL.rounds(cost)
+    roots = CONNECT_FOUR.encode(jax.numpy.zeros((slots, 6, 7), jax.numpy.int8))
+    stream = jax.eval_shape(lambda r: azjl_stream.start(r, slots, search.sims), roots)
+
+    def one_step(stream, roots, params, key):
+        return azjl_stream.step(stream, roots, search, player, params, key, CONNECT_FOUR, rounds)
+
+    return Built(
+        f"protocol step {spec} x {slots}",
+        one_step,
+        (stream, roots, agent.params, jax.random.key(0)),
+        slots,
+        (4,),
+        "a descent's tests and the game-ending rounds' walks: four (a tree of up to 600 simulations)",
     )
 
 
@@ -825,11 +858,11 @@ def format_calibration(found: dict) -> str:
     lines = [
         f"cost model on {found['target']}: "
         + ", ".join(f"{term} {seconds:.3g} s" for term, seconds in found["seconds"].items()),
-        f"{'program':34s} {'measured ms':>11s} {'predicted':>9s} {'error':>7s} {'left out':>8s}",
+        f"{'program':48s} {'measured ms':>11s} {'predicted':>9s} {'error':>7s} {'left out':>8s}",
     ]
     for row in found["rows"]:
         lines.append(
-            f"{row['program']:34s} {row['measured_s'] * 1e3:11.3f} {row['predicted_s'] * 1e3:9.3f} "
+            f"{row['program']:48s} {row['measured_s'] * 1e3:11.3f} {row['predicted_s'] * 1e3:9.3f} "
             f"{row['error']:+7.1%} {row['error_left_out']:+8.1%}"
         )
     return "\n".join(lines)

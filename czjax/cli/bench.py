@@ -369,6 +369,8 @@ def kernels_programs(args) -> list:
 
     if args.program == "rollout":
         return [lambda platform, p=p, b=b: kernels.rollout_program(p, b) for p in args.player for b in args.batch]
+    if args.program == "protocol":
+        return [lambda platform, b=b: kernels.protocol_program(args.protocol_player, b, platform) for b in args.batch]
     if args.program == "search":
         return [
             lambda platform, a=a, b=b, n=n: kernels.search_program(a, b, n)
@@ -449,9 +451,10 @@ def _add_kernels_bench(bench_commands) -> None:
     )
     parser.add_argument(
         "program",
-        choices=["rollout", "search", "train", "calibrate"],
-        help="what to compile; calibrate: fit the cost model on the GPU times in --measured (every row's program "
-        "compiled for the first --target) and write its table to --out",
+        choices=["rollout", "search", "train", "protocol", "calibrate"],
+        help="what to compile (protocol: one step of AlphaZero.jl's protocol's stream of searches, --batch of "
+        "them, as czjax eval pons --protocol alphazero.jl runs it); calibrate: fit the cost model on the GPU times "
+        "in --measured (every row's program compiled for the first --target) and write its table to --out",
     )
     parser.add_argument(
         "--measured",
@@ -485,6 +488,12 @@ def _add_kernels_bench(bench_commands) -> None:
         default=["random"],
         metavar="SPEC",
         help="rollout: the player of both sides (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--protocol-player",
+        default="czjax",
+        metavar="SPEC",
+        help="protocol: the network its searches play with (default: %(default)s, the shipped model)",
     )
     parser.add_argument(
         "--algo", nargs="+", default=["gumbel"], choices=["gumbel", "mcts"], help="search (default: %(default)s)"
