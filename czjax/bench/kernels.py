@@ -644,11 +644,12 @@ def protocol_program(spec: str, slots: int, platform: str) -> Built:
     from czjax.util import platforms
 
     agent = protocol.protocol_agent(protocol.ALPHAZERO_JL, spec)
-    if not protocol.streams(agent):
+    name = agent.model_name
+    if not protocol.streams(agent) or name is None:
         raise ValueError(f"{spec}: the protocol's stream needs AlphaZero.jl's MCTS over a network")
-    cost = models.model_options(agent.model_name)[0].search_cost
+    cost = models.model_options(name)[0].search_cost
     with platforms.building_for(platform):
-        model = models.get_model(agent.model_name, conv=protocol.ALPHAZERO_JL.network_conv(cost))
+        model = models.get_model(name, conv=protocol.ALPHAZERO_JL.network_conv(cost))
     player, search, rounds = models.model_player(model), agent.search, protocol.ALPHAZERO_JL.rounds(cost)
     roots = CONNECT_FOUR.encode(jax.numpy.zeros((slots, 6, 7), jax.numpy.int8))
     stream = jax.eval_shape(lambda r: azjl_stream.start(r, slots, search.sims), roots)
