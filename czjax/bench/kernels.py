@@ -325,16 +325,63 @@ def instruction_flops(instruction: Instruction, shapes: dict[str, str]) -> tuple
     return operands[0][0], 2.0 * math.prod(out) * math.prod(kernel) / max(out_features, 1)
 
 
+# The function whose conditionals skip chunks of rows that do not matter (czjax.row_skipping).
+SKIPPED_CHUNKS = "over_valid_chunks"
+
+
+class StackFrames:
+    """The Python functions an instruction of the program was traced in: XLA's stack frame
+    tables (``FileLocations``, ``FunctionNames``, ``StackFrames``) read from its text."""
+
+    def __init__(self, text: str):
+        tables: dict[str, dict[int, str]] = {}
+        current = None
+        for line in text.splitlines():
+            if line in ("FileNames", "FunctionNames", "FileLocations", "StackFrames"):
+                current = tables.setdefault(line, {})
+            elif current is not None and line[:1].isdigit():
+                number, _, rest = line.partition(" ")
+                current[int(number)] = rest
+            elif not line.strip():
+                current = None
+        names = {i: n.strip('"') for i, n in tables.get("FunctionNames", {}).items()}
+        self.function_of = {
+            i: names.get(int(m.group(1)), "")
+            for i, loc in tables.get("FileLocations", {}).items()
+            if (m := re.search(r"function_name_id=(\d+)", loc))
+        }
+        self.frames = {
+            i: (int(m.group(1)), int(m.group(2)))
+            for i, frame in tables.get("StackFrames", {}).items()
+            if (m := re.search(r"file_location_id=(\d+) parent_frame_id=(\d+)", frame))
+        }
+
+    def functions(self, frame: int) -> set[str]:
+        """The functions along the stack of ``frame``, innermost first."""
+        found: set[str] = set()
+        seen: set[int] = set()
+        while frame in self.frames and frame not in seen:
+            seen.add(frame)
+            location, parent = self.frames[frame]
+            found.add(self.function_of.get(location, ""))
+            frame = parent
+        return found
+
+
 @dataclasses.dataclass
 class Loop:
     """A ``while`` (``trips``: XLA's known count, else None and ``assumed`` given by the program)
-    or a ``conditional`` (its branches counted as equally likely) of the program, with the
-    kernels of one step of it (a conditional's: all its branches') and the loops inside it."""
+    or a ``conditional`` of the program, with the kernels of one step of it (a conditional's:
+    all its branches') and the loops inside it. A conditional that skips a chunk of rows
+    (:func:`czjax.row_skipping.over_valid_chunks`, known by the program's stack frames) counts
+    its branches as equally likely; any other is a guard whose larger branch runs (a pair of
+    plies skipped once every game has ended)."""
 
     kind: str
     name: str
     trips: int | None
     assumed: int | None = None
+    kind_of_branch: str = "guard"  # a conditional's: "guard" (its larger branch runs) or "chunk"
     kernels: int = 0
     children: list[Loop] = dataclasses.field(default_factory=list)
 
@@ -385,6 +432,7 @@ class Program:
             for name, instructions in self.computations.items()
         }
         self.assumed = assumed
+        self.frames = StackFrames(text)
         self.root = Loop("entry", self.entry, 1)
         self._totals = self._walk(self.entry, self.root)
 
@@ -467,11 +515,17 @@ class Program:
             *_called(instruction.attributes, "true_computation"),
             *_called(instruction.attributes, "false_computation"),
         ]
-        # which branch runs is data (a chunk of finished games skipped or not): each counts as
-        # likely, their mean
-        taken = Totals()
-        for branch in branches:
-            taken.add(self._walk(branch, loop), 1.0 / len(branches))
+        costs = [self._walk(branch, loop) for branch in branches]
+        frame = re.search(r"stack_frame_id=(\d+)", instruction.attributes)
+        functions = self.frames.functions(int(frame.group(1))) if frame else set()
+        if any(name.split(".")[0] == SKIPPED_CHUNKS for name in functions):
+            # a chunk of rows skipped when none of them matters: each branch counts as likely
+            loop.kind_of_branch = "chunk"
+            taken = Totals()
+            for cost in costs:
+                taken.add(cost, 1.0 / len(costs))
+        else:  # a guard (the games' next plies, skipped once every game has ended): it runs
+            taken = max(costs, key=lambda t: (t.kernels, sum(t.flops.values())), default=Totals())
         taken.host_waits += self.waits_on_host
         return taken
 
@@ -487,6 +541,8 @@ class Program:
                 found["trips"] = loop.trips
                 if loop.trips is None:
                     found["assumed_trips"] = loop.assumed
+            else:
+                found["branches"] = loop.kind_of_branch
             if loop.children:
                 found["loops"] = [as_dict(child) for child in loop.children]
             return found
@@ -798,8 +854,9 @@ def format_loops(loops: list[dict], indent: str = "  ") -> list[str]:
             trips = loop["trips"] if loop["trips"] is not None else f"{loop.get('assumed_trips')} assumed"
             lines.append(f"{indent}while x {trips}: {loop['kernels_per_step']} kernels a step")
         else:
+            counted = "its branches as likely" if loop.get("branches") == "chunk" else "its larger branch"
             lines.append(
-                f"{indent}conditional (its branches counted as equally likely): "
+                f"{indent}conditional ({loop.get('branches', 'guard')}: {counted} counted): "
                 f"{loop['kernels_per_step']} kernels in its branches"
             )
         lines += format_loops(loop.get("loops", []), indent + "  ")
