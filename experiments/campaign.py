@@ -68,6 +68,7 @@ ORDER = (
     "ex5-8seeds",
     "suite-gpu",
     "bench",
+    "profile-graphs",
     "same-start",
     "mixed-ex3",
     "soft-vs-hard",

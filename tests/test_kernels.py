@@ -202,23 +202,30 @@ def test_memory_traffic_leaves_out_a_buffer_updated_in_place():
 
 
 def test_the_cost_model_sums_its_terms_and_fits_them_back():
-    seconds = {"kernel": 2e-6, "convolution_call": 50e-6, "host_wait": 20e-6, "f32_flop": 1e-12, "byte": 0.0}
-    model = kernels.CostModel({**seconds, "element_op": 0.0})
-    totals = kernels.Totals(kernels=1000, host_waits=10, flops={"f32": 1e9, "bf16": 8e9}, convolution_calls=4)
-    # bfloat16 at 8x float32's speed, a guess no measurement holds: the prediction says so
-    assert model.predict(totals) == pytest.approx(996 * 2e-6 + 4 * 50e-6 + 10 * 20e-6 + 2e9 * 1e-12)
+    seconds = {"kernel": 2e-6, "library_call": 5e-6, "convolution_call": 50e-6, "host_wait": 20e-6}
+    model = kernels.CostModel({**seconds, "f32_flop": 1e-12, "byte": 0.0, "element_op": 0.0})
+    totals = kernels.Totals(
+        kernels=1000, host_waits=10, flops={"f32": 1e9, "bf16": 8e9}, library_calls=6, convolution_calls=4
+    )
+    # 994 of XLA's kernels, 2 cuBLAS and 4 cuDNN calls; bfloat16 at 8x float32's speed, a guess
+    # no measurement holds: the prediction says so
+    assert model.predict(totals) == pytest.approx(994 * 2e-6 + 2 * 5e-6 + 4 * 50e-6 + 10 * 20e-6 + 2e9 * 1e-12)
     assert not kernels.calibrated(totals) and kernels.calibrated(kernels.Totals(kernels=1, flops={"f32": 1.0}))
     runs = [
-        kernels.Totals(kernels=k, host_waits=w, flops={"f32": f}, convolution_calls=c, bytes_moved=1e6, element_ops=e)
-        for k, w, f, c, e in [
-            (1e3, 10, 1e9, 0, 1e6),
-            (5e3, 0, 1e8, 50, 1e7),
-            (2e3, 50, 4e12, 5, 1e5),
-            (800, 21, 0, 0, 0),
+        kernels.Totals(
+            kernels=k, host_waits=w, flops={"f32": f}, library_calls=c + g, convolution_calls=c, element_ops=e
+        )
+        for k, w, f, c, g, e in [
+            (1e3, 10, 1e9, 0, 5, 1e6),
+            (5e3, 0, 1e8, 50, 0, 1e7),
+            (2e3, 50, 4e12, 5, 40, 1e5),
+            (800, 21, 0, 0, 2, 0),
+            (3e3, 30, 1e11, 20, 7, 1e8),
+            (1e4, 0, 1e10, 0, 100, 1e3),
+            (4e3, 3, 1e9, 9, 9, 1e4),
         ]
-        + [(3e3, 30, 1e11, 20, 1e8), (1e4, 0, 1e10, 0, 1e3)]
     ]
-    truth = kernels.CostModel({**seconds, "byte": 0.0, "element_op": 3e-13})
+    truth = kernels.CostModel({**seconds, "f32_flop": 1e-12, "byte": 0.0, "element_op": 3e-13})
     fitted = kernels.fit([(t, truth.predict(t)) for t in runs])
     for term, value in truth.seconds.items():
         assert fitted.seconds[term] == pytest.approx(value, rel=1e-6, abs=1e-18), term

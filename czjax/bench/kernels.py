@@ -562,10 +562,10 @@ TPU_CLOCK_HZ = 1.5e9
 
 
 # What a run's time is made of, each a count of the program (:func:`cost_terms`): its kernels
-# other than cuDNN's convolutions, those convolutions (slow at small batches, each several
-# kernels of its own), the host waits, the matrix FLOPs at float32, the bytes the kernels move
-# and the elements their fused operations compute.
-TERMS = ("kernel", "convolution_call", "host_wait", "f32_flop", "byte", "element_op")
+# of XLA's own (fusions, copies), the libraries' matrix products (cuBLAS) and convolutions
+# (cuDNN: slow at small batches, each several kernels of its own), the host waits, the matrix
+# FLOPs at float32, the bytes the kernels move and the elements their fused operations compute.
+TERMS = ("kernel", "library_call", "convolution_call", "host_wait", "f32_flop", "byte", "element_op")
 # Arithmetic in a type no measurement holds, against float32's (bfloat16 on an H100's tensor
 # cores: ~990 TFLOP/s against float32's ~67): an uncalibrated guess, said so.
 UNMEASURED_SPEEDUP = {"bf16": 8.0, "f16": 8.0}
@@ -576,7 +576,8 @@ def cost_terms(totals: Totals) -> dict[str, float]:
     times float32's speed (:func:`calibrated` says whether any did)."""
     flops = sum(v / UNMEASURED_SPEEDUP.get(dtype, 1.0) for dtype, v in totals.flops.items())
     return {
-        "kernel": totals.kernels - totals.convolution_calls,
+        "kernel": totals.kernels - totals.library_calls,
+        "library_call": totals.library_calls - totals.convolution_calls,
         "convolution_call": totals.convolution_calls,
         "host_wait": totals.host_waits,
         "f32_flop": flops,

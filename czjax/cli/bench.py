@@ -475,12 +475,19 @@ def _add_kernels_bench(bench_commands) -> None:
         choices=list(kernels.TARGETS),
         help="accelerators to compile for (default: %(default)s)",
     )
+    _add_kernels_program_flags(parser)
+    flags.add_json_flag(parser, flags.JSON_TO_STDOUT)
+    parser.set_defaults(func=cmd_bench_kernels)
+
+
+def _add_kernels_program_flags(parser) -> None:
+    """``czjax bench kernels``' flags of each program: what it plays, searches or trains."""
     parser.add_argument(
         "--batch",
         type=flags.positive_int,
         nargs="+",
         default=[1024],
-        help="rollout, search: games or positions at once (default: %(default)s)",
+        help="rollout, search, protocol: games or positions at once (default: %(default)s)",
     )
     parser.add_argument(
         "--player",
@@ -503,5 +510,3 @@ def _add_kernels_bench(bench_commands) -> None:
     )
     parser.add_argument("--preset", default=None, help="train: a preset's config (czjax train --help lists them)")
     flags.add_setting_flags(parser)  # train: settings over the preset's, as czjax train takes them
-    flags.add_json_flag(parser, flags.JSON_TO_STDOUT)
-    parser.set_defaults(func=cmd_bench_kernels)

@@ -25,6 +25,12 @@ PROFILE_PRECISIONS = ("default", "mixed")
 # that its program's last cell in the call, scaled by the games, says would end past them
 # (the call's first cell excepted, so that every cell is reached).
 PROFILE_BUDGET_S = 240
+# Each cell's iteration predicted on an H100 without one (predict_profile.py, `czjax bench kernels`),
+# shown beside what the step measures.
+PREDICTIONS = common.EXPERIMENTS.parent / "docs" / "results" / "benchmarks" / "kernels" / "profile-predictions.json"
+# XLA's CUDA graphs over loops and branches too (the `profile-graphs` step's arm), where the
+# installed jaxlib accepts the flag.
+GRAPHS_FLAGS = "--xla_gpu_enable_command_buffer=FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN,WHILE,CONDITIONAL"
 
 
 def profile_programs(scale: float) -> dict:
@@ -50,6 +56,20 @@ def cell_name(cell: tuple[str, int, str]) -> str:
     return f"{program}-{games}-{precision}"
 
 
+def cell_config(cell: tuple[str, int, str], scale: float):
+    """The config a cell runs: its program's, one iteration a chunk, no solver evaluation."""
+    program, games, precision = cell
+    return profile_programs(scale)[program].override(
+        {
+            "games_per_batch": games,
+            "precision": precision,
+            "batches_per_chunk": 1,
+            "eval_games": 2,
+            "solver_eval": "off",
+        }
+    )
+
+
 def profile_cell(ctx: Context, cell: tuple[str, int, str], roofs: dict, start: float) -> dict:
     """One cell's row: an iteration of its program compiled (the GPU's kernels each naming their
     instruction, czjax.bench.profiling), run once, then once more under jax.profiler, the traced
@@ -60,15 +80,7 @@ def profile_cell(ctx: Context, cell: tuple[str, int, str], roofs: dict, start: f
 
     program, games, precision = cell
     ctx.log(f"profile: {program}, {games:,} games, precision {precision}")
-    config = profile_programs(ctx.scale)[program].override(
-        {
-            "games_per_batch": games,
-            "precision": precision,
-            "batches_per_chunk": 1,
-            "eval_games": 2,
-            "solver_eval": "off",
-        }
-    )
+    config = cell_config(cell, ctx.scale)
     row = harness.bench_config(config, 0, profile=ctx.work / "traces" / cell_name(cell), each_kernel=True)
     row = roofline.with_roof(row, roofs)
     row.update(program=program, cell_s=time.monotonic() - start, machine=machine(), date=time.strftime("%Y-%m-%d"))
@@ -113,16 +125,22 @@ def profile_run(ctx: Context) -> dict:
 
 
 PROFILE_COLUMNS = (  # (header, alignment) before and after the kinds of operation
-    (("program", "---"), ("games", "---:"), ("precision", "---"), ("s/iteration", "---:")),
+    (("program", "---"), ("games", "---:"), ("precision", "---"), ("s/iteration", "---:"), ("predicted", "---:")),
     (("net GFLOP/s", "---:"), ("roof", "---"), ("of roof", "---:")),
     (("idle", "---:"), ("launches/iteration", "---:"), ("launches/step", "---:"), ("step", "---")),
 )
 
 
-def profile_row(row: dict, kinds) -> str:
-    """A cell's line of the profile table: each kind's share of the traced span, the idle share,
-    the launches."""
+def predictions() -> dict:
+    """Each cell's predicted seconds an iteration on an H100, by cell name (predict_profile.py)."""
+    return json.loads(PREDICTIONS.read_text())["cells"] if PREDICTIONS.exists() else {}
+
+
+def profile_row(row: dict, kinds, predicted: dict | None = None) -> str:
+    """A cell's line of the profile table: its measured and predicted seconds an iteration, each
+    kind's share of the traced span, the idle share, the launches."""
     table = row["op_kinds"]
+    guess = (predicted or {}).get(cell_name((row["program"], row["games_per_batch"], row["precision"])))
     span = table["span_s"] or 1.0
     per_step = table.get("launches_per_step")
     values = [
@@ -130,6 +148,7 @@ def profile_row(row: dict, kinds) -> str:
         f"{row['games_per_batch']:,}",
         row["precision"],
         f"{row['iteration_s']:.4f}",
+        "-" if guess is None else f"{guess['predicted_s']:.4f}",
         f"{row['network_flops_per_s'] / 1e9:,.1f}",
         row["roof"],
         f"{100 * row['roof_fraction']:.1f}%",
@@ -152,13 +171,16 @@ def profile_table(rows: list[dict], cells: int) -> str:
     before, roof, after = PROFILE_COLUMNS
     columns = [*before, *roof, *((kind, "---:") for kind in kinds), *after]
     lines = ["| " + " | ".join(name for name, _ in columns) + " |", "| " + " | ".join(a for _, a in columns) + " |"]
-    lines += [profile_row(row, kinds) for row in rows]
+    predicted = predictions()
+    lines += [profile_row(row, kinds, predicted) for row in rows]
     machines = sorted({row["machine"] for row in rows})
     return (
         "# Where the time goes: the strength recipe's iteration and Mk4's under jax.profiler\n\n"
         f"{len(rows)} of {cells} cells (program x games x precision), one traced iteration each"
         f"{' on ' + ', '.join(machines) if machines else ''}; `profile.json` holds every row "
-        "(`czjax bench train`'s keys, its `op_kinds` and `phases`; docs/benchmarks.md).\n\n"
+        "(`czjax bench train`'s keys, its `op_kinds` and `phases`; docs/benchmarks.md). predicted: the "
+        "cell's iteration compiled for an H100 without one and read by `czjax bench kernels` "
+        "(`docs/results/benchmarks/kernels/profile-predictions.json`), a prediction beside the measurement.\n\n"
         "A kind's share is its operations' time over the traced iteration's span, summed over streams "
         "(a CPU's threads), so kinds running side by side can add up past 100%; `host` holds transfers "
         "between host and device and the control of loops and branches; idle is the span's time with no "
@@ -176,6 +198,12 @@ def bench_commands(ctx: Context) -> list[tuple[str, list[str]]]:
     ]
 
 
+def graphs_commands(ctx: Context) -> list[tuple[str, list[str]]]:
+    """The bench step's training table again with XLA's CUDA graphs over loops and branches too."""
+    train = ["--model", "mlp", "cnn-mk4", "--games-per-batch", "50", "4096", "--control-flow", "cond", "static"]
+    return [("bench-train-graphs", ["env", f"XLA_FLAGS={GRAPHS_FLAGS}", *czjax("bench", "train", *train, "--json")])]
+
+
 STEPS = {
     "profile": Step(
         f"the strength recipe's iteration and Mk4's at {', '.join(f'{g:,}' for g in PROFILE_GAMES)} games, "
@@ -184,4 +212,9 @@ STEPS = {
         "benchmarks",
     ),
     "bench": command_step("benchmark tables", "benchmarks", bench_commands),
+    "profile-graphs": command_step(
+        "the training table with CUDA graphs over loops and branches (XLA_FLAGS=" + GRAPHS_FLAGS + ")",
+        "benchmarks",
+        graphs_commands,
+    ),
 }
