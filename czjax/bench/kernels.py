@@ -829,6 +829,7 @@ def report(built: Built, target: Target, model: CostModel | None = None) -> dict
         "flops": sum(totals.flops.values()),
         "flops_by_type": totals.flops,
         "kernels_per_game": totals.kernels / built.games,
+        "terms": cost_terms(totals),
         "loops": program.loops(),
         "assumed": built.assumed_why,
         "precision": built.precision,

@@ -30,6 +30,12 @@ def main(argv: list[str] | None = None) -> int:
         "--target", default="h100", choices=[n for n, t in kernels.TARGETS.items() if t.platform == "gpu"]
     )
     parser.add_argument("--out", default=str(PREDICTIONS), help="the predictions' file (default: %(default)s)")
+    parser.add_argument(
+        "--reprice",
+        action="store_true",
+        help="compile nothing: each stored cell's time again from its counts with the package's cost model "
+        "(after a new calibration)",
+    )
     args = parser.parse_args(argv)
     kernels.prepare_environment()
     from czjax.bench import provenance
@@ -37,25 +43,39 @@ def main(argv: list[str] | None = None) -> int:
     target = kernels.get_target(args.target)
     kernels.check_installed(target)
     out = Path(args.out)
-    found = json.loads(out.read_text())["cells"] if out.exists() else {}
-    for cell in profile_cells(1.0):
+    document = json.loads(out.read_text()) if out.exists() else {**provenance.provenance(), "target": target.name}
+    found = document.setdefault("cells", {})
+    model = kernels.load_model(target)
+    if model is None:
+        raise SystemExit("predict_profile: no cost model: run `czjax bench kernels calibrate` first")
+    for cell in [] if args.reprice else profile_cells(1.0):
         name = cell_name(cell)
         if name in found:
             continue
-        row = kernels.report(kernels.train_program(cell_config(cell, 1.0), target.platform), target)
-        per = row["iterations"]
-        found[name] = {
-            "predicted_s": row["predicted_s"] / per,
-            "kernels": row["kernels"] / per,
-            "host_waits": row["host_waits"] / per,
-            "flops": row["flops"] / per,
-            "calibrated": row["calibrated"],
-        }
-        print(f"{name}: {found[name]['predicted_s']:.4f} s an iteration predicted", flush=True)
+        found[name] = per_iteration(
+            kernels.report(kernels.train_program(cell_config(cell, 1.0), target.platform), target)
+        )
+        print(f"{name}: {found[name]['kernels']:,.0f} kernels an iteration", flush=True)
         out.parent.mkdir(parents=True, exist_ok=True)
-        document = {**provenance.provenance(), "target": target.name, "per": "iteration", "cells": found}
         out.write_text(json.dumps(document, indent=1) + "\n")
+    for name, cell in found.items():  # each time from its counts, with the cost model as it is now
+        cell["predicted_s"] = sum(count * model.seconds.get(term, 0.0) for term, count in cell["terms"].items())
+        print(f"{name}: {cell['predicted_s']:.4f} s an iteration predicted", flush=True)
+    document.update(per="iteration", model=model.seconds)
+    out.write_text(json.dumps(document, indent=1) + "\n")
     return 0
+
+
+def per_iteration(row: dict) -> dict:
+    """A ``czjax bench kernels`` row's counts an iteration, with the cost model's terms."""
+    per = row["iterations"]
+    return {
+        "kernels": row["kernels"] / per,
+        "host_waits": row["host_waits"] / per,
+        "flops": row["flops"] / per,
+        "terms": {term: count / per for term, count in row["terms"].items()},
+        "calibrated": row["calibrated"],
+    }
 
 
 if __name__ == "__main__":
