@@ -151,7 +151,7 @@ ROLLOUT_CHUNKS = 4
 # gradient over every position: the compaction and per-chunk branches cost more than the
 # computation they skip: on a CPU the MLP's 50-game update is faster without them, its 4,096-game
 # one and Mk4's faster with them (``czjax bench train --compaction`` compares them).
-LOSS_MIN_FLOPS = 1e8
+LOSS_MIN_FLOPS = platforms.Choices().loss_min_flops  # a platform's own: czjax.util.platforms
 LOSS_CHUNKS = 8
 
 
@@ -194,7 +194,8 @@ def rollout_chunks(flops: float, boards_per_call: int) -> int:
     return ROLLOUT_CHUNKS if flops >= ROLLOUT_MIN_FLOPS and boards_per_call >= 2 * ROLLOUT_CHUNKS else 1
 
 
-def loss_chunks(flops: float, positions: int) -> int:
-    """Chunks the learner's batch of ``positions`` is cut into for the gradient: 1 is the plain
-    gradient over every position."""
-    return LOSS_CHUNKS if flops * positions >= LOSS_MIN_FLOPS else 1
+def loss_chunks(flops: float, positions: int, platform: str | None = None) -> int:
+    """Chunks the learner's batch of ``positions`` is cut into for the gradient in a program
+    built for ``platform`` (None: the platform being built for): 1 is the plain gradient over
+    every position, below the platform's ``loss_min_flops``."""
+    return LOSS_CHUNKS if flops * positions >= platforms.choices_for(platform).loss_min_flops else 1

@@ -253,7 +253,7 @@ def compiled(platform: str, *words: str) -> list[dict]:
 H100_BUDGETS = {
     "rollout random x 1024": (790, 21),
     "search gumbel 1024 x 32": (3030, 64),
-    "train cnn-mk4-value reinforce x 50": (97000, 601),  # a chunk of 20 iterations and its evaluation
+    "train cnn-mk4-value reinforce x 50": (72600, 441),  # a chunk of 20 iterations and its evaluation
 }
 
 

@@ -75,7 +75,8 @@ def test_flops_are_counted_from_the_program_the_same_on_every_backend():
 
 def test_compaction_modes_per_platform():
     """--compaction: on (both places), loss (the gradient only), off (neither); auto is on, except
-    that a GPU's rollouts below 2,048 boards per player call evaluate every board (measured)."""
+    that a GPU's rollouts below 2,048 boards per player call evaluate every board (measured) and
+    its gradient is chunked only from 5e10 FLOPs (counted: czjax.util.platforms)."""
     from czjax.learn.settings import TrainConfig
     from czjax.learn.trainer import make_setup
 
@@ -89,10 +90,12 @@ def test_compaction_modes_per_platform():
     assert chunks("loss") == (1, 1, row_skipping.LOSS_CHUNKS)
     assert chunks("off") == (1, 1, 1)
     assert chunks("auto") == chunks("on")  # on a CPU
-    assert chunks("auto", platform="gpu") == (1, 1, row_skipping.LOSS_CHUNKS)
+    # a GPU's gradient is one plain gradient below 5e10 FLOPs of the learner's batch (Mk4's 1,050
+    # positions at 50 games: 2e10), chunked above it (4,096 games: 1.7e12)
+    assert chunks("auto", platform="gpu") == (1, 1, 1)
     # the evaluation's 100 games: every board
     assert chunks("auto", games=4096, platform="gpu") == (rule, 1, row_skipping.LOSS_CHUNKS)
-    assert chunks("on", platform="gpu") == (rule, rule, row_skipping.LOSS_CHUNKS)
+    assert chunks("on", platform="gpu") == (rule, rule, 1)
     with pytest.raises(ValueError, match="unknown compaction 'some'; choose one of auto, on, loss, off"):
         TrainConfig(compaction="some")
 

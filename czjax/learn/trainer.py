@@ -160,7 +160,7 @@ def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1,
         mirror=config.mirror,
         both_sides=config.both_sides,
         baseline=config.baseline and models.has_value_head(model),
-        num_chunks=row_skipping.loss_chunks(row_skipping.flops_per_board(learner, shapes), positions)
+        num_chunks=row_skipping.loss_chunks(row_skipping.flops_per_board(learner, shapes), positions, platform)
         if compact_gradient
         else 1,
         axis_name=axis_name,

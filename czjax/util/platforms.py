@@ -47,6 +47,9 @@ class Choices:
             data-dependent branches (``TrainConfig.control_flow``).
         replay_plain_gradient: a replay step takes the plain gradient over its draw, not the
             compacted one (:func:`czjax.learn.trainer.replay_update`).
+        loss_min_flops: the fewest forward FLOPs of the learner's whole batch at which the
+            on-policy gradient is cut into chunks whose idle ones are skipped
+            (:func:`czjax.row_skipping.loss_chunks`); below it the plain gradient.
         convolution_options: compiler options of programs that hold convolutions
             (:mod:`czjax.util.compiling`).
     """
@@ -60,6 +63,7 @@ class Choices:
     rollout_min_boards: int = 0
     static_models: tuple[str, ...] = ()
     replay_plain_gradient: bool = False
+    loss_min_flops: float = 1e8
     convolution_options: tuple[tuple[str, str | bool], ...] = ()
 
 
@@ -84,6 +88,12 @@ CHOICES = {
         rollout_min_boards=2048,
         static_models=("mlp",),
         replay_plain_gradient=True,
+        # Counted without a GPU (czjax bench kernels): the loss chunks behind their branches are
+        # about 1,000 of example 3's 4,600 launches an iteration and 8 host waits, ~1.5 ms by the
+        # cost model, against the arithmetic of the positions they skip (half the gradient's):
+        # they pay from ~5e10 forward FLOPs of the batch (Mk4 at 50 games: 2e10, plain; at 2,048
+        # games: 8e11, chunked). Predicted, not yet measured.
+        loss_min_flops=5e10,
     ),
     "tpu": Choices(),
 }
