@@ -187,8 +187,16 @@ def test_an_unknown_target_and_a_missing_plugin_are_one_line(monkeypatch):
     with pytest.raises(ValueError, match="unknown target 'h800'; choose one of h100, h200, a100, tpu-v5e"):
         kernels.get_target("h800")
     monkeypatch.setattr(kernels.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(kernels.Unavailable, match=r"compiling for h100 needs jax_cuda12_plugin: pip install"):
+    with pytest.raises(
+        kernels.Unavailable, match=r"compiling for h100 needs jax_cuda12_plugin: scripts/setup-plugins.sh"
+    ) as why:
         kernels.check_installed(kernels.get_target("h100"))
+    version = kernels.importlib.metadata.version("jaxlib")
+    assert f"jax-cuda12-plugin=={version} jax-cuda12-pjrt=={version}; then run with PYTHONPATH=.plugins/cuda" in str(
+        why.value
+    )
+    with pytest.raises(kernels.Unavailable, match=r"needs libtpu: .* --target \.plugins/tpu 'libtpu=="):
+        kernels.check_installed(kernels.get_target("tpu-v5e"))
 
 
 def test_memory_traffic_leaves_out_a_buffer_updated_in_place():

@@ -24,6 +24,7 @@ measurement.
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import importlib.util
 import json
 import math
@@ -54,11 +55,23 @@ TARGETS = {
     "a100": Target("a100", "gpu", "a100.txtpb", "NVIDIA A100"),
     "tpu-v5e": Target("tpu-v5e", "tpu", "v5e:2x2", "TPU v5e (one chip of a 2x2 slice)"),
 }
-# What compiling for each platform needs beside jax: the plugin JAX loads, how to install it.
-PLUGINS = {
-    "gpu": ("jax_cuda12_plugin", "pip install 'czjax[compile-gpu]' (the CUDA plugin and nvcc, about 550 MB)"),
-    "tpu": ("libtpu", "pip install 'czjax[compile-tpu]' (libtpu, about 680 MB)"),
-}
+# What compiling for each platform needs beside jax: the module JAX loads, the packages (the
+# CUDA plugin of the installed jaxlib's version; the libtpu jax[tpu] names), installed into a
+# folder of their own and put on PYTHONPATH for the command (scripts/setup-plugins.sh does both).
+PLUGINS = {"gpu": ("jax_cuda12_plugin", "cuda"), "tpu": ("libtpu", "tpu")}
+
+
+def plugin_packages(platform: str) -> str:
+    """The packages of ``platform``'s plugin for the installed jax, as pip takes them."""
+    if platform == "gpu":
+        version = importlib.metadata.version("jaxlib")
+        return f"jax-cuda12-plugin=={version} jax-cuda12-pjrt=={version}"
+    for requirement in importlib.metadata.requires("jax") or []:
+        if requirement.startswith("libtpu") and 'extra == "tpu"' in requirement:
+            return "'" + re.sub(r"\s*;.*", "", requirement).replace(" ", "") + "'"
+    return "libtpu"
+
+
 # Compiler options of a GPU program compiled without the GPU: no autotuning (it would time
 # kernels on a device), and XLA's own gemms rather than Triton's, which at autotune level 0
 # failed to tile Mk4's kernel gradient.
@@ -78,9 +91,13 @@ def get_target(name: str) -> Target:
 
 def check_installed(target: Target) -> None:
     """``Unavailable``, one line naming the install, when ``target``'s plugin is missing."""
-    module, install = PLUGINS[target.platform]
+    module, folder = PLUGINS[target.platform]
     if importlib.util.find_spec(module) is None:
-        raise Unavailable(f"compiling for {target.name} needs {module}: {install}")
+        raise Unavailable(
+            f"compiling for {target.name} needs {module}: scripts/setup-plugins.sh in a checkout, or pip install "
+            f"--no-deps --target .plugins/{folder} {plugin_packages(target.platform)}; then run with "
+            f"PYTHONPATH=.plugins/{folder}"
+        )
 
 
 def prepare_environment() -> None:
