@@ -159,11 +159,12 @@ LOSS_CHUNKS = 8
 # the gradient only (the rollout evaluates every board); "off" nowhere (the plain gradient over
 # every position, whose memory grows with the batch: Mk4 at 4,096 games asks for 50 GB);
 # "auto", the default, is "on" except where a platform's measurement says otherwise: the fewest
-# boards per player call at which the rollout's compaction pays (``rollout_min_boards`` in
-# czjax.util.platforms). On XLA's CPU a skipped chunk saves its work at any size (floor:
-# rollout_chunks' own). On a GPU each skipped-chunk conditional and chunk-loop step waits for the
-# device (its predicate travels to the host), twice per ply: on one H100, Mk4 self-play at 50
-# games (25 boards per call) ran 2.2x faster without it, at 4,096 games (2,048) 1.12x faster with it.
+# FLOPs of a player call (its boards times the player's FLOPs a board) at which the rollout's
+# compaction pays (``rollout_min_flops`` in czjax.util.platforms). On XLA's CPU a skipped chunk
+# saves its work at any size (floor: rollout_chunks' own). On a GPU each skipped-chunk
+# conditional and chunk-loop step waits for the device (its predicate travels to the host), twice
+# per ply: on one H100, Mk4 self-play at 50 games (25 boards per call) ran 2.2x faster without it,
+# at 4,096 games (2,048) 1.12x faster with it.
 COMPACTION_MODES = ("auto", "on", "loss", "off")
 
 
@@ -172,13 +173,14 @@ def check_mode(mode: str) -> None:
         raise ValueError(f"unknown compaction {mode!r}; choose one of {', '.join(COMPACTION_MODES)}")
 
 
-def in_rollout(mode: str, boards_per_call: int, platform: str | None = None) -> bool:
-    """Whether rollouts with ``boards_per_call`` boards per player call evaluate only the games
-    still running (then by the FLOP rule, :func:`rollout_chunks`), in a program built for
-    ``platform`` (None: the platform being built for, :func:`czjax.util.platforms.target`)."""
+def in_rollout(mode: str, boards_per_call: int, flops_per_board: float, platform: str | None = None) -> bool:
+    """Whether rollouts with ``boards_per_call`` boards per call of a player of
+    ``flops_per_board`` evaluate only the games still running (then by the FLOP rule,
+    :func:`rollout_chunks`), in a program built for ``platform`` (None: the platform being built
+    for, :func:`czjax.util.platforms.target`)."""
     check_mode(mode)
     if mode == "auto":
-        return boards_per_call >= platforms.choices_for(platform).rollout_min_boards
+        return boards_per_call * flops_per_board >= platforms.choices_for(platform).rollout_min_flops
     return mode == "on"
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import jax
 import pytest
 
+from czjax import models
 from czjax.learn.settings import HParams, TrainConfig
 from czjax.learn.trainer import build_model, make_setup, make_trainer, static_control_flow
 from czjax.util import compiling, platforms
@@ -145,3 +146,21 @@ def test_a_trainer_built_for_a_gpu_is_the_gpus_program_on_any_machine():
     levels = platforms.CHOICES["gpu"].descend_levels // platforms.CHOICES["cpu"].descend_levels
     assert cpu_walks and len(set(cpu_walks)) == 1
     assert gpu_walks == [cpu_walks[0] * levels] * (len(cpu_walks) // 2)  # merged halves: one walk for two
+
+
+def test_a_gpu_compacts_a_rollout_from_the_flops_of_a_call():
+    """On a GPU the rollout skips finished games where a player call's FLOPs (its boards times the
+    player's FLOPs a board) reach the platform's rollout_min_flops: Mk4 from 2,048 boards a call
+    (measured), a searched player, a network call a simulation, from far fewer; on a CPU always."""
+    from czjax.jobs.presets import get_preset
+    from czjax.row_skipping import flops_per_board
+
+    mk4 = TrainConfig(model="cnn-mk4", games_per_batch=2048)  # 1,024 boards a call, 19 MFLOP a board
+    assert make_setup(mk4, None, platform="gpu").rollout_chunks == 1
+    assert make_setup(mk4.override({"games_per_batch": 4096}), None, platform="gpu").rollout_chunks is None
+    assert make_setup(mk4, None, platform="cpu").rollout_chunks is None
+    recipe = get_preset("gumbel-az-gpu").config  # 2,048 games, Gumbel's 32 simulations over a ResNet
+    setup = make_setup(recipe, None, platform="gpu")
+    shapes = jax.eval_shape(lambda: models.init_params(setup.model, jax.random.key(0)))
+    assert 1024 * flops_per_board(setup.actor, shapes) >= platforms.CHOICES["gpu"].rollout_min_flops
+    assert setup.rollout_chunks is None and setup.eval_chunks == 1  # its evaluation plays the network alone

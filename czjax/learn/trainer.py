@@ -149,10 +149,15 @@ def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1,
     static = static_control_flow(config, platform)
     compact_gradient = row_skipping.in_gradient(config.compaction) and not static
 
-    def rollout_chunks(games):  # None: the FLOP rule (czjax.row_skipping.rollout_chunks); 1: every board
-        return None if row_skipping.in_rollout(config.compaction, games - games // 2, platform) and not static else 1
-
     shapes = jax.eval_shape(lambda: models.init_params(model, jax.random.key(0)))
+    searcher = build_search(config)
+    actor = learner if searcher is None else search_player(searcher, learner)
+
+    def rollout_chunks(games, player):  # None: the FLOP rule (czjax.row_skipping.rollout_chunks); 1: every board
+        flops = row_skipping.flops_per_board(player, shapes)
+        compacted = row_skipping.in_rollout(config.compaction, games - games // 2, flops, platform)
+        return None if compacted and not static else 1
+
     ctx = algorithms.UpdateContext(
         model=model,
         optimizer=algorithms.make_optimizer(config.weight_decay),
@@ -168,20 +173,19 @@ def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1,
         static=static,
         settings=config.settings_of(config.algorithm),
     )
-    searcher = build_search(config)
     return Setup(
         config=config,
         model=model,
         learner=learner,
-        actor=learner if searcher is None else search_player(searcher, learner),
+        actor=actor,
         ctx=ctx,
         algorithm=algorithms.get_algorithm(config.algorithm),
         members=[load_member(member) for member in config.pool.members],
         slots=config.pool.league_slots if config.pool.league else 0,
         axis_name=axis_name,
         devices=num_devices,
-        rollout_chunks=rollout_chunks(config.games_per_batch),
-        eval_chunks=rollout_chunks(config.eval_games),
+        rollout_chunks=rollout_chunks(config.games_per_batch, actor),
+        eval_chunks=rollout_chunks(config.eval_games, learner),
         solver_bench=solver_metrics.load() if config.solver_eval != "off" else None,
         eval_opponent=eval_opponent(config.eval_opponent),
         platform=platform,

@@ -41,8 +41,9 @@ class Choices:
         mk4_conv, resnet_conv: how Mk4's and the ResNet's 3x3 convolutions compute under "auto"
             (:data:`czjax.models.CONV_METHODS`).
         mk4_norm: how Mk4's GroupNorm computes under "auto" (:data:`czjax.models.NORM_METHODS`).
-        rollout_min_boards: the fewest boards per player call at which "auto" compaction skips
-            finished games in a rollout (:func:`czjax.row_skipping.in_rollout`).
+        rollout_min_flops: the fewest FLOPs of a player call (boards times the player's FLOPs a
+            board) at which "auto" compaction skips finished games in a rollout
+            (:func:`czjax.row_skipping.in_rollout`).
         static_models: the networks whose "auto" control flow is static, a program without
             data-dependent branches (``TrainConfig.control_flow``).
         replay_plain_gradient: a replay step takes the plain gradient over its draw, not the
@@ -60,7 +61,7 @@ class Choices:
     mk4_conv: str = "im2col"
     resnet_conv: str = "im2col"
     mk4_norm: str = "flax"
-    rollout_min_boards: int = 0
+    rollout_min_flops: float = 0.0
     static_models: tuple[str, ...] = ()
     replay_plain_gradient: bool = False
     loss_min_flops: float = 1e8
@@ -79,13 +80,16 @@ CHOICES = {
         convolution_options=((YNN_FUSIONS, "LIBRARY_FUSION_TYPE_DOT"),),
     ),
     # One H100: every loop test and branch waits on the host, so fewer and larger programs a ply.
-    # Compaction pays from 2,048 boards a call (Mk4 at 50 games 2.2x faster without it, at 4,096
-    # 1.12x faster with it); static control flow for the SimpleMLP (1.26x at 50 games, 1.49x at
+    # Compaction pays from 3e10 FLOPs a call: Mk4 (19 MFLOP a board) at 50 games, 25 boards a call,
+    # 2.2x faster without it, at 4,096 games, 2,048 boards (3.9e10), 1.12x faster with it; a
+    # searched player's call (a network call a simulation) passes it from a few boards: the
+    # strength recipe at 2,048 games predicted 15% faster with 56% of its FLOPs (counted by czjax
+    # bench kernels, not yet measured); static control flow for the SimpleMLP (1.26x at 50 games, 1.49x at
     # 4,096; Mk4 0.68x at 4,096); convolutions and norms not measured yet.
     "gpu": Choices(
         merged_halves=True,
         descend_levels=4,
-        rollout_min_boards=2048,
+        rollout_min_flops=3e10,
         static_models=("mlp",),
         replay_plain_gradient=True,
         # Counted without a GPU (czjax bench kernels): the loss chunks behind their branches are
