@@ -173,14 +173,16 @@ def check_mode(mode: str) -> None:
         raise ValueError(f"unknown compaction {mode!r}; choose one of {', '.join(COMPACTION_MODES)}")
 
 
-def in_rollout(mode: str, boards_per_call: int, flops_per_board: float, platform: str | None = None) -> bool:
-    """Whether rollouts with ``boards_per_call`` boards per call of a player of
-    ``flops_per_board`` evaluate only the games still running (then by the FLOP rule,
+def in_rollout(mode: str, boards_per_call: int, player: Callable, params, platform: str | None = None) -> bool:
+    """Whether rollouts with ``boards_per_call`` boards per call of ``player`` (over ``params``:
+    arrays or their shapes) evaluate only the games still running (then by the FLOP rule,
     :func:`rollout_chunks`), in a program built for ``platform`` (None: the platform being built
-    for, :func:`czjax.util.platforms.target`)."""
+    for, :func:`czjax.util.platforms.target`). The player's FLOPs are counted only where the
+    platform's threshold asks for them."""
     check_mode(mode)
     if mode == "auto":
-        return boards_per_call * flops_per_board >= platforms.choices_for(platform).rollout_min_flops
+        least = platforms.choices_for(platform).rollout_min_flops
+        return least <= 0 or boards_per_call * flops_per_board(player, params) >= least
     return mode == "on"
 
 

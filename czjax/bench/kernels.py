@@ -210,15 +210,19 @@ def _instruction(line: str) -> Instruction | None:
     return Instruction(match.group(1), opcode.strip(), shape, rest[:end], rest[end + 1 :])
 
 
-def parse_computations(text: str) -> tuple[dict[str, list[Instruction]], str]:
-    """Every computation of an HLO module's text by name, and the entry's name."""
+def parse_computations(text: str) -> tuple[dict[str, list[Instruction]], dict[str, dict[str, str]], str]:
+    """Every computation of an HLO module's text by name, its parameters' types by name (from its
+    header), and the entry's name."""
     computations: dict[str, list[Instruction]] = {}
+    parameters: dict[str, dict[str, str]] = {}
     entry, current = "", None
     for line in text.splitlines():
         header = _HEADER.match(line)
         if header:
             current = header.group(2)
             computations[current] = []
+            pairs = (item.partition(":") for item in _top_level_items(header.group(3)[1:-1]))
+            parameters[current] = {name.strip().lstrip("%"): shape.strip() for name, _, shape in pairs}
             entry = current if header.group(1) else entry
         elif line.startswith("}"):
             current = None
@@ -228,16 +232,7 @@ def parse_computations(text: str) -> tuple[dict[str, list[Instruction]], str]:
                 computations[current].append(instruction)
     if not entry:
         raise ValueError("no ENTRY computation in the program's text")
-    return computations, entry
-
-
-def _parameters(text: str, computation: str) -> dict[str, str]:
-    """A computation's parameters' types by name, from its header."""
-    header = re.search(rf"^(?:ENTRY )?%?{re.escape(computation)} \((.*)\) -> ", text, re.M)
-    if header is None:
-        return {}
-    pairs = (item.partition(":") for item in _top_level_items(header.group(1)))
-    return {name.strip().lstrip("%"): shape.strip() for name, _, shape in pairs}
+    return computations, parameters, entry
 
 
 def _called(attributes: str, key: str) -> list[str]:
@@ -422,13 +417,10 @@ class Totals:
     element_ops: float = 0.0  # elementwise work inside fusions: an element of each op's result
 
     def add(self, other: Totals, times: float = 1.0) -> None:
-        self.kernels += other.kernels * times
-        self.library_calls += other.library_calls * times
-        self.convolution_calls += other.convolution_calls * times
-        self.bytes_moved += other.bytes_moved * times
-        self.element_ops += other.element_ops * times
-        self.host_waits += other.host_waits * times
-        self.cycles += other.cycles * times
+        """``other`` ``times`` over added to these, field by field (FLOPs type by type)."""
+        for field in dataclasses.fields(self):
+            if field.name != "flops":
+                setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name) * times)
         for dtype, value in other.flops.items():
             self.flops[dtype] = self.flops.get(dtype, 0.0) + value * times
 
@@ -443,9 +435,9 @@ class Program:
     def __init__(self, text: str, assumed: tuple[int, ...] = (), platform: str = "gpu"):
         self.waits_on_host = platform == "gpu"
         self._element_cache: dict[str, float] = {}
-        self.computations, self.entry = parse_computations(text)
+        self.computations, parameters, self.entry = parse_computations(text)
         self.shapes = {
-            name: _parameters(text, name) | {i.name: i.shape for i in instructions}
+            name: parameters[name] | {i.name: i.shape for i in instructions}
             for name, instructions in self.computations.items()
         }
         self.assumed = assumed
@@ -453,18 +445,18 @@ class Program:
         self.root = Loop("entry", self.entry, 1)
         self._totals = self._walk(self.entry, self.root)
 
-    def _flops(self, name: str, seen: frozenset = frozenset()) -> dict[str, float]:
-        """FLOPs of the computation ``name`` and what its instructions call (a fusion's body)."""
-        found: dict[str, float] = {}
-        for instruction in self.computations.get(name, []):
-            dtype, flops = instruction_flops(instruction, self.shapes.get(name, {}))
-            if flops:
-                found[dtype] = found.get(dtype, 0.0) + flops
-            for key in ("calls", "called_computations"):
-                for callee in _called(instruction.attributes, key):
-                    if callee not in seen:
-                        for d, v in self._flops(callee, seen | {name}).items():
-                            found[d] = found.get(d, 0.0) + v
+    def _flops(self, instruction: Instruction, computation: str, seen: frozenset = frozenset()) -> dict[str, float]:
+        """FLOPs by operand type of ``instruction`` (of ``computation``) and of what it calls (a
+        fusion's body), each called computation once along a path."""
+        dtype, flops = instruction_flops(instruction, self.shapes.get(computation, {}))
+        found = {dtype: flops} if flops else {}
+        for key in ("calls", "called_computations"):
+            for callee in _called(instruction.attributes, key):
+                if callee in seen:
+                    continue
+                for inner in self.computations.get(callee, []):
+                    for d, v in self._flops(inner, callee, seen | {callee}).items():
+                        found[d] = found.get(d, 0.0) + v
         return found
 
     def _element_ops(self, name: str) -> float:
@@ -498,18 +490,9 @@ class Program:
                 node.kernels += 1
                 cycles = _CYCLES.search(instruction.attributes)
                 totals.cycles += int(cycles.group(1)) if cycles else 0
-                for dtype, value in self._flops_of(instruction, name).items():
+                for dtype, value in self._flops(instruction, name).items():
                     totals.flops[dtype] = totals.flops.get(dtype, 0.0) + value
         return totals
-
-    def _flops_of(self, instruction: Instruction, computation: str) -> dict[str, float]:
-        dtype, flops = instruction_flops(instruction, self.shapes.get(computation, {}))
-        found = {dtype: flops} if flops else {}
-        for key in ("calls", "called_computations"):
-            for callee in _called(instruction.attributes, key):
-                for d, v in self._flops(callee).items():
-                    found[d] = found.get(d, 0.0) + v
-        return found
 
     def _while(self, instruction: Instruction, parent: Loop) -> tuple[Totals, float]:
         trip = _TRIP.search(instruction.attributes)
@@ -824,15 +807,20 @@ def measured_rows(folder: Path, platform: str = "gpu") -> list[Measured]:
 # ---- a program read for a target ---------------------------------------------------------------
 
 
+def compiled_program(built: Built, target: Target) -> Program:
+    """``built`` compiled for ``target`` and read."""
+    text = compile_text(target, built.fn, *built.args, static_argnums=built.static_argnums)
+    return read_program(text, built.assumed, target.platform)
+
+
 def report(built: Built, target: Target, model: CostModel | None = None) -> dict:
     """``built`` compiled for ``target`` and read: the row ``czjax bench kernels`` prints (per
     run and per game; ``predicted_s`` per run from ``model``, default the fitted one)."""
     import time
 
     started = time.perf_counter()
-    text = compile_text(target, built.fn, *built.args, static_argnums=built.static_argnums)
+    program = compiled_program(built, target)
     compile_s = time.perf_counter() - started
-    program = read_program(text, built.assumed, target.platform)
     totals = program.totals()
     per_iteration = built.per_run
     row = {
@@ -905,10 +893,8 @@ def calibrate(measured: list[Measured], target: Target, log: Callable[[str], Non
     the row left out of it (the error a new program can expect)."""
     read = []
     for row in measured:
-        text = compile_text(target, row.built.fn, *row.built.args, static_argnums=row.built.static_argnums)
-        totals = read_program(text, row.built.assumed, target.platform).totals()
         per_iteration = Totals()
-        per_iteration.add(totals, 1.0 / row.built.per_run)
+        per_iteration.add(compiled_program(row.built, target).totals(), 1.0 / row.built.per_run)
         read.append((row, per_iteration))
         log(f"  {row.built.program}: {per_iteration.kernels:,.0f} kernels, {row.seconds * 1e3:.3f} ms measured")
     model = fit([(totals, row.seconds) for row, totals in read])

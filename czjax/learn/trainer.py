@@ -154,8 +154,7 @@ def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1,
     actor = learner if searcher is None else search_player(searcher, learner)
 
     def rollout_chunks(games, player):  # None: the FLOP rule (czjax.row_skipping.rollout_chunks); 1: every board
-        flops = row_skipping.flops_per_board(player, shapes)
-        compacted = row_skipping.in_rollout(config.compaction, games - games // 2, flops, platform)
+        compacted = row_skipping.in_rollout(config.compaction, games - games // 2, player, shapes, platform)
         return None if compacted and not static else 1
 
     ctx = algorithms.UpdateContext(
