@@ -153,10 +153,16 @@ def bench_train(
     split over ``num_devices``. ``settings``: TrainConfig fields that change how the iteration
     is computed, not what (``precision``, ``compaction``, ``conv``, ``norm``, ``unroll``), kept
     in the row; the rest are the defaults. ``profile``: as in :func:`bench_config`."""
-    config = TrainConfig(
+    config = bench_train_config(model, games_per_batch, steps, **settings)
+    return _with_pytorch_reference(bench_config(config, runs, num_devices, profile))
+
+
+def bench_train_config(model: str, games_per_batch: int, steps: int, **settings) -> TrainConfig:
+    """The config :func:`bench_train` times: self-play against a frozen copy, ``steps`` iterations
+    a chunk, 2 evaluation games, ``settings`` as given."""
+    return TrainConfig(
         model=model, games_per_batch=games_per_batch, opponent="self", eval_games=2, batches_per_chunk=steps, **settings
     )
-    return _with_pytorch_reference(bench_config(config, runs, num_devices, profile))
 
 
 def bench_config(

@@ -775,7 +775,7 @@ BENCH_COMMITS = {"bench-rollout.json": "cc7d890", "bench-search.json": "0fc36d2"
 def measured_rows(folder: Path, platform: str = "gpu") -> list[Measured]:
     """The czjax rows of ``czjax bench``'s JSON files in ``folder`` (rollout, search, train), each
     with the program it timed."""
-    from czjax.learn.settings import TrainConfig
+    from czjax.bench import harness
 
     found = []
     for name, commit in BENCH_COMMITS.items():
@@ -792,13 +792,9 @@ def measured_rows(folder: Path, platform: str = "gpu") -> list[Measured]:
                 built = search_program(row["algo"], row["batch"], row["sims"])
                 found.append(Measured(built, row["median_s"], source, commit))
             else:
-                config = TrainConfig(
-                    model=row["model"],
-                    games_per_batch=row["games_per_batch"],
-                    opponent="self",
-                    eval_games=2,
-                    batches_per_chunk=row["steps_per_run"],
-                    **{k: row[k] for k in ("precision", "compaction", "conv", "norm", "unroll", "control_flow")},
+                settings = {k: row[k] for k in ("precision", "compaction", "conv", "norm", "unroll", "control_flow")}
+                config = harness.bench_train_config(
+                    row["model"], row["games_per_batch"], row["steps_per_run"], **settings
                 )
                 found.append(Measured(train_program(config, platform), row["iteration_s"], source, commit))
     return found

@@ -189,10 +189,13 @@ def profile_table(rows: list[dict], cells: int) -> str:
     )
 
 
+# The bench step's training table, and the profile-graphs step's (the same rows with CUDA graphs).
+BENCH_TRAIN = ("--model", "mlp", "cnn-mk4", "--games-per-batch", "50", "4096", "--control-flow", "cond", "static")
+
+
 def bench_commands(ctx: Context) -> list[tuple[str, list[str]]]:
-    train = ["--model", "mlp", "cnn-mk4", "--games-per-batch", "50", "4096", "--control-flow", "cond", "static"]
     return [
-        ("bench-train", czjax("bench", "train", *train, "--json")),
+        ("bench-train", czjax("bench", "train", *BENCH_TRAIN, "--json")),
         ("bench-search", czjax("bench", "search", "--json")),
         ("bench-rollout", czjax("bench", "rollout", "--json")),
     ]
@@ -200,8 +203,9 @@ def bench_commands(ctx: Context) -> list[tuple[str, list[str]]]:
 
 def graphs_commands(ctx: Context) -> list[tuple[str, list[str]]]:
     """The bench step's training table again with XLA's CUDA graphs over loops and branches too."""
-    train = ["--model", "mlp", "cnn-mk4", "--games-per-batch", "50", "4096", "--control-flow", "cond", "static"]
-    return [("bench-train-graphs", ["env", f"XLA_FLAGS={GRAPHS_FLAGS}", *czjax("bench", "train", *train, "--json")])]
+    return [
+        ("bench-train-graphs", ["env", f"XLA_FLAGS={GRAPHS_FLAGS}", *czjax("bench", "train", *BENCH_TRAIN, "--json")])
+    ]
 
 
 STEPS = {
