@@ -399,9 +399,7 @@ class Loop:
 
     @property
     def steps(self) -> int:
-        """Steps a run takes: the known count, else the assumed one, else 1."""
-        if self.kind == "conditional":
-            return 1
+        """A loop's steps a run: the known count, else the assumed one, else 1."""
         return self.trips if self.trips is not None else (self.assumed or 1)
 
 
