@@ -125,7 +125,7 @@ def test_canonical_conv_gradient_is_jax_own_gradient_of_lax_conv(monkeypatch, ch
 
 
 def test_every_norm_and_conv_method_computes_the_same_mk4():
-    """--norm grouped and --conv xla are other computations of the same Mk4: the same parameter
+    """--norm grouped and onepass and --conv xla are other computations of the same Mk4: the same parameter
     tree, and outputs equal within float32 rounding (random parameters, so the norms' scales and
     biases matter)."""
     boards = np.random.default_rng(1).integers(-1, 2, size=(32, 6, 7)).astype(np.int8)
@@ -137,19 +137,21 @@ def test_every_norm_and_conv_method_computes_the_same_mk4():
     )
     with precision.parity():
         expected = apply_compiled(reference, params, boards)
-        for conv, norm in (("im2col", "grouped"), ("xla", "flax"), ("canonical", "flax")):
+        for conv, norm in (("im2col", "grouped"), ("xla", "flax"), ("canonical", "flax"), ("im2col", "onepass")):
             model = models.get_model("cnn-mk4-value", conv=conv, norm=norm)
             assert jax.tree.structure(jax.eval_shape(lambda: models.init_params(model, jax.random.key(0)))) == treedef
             for e, g in zip(expected, apply_compiled(model, params, boards)):
                 np.testing.assert_allclose(
                     np.asarray(g), np.asarray(e), rtol=1e-4, atol=1e-4 * float(np.abs(e).max()), err_msg=(conv, norm)
                 )
-    with pytest.raises(ValueError, match="unknown norm 'batch'; choose one of auto, flax, grouped"):
+    with pytest.raises(ValueError, match="unknown norm 'batch'; choose one of auto, flax, grouped, onepass"):
         models.get_model("cnn-mk4", norm="batch")
 
 
-def test_group_norm_gradient_is_jax_own_gradient_of_flax_group_norm():
-    """group_norm_nhwc (GroupedNorm, --norm grouped) computes GroupNorm from per-channel sums with a
+@pytest.mark.parametrize("one_pass", [False, True], ids=["grouped", "onepass"])
+def test_group_norm_gradient_is_jax_own_gradient_of_flax_group_norm(one_pass):
+    """group_norm_nhwc (GroupedNorm, --norm grouped, or onepass: each pair of sums one reduction)
+    computes GroupNorm from per-channel sums with a
     hand-written gradient; Flax's nn.GroupNorm and JAX's automatic gradient of it are the
     reference: the output, and the gradients of a nonlinear loss for the input, the scale and the
     bias, directly and inside lax.scan, for groups of 1, 4 and 16 channels, on activations whose
@@ -168,7 +170,7 @@ def test_group_norm_gradient_is_jax_own_gradient_of_flax_group_norm():
             return flax_norm.apply({"params": {"scale": scale, "bias": bias}}, x)
 
         def grouped(x, scale, bias):
-            return layers.group_norm_nhwc(x, scale, bias, groups, models.TORCH_EPS)
+            return layers.group_norm_nhwc(x, scale, bias, groups, models.TORCH_EPS, one_pass)
 
         def gradient(norm):
             return jax.grad(lambda *a: jnp.sum(jnp.sin(norm(*a)) * target), argnums=(0, 1, 2))

@@ -96,7 +96,7 @@ def test_the_set_up_resolves_a_configs_auto_settings_for_its_platform():
     compiler options each the platform's row; the config itself the same data."""
     config = TrainConfig(model="cnn-mk4", games_per_batch=50)
     assert (build_model(config, "cpu").conv, build_model(config, "cpu").norm) == ("canonical", "grouped")
-    assert (build_model(config, "gpu").conv, build_model(config, "gpu").norm) == ("im2col", "flax")
+    assert (build_model(config, "gpu").conv, build_model(config, "gpu").norm) == ("im2col", "onepass")
     assert build_model(TrainConfig(model="resnet"), "cpu").conv == "im2col"
     assert build_model(config.override({"conv": "xla"}), "cpu").conv == "xla"  # a choice given is kept
     cpu, gpu = make_setup(config, None, platform="cpu"), make_setup(config, None, platform="gpu")

@@ -67,6 +67,32 @@ def test_sampling_never_picks_illegal_columns_even_with_broken_logits():
     assert legal[np.arange(3000), greedy].all()
 
 
+def test_a_gpus_sampling_by_columns_draws_the_cpus_moves():
+    """A GPU samples column by column (``column_sampling``: one kernel a ply, not five), a CPU by
+    reductions over rows: the same uniforms give the same columns, bit for bit, on rows with
+    broken logits (-inf, NaN), rows with one legal column or none, ties, and per-row temperatures
+    including 0 (greedy)."""
+    from czjax.util import platforms
+
+    rng = np.random.default_rng(4)
+    n = 4000
+    legal = rng.random((n, COLS)) < 0.6
+    legal[:100] = False  # no legal column
+    logits = (rng.normal(size=(n, COLS)) * 4).astype(np.float32)
+    logits[100:600] = -np.inf
+    logits[600:1100, :3] = np.nan
+    logits[1100:1600] = np.round(logits[1100:1600])  # ties
+    temperature = rng.choice([0.0, 0.25, 1.0, 3.0], n).astype(np.float32)
+    uniform = rng.random(n).astype(np.float32)
+    drawn = {}
+    for platform in ("cpu", "gpu"):
+        with platforms.building_for(platform):
+            sample = jax.jit(lambda u, lg, lo, t: players.sample_masked_uniform(u, lg, lo, t))
+            drawn[platform] = np.asarray(sample(uniform, legal, logits, temperature))
+    np.testing.assert_array_equal(drawn["gpu"], drawn["cpu"])
+    assert legal[np.arange(100, n), drawn["gpu"][100:]][legal[100:].any(1)].all()
+
+
 def test_temperature_zero_is_greedy_over_legal_columns():
     rng = np.random.default_rng(2)
     legal = random_legal(rng, 500)

@@ -722,29 +722,47 @@ def protocol_program(spec: str, slots: int, platform: str) -> Built:
     )
 
 
-def train_program(config, platform: str) -> Built:
+def train_program(config, platform: str, seeds: int = 1) -> Built:
     """One compiled chunk of ``config``'s iterations (``batches_per_chunk``), then its
-    evaluation games, as ``czjax bench train`` times it (a solver evaluation left out)."""
+    evaluation games, as ``czjax bench train`` times it (a solver evaluation left out); with
+    ``seeds`` > 1, that chunk vmapped over the seeds as ``czjax scan`` compiles it."""
+    from czjax.jobs.scan import AXIS
     from czjax.learn.settings import HParams
     from czjax.learn.trainer import make_trainer
 
     if config.solver_eval != "off":
         config = config.override({"solver_eval": "off"})
-    trainer = make_trainer(config, platform=platform)
-    state = jax.eval_shape(lambda: trainer.init(0))
     steps = config.batches_per_chunk
+    hparams = HParams.create()
+    if seeds == 1:
+        trainer = make_trainer(config, platform=platform)
+        state = jax.eval_shape(lambda: trainer.init(0))
+
+        def chunk(st, hp):
+            return trainer.run_chunk(st, hp, steps)
+    else:
+        trainer = make_trainer(config, axis_name=AXIS, platform=platform)
+        state = jax.eval_shape(lambda: jax.vmap(trainer.init)(jax.numpy.arange(seeds)))
+        hparams = jax.tree.map(lambda x: jax.numpy.stack([x] * seeds), hparams)
+
+        def chunk(st, hp):
+            return jax.vmap(lambda s, h: trainer.run_chunk(s, h, steps), axis_name=AXIS)(st, hp)
+
+    name = f"train {config.model} {config.algorithm} x {config.games_per_batch}" + (
+        f" x {seeds} seeds" if seeds > 1 else ""
+    )
     return Built(
         " ".join(
-            [f"train {config.model} {config.algorithm} x {config.games_per_batch}"]
+            [name]
             + [
                 f"{name}={getattr(config, name)}"
                 for name in ("control_flow", "precision")
                 if getattr(config, name) not in ("auto", "default")
             ]
         ),
-        lambda st, hp: trainer.run_chunk(st, hp, steps),
-        (state, HParams.create()),
-        config.games_per_batch * steps,
+        chunk,
+        (state, hparams),
+        config.games_per_batch * steps * seeds,
         (LONGEST_GAME_PAIRS, 2),
         "the ply loop: the longest game's pairs of plies; a search's descent: two tests",
         per_run=steps,

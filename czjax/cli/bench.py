@@ -381,7 +381,7 @@ def kernels_programs(args) -> list:
     from czjax.cli.train import setting_overrides
 
     config = presets.get_preset(args.preset or "default").config.override(setting_overrides(args))
-    return [lambda platform: kernels.train_program(config, platform)]
+    return [lambda platform: kernels.train_program(config, platform, args.seeds)]
 
 
 def cmd_bench_kernels(args) -> int:
@@ -509,4 +509,10 @@ def _add_kernels_program_flags(parser) -> None:
         "--sims", type=flags.positive_int, nargs="+", default=[32], help="search: simulations (default: %(default)s)"
     )
     parser.add_argument("--preset", default=None, help="train: a preset's config (czjax train --help lists them)")
+    parser.add_argument(
+        "--seeds",
+        type=flags.positive_int,
+        default=1,
+        help="train: seeds vmapped as one program, as czjax scan --seeds compiles them (default: %(default)s)",
+    )
     flags.add_setting_flags(parser)  # train: settings over the preset's, as czjax train takes them

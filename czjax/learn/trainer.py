@@ -246,7 +246,7 @@ def play_batch(setup: Setup, state: TrainState, hp: HParams, key):
         sample_plies=config.sample_plies,
         unroll=config.unroll,
         openings=config.openings,
-        skip_finished=not setup.ctx.static,
+        skip_finished=False if setup.ctx.static else None,
         platform=setup.platform,
     )
     return traj, results, None
@@ -414,7 +414,7 @@ def run_chunk(
             axis_name=setup.axis_name,
             devices=setup.devices,
             chunks=setup.eval_chunks,
-            skip_finished=not setup.ctx.static,
+            skip_finished=False if setup.ctx.static else None,
             platform=setup.platform,
         )
     metrics = {k: v.mean() for k, v in per_batch.items() if k != "positions"}

@@ -317,13 +317,28 @@ def _group_sums(per_channel, groups: int):
     return per_channel.reshape(per_channel.shape[0], groups, -1).sum(-1)
 
 
-def _group_stats(x, groups: int, epsilon: float):
+def _group_stats(x, groups: int, epsilon: float, one_pass: bool = False):
     """Per board and group of ``x (B, H, W, C)``: the mean and 1/sqrt(variance + epsilon), ``(B, G)``,
-    from per-channel sums (the variance as E[x^2] - E[x]^2, as Flax computes it)."""
+    from per-channel sums (the variance as E[x^2] - E[x]^2, as Flax computes it); with
+    ``one_pass``, ``x`` and ``x^2`` summed over each group's elements in one reduction."""
     size = x.size // (x.shape[0] * groups)
-    mean = _group_sums(_channel_sums(x), groups) / size
-    var = jnp.maximum(_group_sums(_channel_sums(x * x), groups) / size - mean * mean, 0.0)
+    if one_pass:
+        batch, cells = x.shape[0], x.shape[1] * x.shape[2]
+        grouped = x.reshape(batch, cells, groups, -1).transpose(0, 2, 1, 3).reshape(batch, groups, -1)
+        total, total_squares = paired_sums(grouped, grouped * grouped, (2,))
+    else:
+        total, total_squares = _group_sums(_channel_sums(x), groups), _group_sums(_channel_sums(x * x), groups)
+    mean = total / size
+    var = jnp.maximum(total_squares / size - mean * mean, 0.0)
     return mean, lax.rsqrt(var + epsilon)
+
+
+def paired_sums(a, b, axes: tuple[int, ...]):
+    """``(a.sum(axes), b.sum(axes))`` as one reduction of the pair: on a GPU one kernel reads both,
+    where XLA gives two sums (and a reduction over axes that are not adjacent in memory) a kernel
+    each."""
+    zero = jnp.zeros((), a.dtype)
+    return lax.reduce((a, b), (zero, zero), lambda x, y: (x[0] + y[0], x[1] + y[1]), axes)
 
 
 def _per_channel(values, channels: int):
@@ -336,30 +351,37 @@ def _on_board(per_channel):
     return per_channel[:, None, None, :]
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4))
-def group_norm_nhwc(x, scale, bias, groups: int, epsilon: float):
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5))
+def group_norm_nhwc(x, scale, bias, groups: int, epsilon: float, one_pass: bool = False):
     """GroupNorm of ``x (B, H, W, C)`` (float32) over ``(H, W, C/G)``, then ``* scale + bias``.
 
     Computed from per-channel sums over the board, with a hand-written gradient of the same
     shape (one pass over ``dy`` and ``dy * x`` for per-channel sums, one elementwise pass):
     XLA's CPU backend runs Flax's GroupNorm, and the gradient JAX derives for it, as several
     passes of reductions and broadcasts, several times slower in Mk4's update (``czjax bench
-    train --model cnn-mk4 --norm flax grouped`` compares them)."""
-    return _group_norm_forward(x, scale, bias, groups, epsilon)[0]
+    train --model cnn-mk4 --norm flax grouped`` compares them). With ``one_pass`` each pair of
+    sums (``x`` and ``x^2`` forward, ``dy`` and ``dy * x`` backward) is one reduction
+    (:func:`paired_sums`; ``--norm onepass``): on a GPU, where each reduction is a kernel
+    launched, a third of the forward's kernels; the same results up to rounding."""
+    return _group_norm_forward(x, scale, bias, groups, epsilon, one_pass)[0]
 
 
-def _group_norm_forward(x, scale, bias, groups, epsilon):
-    mean, rstd = _group_stats(x, groups, epsilon)
+def _group_norm_forward(x, scale, bias, groups, epsilon, one_pass):
+    mean, rstd = _group_stats(x, groups, epsilon, one_pass)
     gain = _per_channel(rstd, x.shape[-1]) * scale
     shift = bias - _per_channel(mean, x.shape[-1]) * gain
     return x * _on_board(gain) + _on_board(shift), (x, scale, mean, rstd)
 
 
-def _group_norm_backward(groups, epsilon, residuals, dy):
+def _group_norm_backward(groups, epsilon, one_pass, residuals, dy):
     x, scale, mean, rstd = residuals
     channels = x.shape[-1]
     size = x.size // (x.shape[0] * groups)
-    sum_dy, sum_dy_x = _channel_sums(dy), _channel_sums(dy * x)  # (B, C)
+    if one_pass:
+        on_cells = (x.shape[0], -1, channels)
+        sum_dy, sum_dy_x = paired_sums(dy.reshape(on_cells), (dy * x).reshape(on_cells), (1,))  # (B, C)
+    else:
+        sum_dy, sum_dy_x = _channel_sums(dy), _channel_sums(dy * x)
     mean_c, rstd_c = _per_channel(mean, channels), _per_channel(rstd, channels)
     dscale = (rstd_c * (sum_dy_x - mean_c * sum_dy)).sum(0)
     dbias = sum_dy.sum(0)
@@ -378,34 +400,38 @@ group_norm_nhwc.defvjp(_group_norm_forward, _group_norm_backward)
 
 class GroupedNorm(nn.Module):
     """``nn.GroupNorm`` of NHWC activations computed by :func:`group_norm_nhwc` (per-channel sums,
-    a hand-written gradient). The same parameters (``scale``, ``bias``) and the same result up to
-    rounding; statistics in float32 whatever ``dtype``."""
+    a hand-written gradient; ``one_pass``: each pair of sums one reduction). The same parameters
+    (``scale``, ``bias``) and the same result up to rounding; statistics in float32 whatever
+    ``dtype``."""
 
     num_groups: int
     epsilon: float = TORCH_EPS
     dtype: Any = jnp.float32
+    one_pass: bool = False
 
     @nn.compact
     def __call__(self, x):
         channels = x.shape[-1]
         scale = self.param("scale", nn.initializers.ones, (channels,))
         bias = self.param("bias", nn.initializers.zeros, (channels,))
-        out = group_norm_nhwc(x.astype(jnp.float32), scale, bias, self.num_groups, self.epsilon)
+        out = group_norm_nhwc(x.astype(jnp.float32), scale, bias, self.num_groups, self.epsilon, self.one_pass)
         return out.astype(self.dtype)
 
 
-# How Mk4's GroupNorm layers are computed: "flax" (nn.GroupNorm) or "grouped" (GroupedNorm, its
-# own gradient); "auto" the platform's choice (``mk4_norm`` in czjax.util.platforms), by
-# measurement: on the CPU grouped (Mk4's 50-game iteration on one core 64 games/s against flax's
-# 56, with canonical convolutions); GPUs not measured since.
-NORM_METHODS = ("auto", "flax", "grouped")
+# How Mk4's GroupNorm layers are computed: "flax" (nn.GroupNorm), "grouped" (GroupedNorm, its
+# own gradient) or "onepass" (GroupedNorm, each pair of sums one reduction); "auto" the platform's
+# choice (``mk4_norm`` in czjax.util.platforms): on the CPU grouped, by measurement (Mk4's 50-game
+# iteration on one core 64 games/s against flax's 56, with canonical convolutions); on a GPU
+# onepass, by count (czjax bench kernels: Mk4's forward at 50 boards 40 kernels against flax's 52).
+NORM_METHODS = ("auto", "flax", "grouped", "onepass")
 
 
 def group_norm(method: str, dtype, name: str):
     """Mk4's GroupNorm(16) computed by ``method``, named as Flax names it (``GroupNorm_i``), so
     checkpoints and PyTorch's weights map the same way whichever computes it."""
-    if norm_method(method) == "grouped":
-        return GroupedNorm(16, TORCH_EPS, dtype, name=name)
+    method = norm_method(method)
+    if method in ("grouped", "onepass"):
+        return GroupedNorm(16, TORCH_EPS, dtype, one_pass=method == "onepass", name=name)
     return nn.GroupNorm(num_groups=16, epsilon=TORCH_EPS, dtype=dtype, name=name)
 
 

@@ -44,6 +44,13 @@ class Choices:
         rollout_min_flops: the fewest FLOPs of a player call (boards times the player's FLOPs a
             board) at which "auto" compaction skips finished games in a rollout
             (:func:`czjax.row_skipping.in_rollout`).
+        skip_finished_pairs: a rollout skips a pair of plies in which every game has ended
+            (``lax.cond``; :func:`czjax.rollout.play_games`), where the branch costs less than
+            the pairs it skips.
+        column_sampling: a move sampled from logits column by column, not by reductions over the
+            row (:func:`czjax.players.base.sample_masked_uniform`; the same moves).
+        packed_records: a rollout's records of a ply packed as one array of 32-bit words
+            (:func:`czjax.rollout.pack_words`), which a loop step outputs as one array.
         static_models: the networks whose "auto" control flow is static, a program without
             data-dependent branches (``TrainConfig.control_flow``).
         replay_plain_gradient: a replay step takes the plain gradient over its draw, not the
@@ -62,6 +69,9 @@ class Choices:
     resnet_conv: str = "im2col"
     mk4_norm: str = "flax"
     rollout_min_flops: float = 0.0
+    skip_finished_pairs: bool = True
+    column_sampling: bool = False
+    packed_records: bool = False
     static_models: tuple[str, ...] = ()
     replay_plain_gradient: bool = False
     loss_min_flops: float = 1e8
@@ -88,8 +98,22 @@ CHOICES = {
     # 4,096; Mk4 0.68x at 4,096); convolutions and norms not measured yet.
     "gpu": Choices(
         merged_halves=True,
+        # Counted without a GPU: each pair of a GroupNorm's sums one reduction, Mk4's forward at 50
+        # boards 40 kernels (flax's 52), its gradient 118 (137). Not yet measured.
+        mk4_norm="onepass",
         descend_levels=4,
         rollout_min_flops=3e10,
+        # Counted without a GPU: a rollout's pair of plies writes one array where it wrote seven
+        # (nine with targets), 12 fewer kernels a pair. Not yet measured.
+        packed_records=True,
+        # Counted without a GPU: a ply's sampling one kernel where it was five. Not yet measured.
+        column_sampling=True,
+        # By the cost model: the branch that skips a pair of plies once every game has ended waits
+        # on the host (~17 us) and copies the loop's state (6 kernels) at every pair, ~25 us a
+        # pair; a batch of hundreds of games rarely ends a pair early, and at 50 games the pairs
+        # skipped (Mk4's ~0.15 ms each, the last one to three) save less than 21 branches cost.
+        # Not yet measured.
+        skip_finished_pairs=False,
         static_models=("mlp",),
         replay_plain_gradient=True,
         # Counted without a GPU (czjax bench kernels): the loss chunks behind their branches are
