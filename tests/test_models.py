@@ -148,6 +148,24 @@ def test_every_norm_and_conv_method_computes_the_same_mk4():
         models.get_model("cnn-mk4", norm="batch")
 
 
+def test_the_resnets_onepass_norm_computes_the_same_network():
+    """The ResNet's GroupNorm layers (groups of 8 channels) computed by Flax (the CPU's) and in one
+    pass (a GPU's, ``resnet_norm``): the same parameter tree and outputs within float32 rounding,
+    on random parameters."""
+    boards = np.random.default_rng(5).integers(-1, 2, size=(16, 6, 7)).astype(np.int8)
+    reference = models.get_model("resnet:blocks=2,channels=16", norm="flax")
+    one_pass = models.get_model("resnet:blocks=2,channels=16", norm="onepass")
+    params = models.init_params(reference, jax.random.key(1))
+    leaves, treedef = jax.tree.flatten(params)
+    params = jax.tree.unflatten(
+        treedef, [x + 0.3 * jax.random.normal(jax.random.key(i), x.shape) for i, x in enumerate(leaves)]
+    )
+    assert jax.tree.structure(models.init_params(one_pass, jax.random.key(1))) == treedef
+    with precision.parity():
+        for e, g in zip(apply_compiled(reference, params, boards), apply_compiled(one_pass, params, boards)):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-4, atol=1e-4 * float(np.abs(e).max()))
+
+
 @pytest.mark.parametrize("one_pass", [False, True], ids=["grouped", "onepass"])
 def test_group_norm_gradient_is_jax_own_gradient_of_flax_group_norm(one_pass):
     """group_norm_nhwc (GroupedNorm, --norm grouped, or onepass: each pair of sums one reduction)

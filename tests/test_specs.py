@@ -178,7 +178,9 @@ def test_a_config_describes_and_the_set_up_builds(monkeypatch):
         config = TrainConfig(**settings)
         assert TrainConfig.from_dict(config.to_dict()) == config
     setup = trainer.make_setup(config, None)
-    assert setup.model == models.ResNet(blocks=1, channels=8, conv="im2col")  # "auto" resolved for the platform
+    assert setup.model == models.ResNet(
+        blocks=1, channels=8, conv="im2col", norm="flax"
+    )  # "auto" resolved for the platform
     assert setup.learner is models.model_player(setup.model)
     assert setup.actor is search_player(search.PUCT(sims=4), setup.learner)
     assert setup.eval_opponent is minimax.Minimax(depth=1).player()

@@ -65,10 +65,14 @@ def conv_method(method: str, network: str = "mk4", platform: str | None = None) 
     return choices.resnet_conv if network == "resnet" else choices.mk4_conv
 
 
-def norm_method(method: str, platform: str | None = None) -> str:
-    """How Mk4's GroupNorm computes: ``method``, or for "auto" the platform's measured choice
-    (``mk4_norm``; None: the platform being built for)."""
-    return platforms.choices_for(platform).mk4_norm if method == "auto" else method
+def norm_method(method: str, network: str = "mk4", platform: str | None = None) -> str:
+    """How the GroupNorm layers of ``network`` ("mk4" or "resnet") compute: ``method``, or for
+    "auto" the platform's choice (``mk4_norm``, ``resnet_norm``; None: the platform being built
+    for)."""
+    if method != "auto":
+        return method
+    choices = platforms.choices_for(platform)
+    return choices.resnet_norm if network == "resnet" else choices.mk4_norm
 
 
 def one_hot_planes(boards):
@@ -426,13 +430,15 @@ class GroupedNorm(nn.Module):
 NORM_METHODS = ("auto", "flax", "grouped", "onepass")
 
 
-def group_norm(method: str, dtype, name: str):
-    """Mk4's GroupNorm(16) computed by ``method``, named as Flax names it (``GroupNorm_i``), so
-    checkpoints and PyTorch's weights map the same way whichever computes it."""
-    method = norm_method(method)
+def group_norm(method: str, dtype, name: str, groups: int = 16, network: str = "mk4"):
+    """A GroupNorm of ``groups`` groups (Mk4's 16) computed by ``method`` (:data:`NORM_METHODS`,
+    "auto" as :func:`norm_method` resolves it for ``network``), named ``name`` (as Flax names it,
+    ``GroupNorm_i`` in Mk4), so checkpoints and PyTorch's weights map the same way whichever
+    computes it."""
+    method = norm_method(method, network)
     if method in ("grouped", "onepass"):
-        return GroupedNorm(16, TORCH_EPS, dtype, one_pass=method == "onepass", name=name)
-    return nn.GroupNorm(num_groups=16, epsilon=TORCH_EPS, dtype=dtype, name=name)
+        return GroupedNorm(groups, TORCH_EPS, dtype, one_pass=method == "onepass", name=name)
+    return nn.GroupNorm(num_groups=groups, epsilon=TORCH_EPS, dtype=dtype, name=name)
 
 
 class ColumnConv(nn.Module):

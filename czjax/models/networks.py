@@ -94,7 +94,11 @@ class CNNMk4(nn.Module):
         x = nn.relu(group_norm(self.norm, jnp.float32, "GroupNorm_0")(x))
         for _ in range(3):
             x = ResBlock(self.conv, dtype, self.norm)(x)
-        if conv_method(self.conv) == "canonical" or is_mixed(dtype):
+        # The (6, 1) column convolution as a matrix product (ColumnConv) unless the 3x3s are XLA's
+        # convolutions: on a CPU its gradient's convolutions run in XLA's generic loop; on a GPU
+        # each cuDNN call costs ~100 us by the cost model (czjax bench kernels), a cuBLAS one its
+        # arithmetic.
+        if conv_method(self.conv) != "xla" or is_mixed(dtype):
             x = ColumnConv(64, dtype, name="Conv_0")(x)  # (B, 1, 7, 64)
         else:
             x = nn.Conv(64, (game.ROWS, 1), padding="VALID", use_bias=False, dtype=dtype)(x)
@@ -128,6 +132,7 @@ class ResNet(nn.Module):
     channels: int = 64
     conv: str = "auto"
     dtype: Any = jnp.float32
+    norm: str = "auto"  # the GroupNorm layers' method (NORM_METHODS)
     has_value_head = True
 
     @nn.compact
@@ -137,7 +142,7 @@ class ResNet(nn.Module):
         groups = resnet_groups(width)
 
         def norm(name):
-            return nn.GroupNorm(num_groups=groups, epsilon=TORCH_EPS, dtype=jnp.float32, name=name)
+            return group_norm(self.norm, jnp.float32, name, groups, "resnet")
 
         x = nn.relu(norm("stem_norm")(Conv3x3(width, conv, dtype, name="stem")(one_hot_planes(boards))))
         for i in range(self.blocks):
@@ -157,9 +162,11 @@ def for_platform(model: nn.Module, platform: str) -> nn.Module:
     (:mod:`czjax.util.platforms`): the same network and parameters, computed as that platform's
     program computes them wherever it is traced."""
     if isinstance(model, CNNMk4):
-        return model.clone(conv=conv_method(model.conv, "mk4", platform), norm=norm_method(model.norm, platform))
+        return model.clone(conv=conv_method(model.conv, "mk4", platform), norm=norm_method(model.norm, "mk4", platform))
     if isinstance(model, ResNet):
-        return model.clone(conv=conv_method(model.conv, "resnet", platform))
+        return model.clone(
+            conv=conv_method(model.conv, "resnet", platform), norm=norm_method(model.norm, "resnet", platform)
+        )
     return model
 
 
@@ -167,8 +174,8 @@ def convolves(model: nn.Module) -> bool:
     """Whether ``model``'s program on this backend holds convolution ops (im2col and winograd
     compute theirs as matrix products): :mod:`czjax.util.compiling` compiles such programs with
     their own options."""
-    if isinstance(model, CNNMk4):
-        return True  # its (6, 1) column convolution whatever the 3x3 method
+    if isinstance(model, CNNMk4):  # its (6, 1) column convolution a matrix product unless the 3x3s are lax.conv's
+        return conv_method(model.conv, "mk4") not in ("im2col", "winograd")
     if isinstance(model, ResNet):
         return conv_method(model.conv, "resnet") not in ("im2col", "winograd")
     return False

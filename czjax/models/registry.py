@@ -100,7 +100,7 @@ MODELS: dict[str, ModelEntry] = {
     ),
     "resnet": ModelEntry(
         lambda options, dtype, conv, norm: ResNet(
-            blocks=options.blocks, channels=options.channels, conv=conv, dtype=dtype
+            blocks=options.blocks, channels=options.channels, conv=conv, dtype=dtype, norm=norm
         ),
         ResNetOptions,
         value_head=True,

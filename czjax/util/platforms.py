@@ -40,7 +40,8 @@ class Choices:
             (:func:`czjax.search.azjl_stream.stream_search`).
         mk4_conv, resnet_conv: how Mk4's and the ResNet's 3x3 convolutions compute under "auto"
             (:data:`czjax.models.CONV_METHODS`).
-        mk4_norm: how Mk4's GroupNorm computes under "auto" (:data:`czjax.models.NORM_METHODS`).
+        mk4_norm, resnet_norm: how Mk4's and the ResNet's GroupNorm layers compute under "auto"
+            (:data:`czjax.models.NORM_METHODS`).
         rollout_min_flops: the fewest FLOPs of a player call (boards times the player's FLOPs a
             board) at which "auto" compaction skips finished games in a rollout
             (:func:`czjax.row_skipping.in_rollout`).
@@ -68,6 +69,7 @@ class Choices:
     mk4_conv: str = "im2col"
     resnet_conv: str = "im2col"
     mk4_norm: str = "flax"
+    resnet_norm: str = "flax"
     rollout_min_flops: float = 0.0
     skip_finished_pairs: bool = True
     column_sampling: bool = False
@@ -101,6 +103,7 @@ CHOICES = {
         # Counted without a GPU: each pair of a GroupNorm's sums one reduction, Mk4's forward at 50
         # boards 40 kernels (flax's 52), its gradient 118 (137). Not yet measured.
         mk4_norm="onepass",
+        resnet_norm="onepass",
         descend_levels=4,
         rollout_min_flops=3e10,
         # Counted without a GPU: a rollout's pair of plies writes one array where it wrote seven
