@@ -36,6 +36,12 @@ def main(argv: list[str] | None = None) -> int:
         help="compile nothing: each stored cell's time again from its counts with the package's cost model "
         "(after a new calibration)",
     )
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="compile every cell again, the file's provenance this checkout's (after the programs changed; "
+        "without it the cells the file holds are kept, so that an interrupted run resumes)",
+    )
     args = parser.parse_args(argv)
     kernels.prepare_environment()
     from czjax.bench import provenance
@@ -43,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     target = kernels.get_target(args.target)
     kernels.check_installed(target)
     out = Path(args.out)
-    document = json.loads(out.read_text()) if out.exists() else {**provenance.provenance(), "target": target.name}
+    fresh = args.fresh or not out.exists()
+    document = {**provenance.provenance(), "target": target.name} if fresh else json.loads(out.read_text())
     found = document.setdefault("cells", {})
     model = kernels.load_model(target)
     if model is None:
