@@ -392,14 +392,14 @@ class Loop:
     kind: str
     name: str
     trips: int | None
-    assumed: int | None = None
+    assumed: float | None = None
     kind_of_branch: str = "guard"  # a conditional's: "guard" (its larger branch runs) or "chunk"
     kernels: int = 0
     children: list[Loop] = dataclasses.field(default_factory=list)
 
     @property
-    def steps(self) -> int:
-        """A loop's steps a run: the known count, else the assumed one, else 1."""
+    def steps(self) -> float:
+        """A loop's steps a run: the known count, else the assumed one (a mean), else 1."""
         return self.trips if self.trips is not None else (self.assumed or 1)
 
 
@@ -430,7 +430,7 @@ class Program:
     search's descent (one number: both).
     On a TPU the loops' tests and branches run on the chip: no host waits."""
 
-    def __init__(self, text: str, assumed: tuple[int, ...] = (), platform: str = "gpu"):
+    def __init__(self, text: str, assumed: tuple[float, ...] = (), platform: str = "gpu"):
         self.waits_on_host = platform == "gpu"
         self._element_cache: dict[str, float] = {}
         self.computations, parameters, self.entry = parse_computations(text)
@@ -548,7 +548,7 @@ class Program:
         return [as_dict(child) for child in self.root.children]
 
 
-def read_program(text: str, assumed: tuple[int, ...] = (), platform: str = "gpu") -> Program:
+def read_program(text: str, assumed: tuple[float, ...] = (), platform: str = "gpu") -> Program:
     return Program(text, assumed, platform)
 
 
@@ -642,7 +642,7 @@ class Built:
     fn: Callable
     args: tuple
     games: int
-    assumed: tuple[int, ...]
+    assumed: tuple[float, ...]
     assumed_why: str
     static_argnums: tuple[int, ...] = ()
     per_run: int = 1
@@ -670,22 +670,49 @@ def rollout_program(player_spec: str, batch: int) -> Built:
     )
 
 
-def search_program(algo: str, batch: int, sims: int) -> Built:
+def search_program(algo: str, batch: int, sims: int, platform: str = "gpu") -> Built:
     """A search from ``batch`` positions with ``sims`` simulations over ``czjax bench search``'s
-    network."""
+    network, its descent's tests measured (:func:`descent_tests`) at ``platform``'s levels a test."""
     from czjax.bench import search_bench
+    from czjax.util import platforms
 
     params = search_bench.search_network_params()
     boards = jax.numpy.zeros((batch, 6, 7), jax.numpy.int8)
+    levels = platforms.choices_for(platform).descend_levels
+    tests = descent_tests(algo, batch, sims, levels)
     return Built(
         f"search {algo} {batch} x {sims}",
         search_bench.czjax_search(algo, sims),
         (params, boards, jax.random.key(0)),
         batch,
-        (2,),
-        "a descent's tests of its loop: two (a tree of 32 simulations is rarely deeper than 8 levels, "
-        "4 a test on a GPU)",
+        (tests,),
+        f"a descent's tests of its loop: {tests:.2f} a simulation at {levels} levels a test, measured on this "
+        "machine from the bench's positions",
     )
+
+
+def descent_tests(algo: str, batch: int, sims: int, levels: int) -> float:
+    """Tests of a search's descent loop a simulation (each a host wait on a GPU), measured: the
+    search of ``czjax bench search`` played on this machine from its ``batch`` mid-game positions,
+    and at each simulation the batch's deepest walk (a vmapped loop runs until the last tree's
+    walk ends) taken ``levels`` levels a test after the root's choice; the mean over the
+    simulations. The walks are the same whatever the levels a test."""
+    import math
+
+    import numpy as np
+
+    from czjax import game, search
+    from czjax.bench import search_bench
+
+    settings = search.Gumbel(sims=sims) if algo == "gumbel" else search.PUCT(sims=sims)
+    boards = jax.numpy.asarray(np.stack([game.apply_moves(m) for m in search_bench.midgame_moves(batch)]))
+    params = search_bench.search_network_params()
+
+    def depths(params, boards, key):
+        return settings.run(search_bench.search_network_player, params, boards, key).tree.depth
+
+    deepest = np.asarray(jax.jit(depths)(params, boards, jax.random.key(0)))[:, 1:].max(0)  # node i + 1: simulation i's
+    return float(np.mean([1 + math.ceil((d - 1) / levels) for d in deepest]))
 
 
 def protocol_program(spec: str, slots: int, platform: str) -> Built:
@@ -783,6 +810,7 @@ class Measured:
     seconds: float
     source: str
     commit: str
+    row: dict = dataclasses.field(default_factory=dict)  # the bench JSON's row
 
 
 BENCH_COMMITS = {"bench-rollout.json": "cc7d890", "bench-search.json": "0fc36d2", "bench-train.json": "0fc36d2"}
@@ -803,16 +831,17 @@ def measured_rows(folder: Path, platform: str = "gpu") -> list[Measured]:
             if row.get("impl", "czjax") != "czjax":
                 continue
             if name == "bench-rollout.json":
-                found.append(Measured(rollout_program(row["player"], row["batch"]), row["median_s"], source, commit))
+                built, seconds = rollout_program(row["player"], row["batch"]), row["median_s"]
             elif name == "bench-search.json":
-                built = search_program(row["algo"], row["batch"], row["sims"])
-                found.append(Measured(built, row["median_s"], source, commit))
+                built = search_program(row["algo"], row["batch"], row["sims"], platform)
+                seconds = row["median_s"]
             else:
                 settings = {k: row[k] for k in ("precision", "compaction", "conv", "norm", "unroll", "control_flow")}
                 config = harness.bench_train_config(
                     row["model"], row["games_per_batch"], row["steps_per_run"], **settings
                 )
-                found.append(Measured(train_program(config, platform), row["iteration_s"], source, commit))
+                built, seconds = train_program(config, platform), row["iteration_s"]
+            found.append(Measured(built, seconds, source, commit, row))
     return found
 
 
@@ -870,7 +899,7 @@ def format_loops(loops: list[dict], indent: str = "  ") -> list[str]:
     lines = []
     for loop in loops:
         if loop["kind"] == "while":
-            trips = loop["trips"] if loop["trips"] is not None else f"{loop.get('assumed_trips')} assumed"
+            trips = loop["trips"] if loop["trips"] is not None else f"{loop.get('assumed_trips'):g} assumed"
             lines.append(f"{indent}while x {trips}: {loop['kernels_per_step']} kernels a step")
         else:
             counted = "its branches as likely" if loop.get("branches") == "chunk" else "its larger branch"
@@ -900,15 +929,26 @@ def format_row(row: dict) -> str:
 
 
 def calibrate(measured: list[Measured], target: Target, log: Callable[[str], None]) -> dict:
-    """Each measured row's program compiled for ``target`` and read, the cost model fitted on all
-    of them, and the table: each row's prediction, measurement and error, in the fit and with
-    the row left out of it (the error a new program can expect)."""
+    """Each measured row's program compiled for ``target`` at this checkout and read, then
+    :func:`fitted_table` of them."""
     read = []
     for row in measured:
-        per_iteration = Totals()
-        per_iteration.add(compiled_program(row.built, target).totals(), 1.0 / row.built.per_run)
-        read.append((row, per_iteration))
-        log(f"  {row.built.program}: {per_iteration.kernels:,.0f} kernels, {row.seconds * 1e3:.3f} ms measured")
+        read.append((row, totals_an_iteration(compiled_program(row.built, target).totals(), row.built)))
+        log(f"  {row.built.program}: {read[-1][1].kernels:,.0f} kernels, {row.seconds * 1e3:.3f} ms measured")
+    return fitted_table(read, target)
+
+
+def totals_an_iteration(totals: Totals, built: Built) -> Totals:
+    """A run's totals of ``built`` an iteration (a training chunk holds several)."""
+    each = Totals()
+    each.add(totals, 1.0 / built.per_run)
+    return each
+
+
+def fitted_table(read: list[tuple[Measured, Totals]], target: Target) -> dict:
+    """The cost model fitted on the measured rows, each with its program's totals an iteration,
+    and the table: each row's prediction, measurement and error, in the fit and with the row
+    left out of it (the error a new program can expect)."""
     model = fit([(totals, row.seconds) for row, totals in read])
     table = []
     for i, (row, totals) in enumerate(read):

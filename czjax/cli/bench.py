@@ -373,7 +373,7 @@ def kernels_programs(args) -> list:
         return [lambda platform, b=b: kernels.protocol_program(args.protocol_player, b, platform) for b in args.batch]
     if args.program == "search":
         return [
-            lambda platform, a=a, b=b, n=n: kernels.search_program(a, b, n)
+            lambda platform, a=a, b=b, n=n: kernels.search_program(a, b, n, platform)
             for a in args.algo
             for b in args.batch
             for n in args.sims

@@ -112,10 +112,10 @@ CHOICES = {
         # Counted without a GPU: a ply's sampling one kernel where it was five. Not yet measured.
         column_sampling=True,
         # By the cost model: the branch that skips a pair of plies once every game has ended waits
-        # on the host (~17 us) and copies the loop's state (6 kernels) at every pair, ~25 us a
-        # pair; a batch of hundreds of games rarely ends a pair early, and at 50 games the pairs
-        # skipped (Mk4's ~0.15 ms each, the last one to three) save less than 21 branches cost.
-        # Not yet measured.
+        # on the host (~7 us) and copies the loop's state (6 kernels) at every pair, ~18 us a pair;
+        # a batch of hundreds of games rarely ends a pair early, and at 50 games the pairs skipped
+        # (Mk4's ~0.16 ms each, the last one to three) save about what 21 branches cost. Not yet
+        # measured.
         skip_finished_pairs=False,
         static_models=("mlp",),
         replay_plain_gradient=True,
