@@ -7,6 +7,7 @@ results are the records of tests/test_unchanged.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import jax
@@ -130,22 +131,35 @@ def descent_loops(jaxpr) -> list[int]:
 
 def test_a_trainer_built_for_a_gpu_is_the_gpus_program_on_any_machine():
     """The search-based self-play trainer built for a GPU on this CPU: it exports for CUDA, and its
-    program holds the GPU's choices, its halves' movers one vmapped call (half the searches' walks
-    a ply) and each walk down the trees several levels a test; the CPU's build, this machine's
-    default, two walks a ply of one level a test."""
-    built = {}
-    for platform in ("cpu", "gpu"):
-        trainer = make_trainer(SEARCHED, platform=platform)
+    program holds the GPU's choices: its searches' small trees descended without a loop (pointer
+    jumping, ``jump_max_nodes``), where the CPU's build, this machine's default, walks them one
+    level a test, two walks a ply (its halves' movers each a call); with jumping off, the GPU's
+    walks go several levels a test, one a ply (the halves' movers one vmapped call)."""
+    from czjax.learn import trainer as trainer_module
+
+    def build(platform: str):
+        trainer = make_trainer(SEARCHED, platform=platform.split("-")[0])
+        if platform == "gpu-walked":  # built afresh: make_trainer caches by config and platform
+            trainer = trainer_module._trainer.__wrapped__(SEARCHED, None, 1, "gpu")
         args = (trainer.init(0), HParams.create(), jax.random.key(1))
-        exported = jax.export.export(trainer.train_step, platforms=[{"gpu": "cuda"}.get(platform, platform)])(*args)
-        built[platform] = (trainer, exported, descent_loops(jax.make_jaxpr(trainer.train_step)(*args).jaxpr))
+        exported = jax.export.export(trainer.train_step, platforms=["cuda" if trainer.platform == "gpu" else "cpu"])(
+            *args
+        )
+        return trainer, exported, descent_loops(jax.make_jaxpr(trainer.train_step)(*args).jaxpr)
+
+    built = {platform: build(platform) for platform in ("cpu", "gpu")}
+    with pytest.MonkeyPatch.context() as patch:  # the choice is read while the program is traced
+        patch.setitem(platforms.CHOICES, "gpu", dataclasses.replace(platforms.CHOICES["gpu"], jump_max_nodes=0))
+        jax.clear_caches()  # play_games is one jitted function: traced anew under the patched choice
+        built["gpu-walked"] = build("gpu-walked")
+    jax.clear_caches()
     assert make_trainer(SEARCHED) is built[platforms.machine()][0] and built["gpu"][0].platform == "gpu"
     assert built["gpu"][1].platforms == ("cuda",) and built["cpu"][1].platforms == ("cpu",)
     assert built["gpu"][1].mlir_module() != built["cpu"][1].mlir_module()
-    cpu_walks, gpu_walks = built["cpu"][2], built["gpu"][2]
+    cpu_walks, gpu_walks, gpu_walked = built["cpu"][2], built["gpu"][2], built["gpu-walked"][2]
+    assert cpu_walks and len(set(cpu_walks)) == 1 and gpu_walks == []
     levels = platforms.CHOICES["gpu"].descend_levels // platforms.CHOICES["cpu"].descend_levels
-    assert cpu_walks and len(set(cpu_walks)) == 1
-    assert gpu_walks == [cpu_walks[0] * levels] * (len(cpu_walks) // 2)  # merged halves: one walk for two
+    assert gpu_walked == [cpu_walks[0] * levels] * (len(cpu_walks) // 2)  # merged halves: one walk for two
 
 
 def test_a_gpu_compacts_a_rollout_from_the_flops_of_a_call():

@@ -120,12 +120,39 @@ def test_walking_several_levels_a_test_makes_the_same_search(monkeypatch, name):
     with platforms.building_for("cpu"):
         assert tree_module.descend_levels() == 1
         one = searched()
-    monkeypatch.setitem(platforms.CHOICES, "gpu", dataclasses.replace(platforms.CHOICES["gpu"], descend_levels=3))
+    walked = dataclasses.replace(platforms.CHOICES["gpu"], descend_levels=3, jump_max_nodes=0)
+    monkeypatch.setitem(platforms.CHOICES, "gpu", walked)
     with platforms.building_for("gpu"):
         assert tree_module.descend_levels() == 3
         three = searched()
     for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(three)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.parametrize("name", ["mcts", "entropy-mcts", "gumbel"])
+def test_jumping_down_the_trees_makes_the_same_search(name):
+    """A GPU descends a tree of up to ``jump_max_nodes`` nodes without a loop: every node's choice
+    at once, each node pointing to the child the walk would go on to, the pointers composed
+    (``descend_by_jumps``). The same search, bit for bit, as the CPU's walk one level a test
+    (which the searches' tests check against the Python searches and mctx), for PUCT, its
+    entropy-guided variant and Gumbel, from fresh roots, and for PUCT continuing a tree (its reuse)."""
+    s = search.make_search(name, "sims=48")
+    assert 48 + 1 <= platforms.CHOICES["gpu"].jump_max_nodes
+
+    def searched(platform, tree=None):
+        with platforms.building_for(platform):  # a new function each time: traced for the platform
+            return jax.jit(lambda p, b, k: s.run(linear_player, p, b, k, tree=tree))(PARAMS, BOARDS, jax.random.key(3))
+
+    walked, jumped = searched("cpu"), searched("gpu")
+    for a, b in zip(jax.tree.leaves(walked), jax.tree.leaves(jumped)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    if name != "gumbel":  # PUCT continues its tree: 49 nodes kept and 48 simulations more, 97 slots
+        from czjax.search import reuse
+
+        stay = jnp.full((BOARDS.shape[0], 1), -1)  # no move: the same roots
+        kept = reuse.reroot(walked.tree, stay, 49, 97)[0]
+        for a, b in zip(jax.tree.leaves(searched("cpu", kept)), jax.tree.leaves(searched("gpu", kept))):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 def mctx_gumbel(mctx, key, sims: int, **options):

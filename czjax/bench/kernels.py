@@ -678,16 +678,24 @@ def search_program(algo: str, batch: int, sims: int, platform: str = "gpu") -> B
 
     params = search_bench.search_network_params()
     boards = jax.numpy.zeros((batch, 6, 7), jax.numpy.int8)
-    levels = platforms.choices_for(platform).descend_levels
-    tests = descent_tests(algo, batch, sims, levels)
+    choices = platforms.choices_for(platform)
+    if sims + 1 <= choices.jump_max_nodes:
+        assumed: tuple[float, ...] = ()
+        why = "none: the descent jumps down its trees without a loop (jump_max_nodes)"
+    else:
+        tests = descent_tests(algo, batch, sims, choices.descend_levels)
+        assumed = (tests,)
+        why = (
+            f"a descent's tests of its loop: {tests:.2f} a simulation at {choices.descend_levels} levels a test, "
+            "measured on this machine from the bench's positions"
+        )
     return Built(
         f"search {algo} {batch} x {sims}",
         search_bench.czjax_search(algo, sims),
         (params, boards, jax.random.key(0)),
         batch,
-        (tests,),
-        f"a descent's tests of its loop: {tests:.2f} a simulation at {levels} levels a test, measured on this "
-        "machine from the bench's positions",
+        assumed,
+        why,
     )
 
 

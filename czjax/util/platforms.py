@@ -36,6 +36,8 @@ class Choices:
             two halves' movers are one call vmapped over the halves (:mod:`czjax.rollout`).
         descend_levels: levels of a tree a search's walk goes down per test of its loop
             (:func:`czjax.search.tree.descend`).
+        jump_max_nodes: the most nodes of a search tree descended without a loop, by pointer
+            jumping (:func:`czjax.search.tree.descend_by_jumps`); larger trees are walked.
         stream_slots: the pool of searches of the streamed AlphaZero.jl benchmark
             (:func:`czjax.search.azjl_stream.stream_search`).
         mk4_conv, resnet_conv: how Mk4's and the ResNet's 3x3 convolutions compute under "auto"
@@ -65,6 +67,7 @@ class Choices:
 
     merged_halves: bool = False
     descend_levels: int = 1
+    jump_max_nodes: int = 0
     stream_slots: int = 1024
     mk4_conv: str = "im2col"
     resnet_conv: str = "im2col"
@@ -105,6 +108,11 @@ CHOICES = {
         mk4_norm="onepass",
         resnet_norm="onepass",
         descend_levels=4,
+        # Counted without a GPU: the Gumbel search of 1,024 positions x 32 simulations 1,633 kernels
+        # and no host wait, where walking it 4 levels a test was 3,313 kernels and 80 waits
+        # (2.5 tests a simulation, measured); its selection at every node costs a tree of n nodes
+        # n times a level's arithmetic, so larger trees are walked. Not yet measured.
+        jump_max_nodes=128,
         rollout_min_flops=3e10,
         # Counted without a GPU: a rollout's pair of plies writes one array where it wrote seven
         # (nine with targets), 12 fewer kernels a pair. Not yet measured.
