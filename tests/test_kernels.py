@@ -274,6 +274,9 @@ H100_BUDGETS = {
     "rollout random x 1024": (300, 0),
     "search gumbel 1024 x 32": (1720, 0),  # its descent by pointer jumps, no loop
     "train cnn-mk4-value reinforce x 50": (43400, 0),  # a chunk of 20 iterations and its evaluation
+    # the strength recipe: a chunk of 5 iterations of 2,048 games, each ply two searches of 32
+    # simulations (its self-play compacted: a search for each chunk of games still going)
+    "train resnet alphazero x 2048": (2628000, 1764),
 }
 
 
@@ -300,6 +303,16 @@ def test_example_3s_chunk_compiled_for_an_h100_keeps_its_budget():
     assert row["kernels"] <= kernel_budget and row["host_waits"] <= wait_budget, row
     assert row["games"] == 50 * 20 and row["iterations"] == 20
     assert row["loops"][0]["trips"] == 20  # the chunk's iterations, under one scan
+
+
+def test_the_strength_recipes_chunk_compiled_for_an_h100_keeps_its_budget():
+    """The strength recipe's searches descend their trees without a loop on a GPU: what waits on
+    the host is its compaction's branches (8 chunks of games a ply, each skipped once all of its
+    games have ended), not a walk at every simulation."""
+    (row,) = compiled("gpu", "train", "--preset", "gumbel-az-gpu")
+    kernel_budget, wait_budget = H100_BUDGETS[row["program"]]
+    assert row["kernels"] <= kernel_budget and row["host_waits"] <= wait_budget, row
+    assert row["games"] == 2048 * row["iterations"]
 
 
 def test_a_rollout_and_a_search_compiled_for_a_tpu_run_their_loops_on_the_chip():
