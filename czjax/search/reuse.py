@@ -113,7 +113,7 @@ def _reroot_one(tree: Tree, path: jax.Array, keep: int, num_nodes: int) -> tuple
     old_bits = jax.vmap(lambda words: ancestor_mask(words, old_nodes))(tree.ancestors)  # (old, old)
     bits = old_bits[source][:, source] & filled[:, None] & filled[None, :]  # (new, new): ancestor of
     rerooted = Tree(
-        positions=jax.tree.map(gather, tree.positions),
+        position_words=gather(tree.position_words),
         terminal=gather(tree.terminal, False) & ~is_root,
         reward=jnp.where(is_root, 0.0, gather(tree.reward)),
         raw_value=gather(tree.raw_value),

@@ -35,7 +35,9 @@ class Tree:
     """A batch of search trees. Node 0 is the root; simulation ``i`` adds node ``i + 1`` (left
     unused when the simulation revisited a terminal node).
 
-    positions: packed positions ``(B, N)``, the side to move's point of view.
+    position_words: ``uint32 (B, N, 5)``: each node's packed position (the side to move's point
+        of view), :class:`czjax.game.Position`'s five words side by side, so that a simulation
+        writes its new node's position as one array (``positions`` reads them as a Position).
     terminal: ``bool (B, N)``: the move into the node ended the game.
     reward: ``float (B, N)``: 1 when the move into the node won (for its mover), else 0.
     raw_value: ``float (B, N)``: the network's value when the node was added (0 if terminal).
@@ -55,7 +57,7 @@ class Tree:
     node statistics only, densely over the path's nodes, with no scatter.
     """
 
-    positions: game.Position
+    position_words: chex.Array
     terminal: chex.Array
     reward: chex.Array
     raw_value: chex.Array
@@ -72,11 +74,29 @@ class Tree:
     gumbel: chex.Array
 
     @property
+    def positions(self) -> game.Position:
+        """The nodes' packed positions, ``(B, N)`` words."""
+        return position_of(self.position_words)
+
+    @property
     def children_visits(self) -> jax.Array:
         """``int32 (B, N, 7)``: ``N(s, a)``, 0 for a child not in the tree."""
         return jax.vmap(jax.vmap(lambda tree, node: edge_stats(tree, node)[0], (None, 0)), (0, None))(
             self, jnp.arange(self.node_visits.shape[1])
         )
+
+
+_POSITION_FIELDS = tuple(field.name for field in dataclasses.fields(game.Position))
+
+
+def words_of(position: game.Position) -> jax.Array:
+    """A Position's five words side by side, ``(..., 5)``."""
+    return jnp.stack([getattr(position, name) for name in _POSITION_FIELDS], axis=-1)
+
+
+def position_of(words: jax.Array) -> game.Position:
+    """:func:`words_of`'s inverse."""
+    return game.Position(**{name: words[..., i] for i, name in enumerate(_POSITION_FIELDS)})
 
 
 def edge_stats(tree: Tree, node: jax.Array | int) -> tuple[jax.Array, jax.Array]:
@@ -121,7 +141,7 @@ def init_tree(
         return x.at[:, ROOT].set(root)
 
     return Tree(
-        positions=jax.tree.map(nodes, positions),
+        position_words=nodes(words_of(positions)),
         terminal=jnp.zeros((batch, num_nodes), bool),
         reward=jnp.zeros((batch, num_nodes), jnp.float32),
         raw_value=nodes(value),
@@ -249,7 +269,7 @@ def simulate(
     rows = jnp.arange(parent.shape[0])
     expand = child == UNVISITED
     new = sim + 1
-    parent_positions = jax.tree.map(lambda x: at_nodes(x, parent), tree.positions)
+    parent_positions = position_of(at_nodes(tree.position_words, parent))
     expansion, positions = recurrent_fn(params, key, action, parent_positions)
     value = jnp.where(expansion.done, 0.0, expansion.value)
 
@@ -258,7 +278,7 @@ def simulate(
 
     tree = dataclasses.replace(
         tree,
-        positions=jax.tree.map(write, tree.positions, positions),
+        position_words=write(tree.position_words, words_of(positions)),
         terminal=write(tree.terminal, expansion.done),
         reward=write(tree.reward, expansion.won.astype(jnp.float32)),
         raw_value=write(tree.raw_value, value),
