@@ -276,7 +276,7 @@ H100_BUDGETS = {
     "train cnn-mk4-value reinforce x 50": (43400, 0),  # a chunk of 20 iterations and its evaluation
     # the strength recipe: a chunk of 5 iterations of 2,048 games, each ply two searches of 32
     # simulations (its self-play compacted: a search for each chunk of games still going)
-    "train resnet alphazero x 2048": (2628000, 1764),
+    "train resnet alphazero x 2048": (2484000, 1764),
 }
 
 
