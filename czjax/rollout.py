@@ -337,19 +337,18 @@ def _match(
     chunks_of = [default_chunks(s.player, s.params, num_games - split) if chunks is None else chunks for s in sides]
     halves = (slice(0, split), slice(split, num_games))
     mover_is_a = {(0, 1): a_first, (1, 0): ~a_first}
+    choices = platforms.choices_for(platform)
     merged = (
-        platforms.choices_for(platform).merged_halves
-        and sides[0].player is sides[1].player
-        and 2 * split == num_games
-        and max(chunks_of) <= 1
+        choices.merged_halves and sides[0].player is sides[1].player and 2 * split == num_games and max(chunks_of) <= 1
     )
     stacked = (
         {movers: jax.tree.map(lambda *p: jnp.stack(p), *(sides[m].params for m in movers)) for movers in mover_is_a}
         if merged
         else None
     )
-    packed = platforms.choices_for(platform).packed_records
-    return _Match(sides, halves, chunks_of, mover_is_a, sample_plies, axis_name, record_targets, stacked, packed)
+    return _Match(
+        sides, halves, chunks_of, mover_is_a, sample_plies, axis_name, record_targets, stacked, choices.packed_records
+    )
 
 
 # play_games's size and options: each shapes the compiled program (as the sides' players do)

@@ -709,11 +709,10 @@ def descent_tests(algo: str, batch: int, sims: int, levels: int) -> float:
 
     import numpy as np
 
-    from czjax import game, search
     from czjax.bench import search_bench
 
-    settings = search.Gumbel(sims=sims) if algo == "gumbel" else search.PUCT(sims=sims)
-    boards = jax.numpy.asarray(np.stack([game.apply_moves(m) for m in search_bench.midgame_moves(batch)]))
+    settings = search_bench.search_settings(algo, sims)
+    boards = search_bench.boards_of(search_bench.midgame_moves(batch))
     params = search_bench.search_network_params()
 
     def depths(params, boards, key):
@@ -783,12 +782,12 @@ def train_program(config, platform: str, seeds: int = 1) -> Built:
         def chunk(st, hp):
             return jax.vmap(lambda s, h: trainer.run_chunk(s, h, steps), axis_name=AXIS)(st, hp)
 
-    name = f"train {config.model} {config.algorithm} x {config.games_per_batch}" + (
+    label = f"train {config.model} {config.algorithm} x {config.games_per_batch}" + (
         f" x {seeds} seeds" if seeds > 1 else ""
     )
     return Built(
         " ".join(
-            [name]
+            [label]
             + [
                 f"{name}={getattr(config, name)}"
                 for name in ("control_flow", "precision")

@@ -72,9 +72,19 @@ def midgame_moves(batch: int, plies: int = 12, seed: int = 0) -> np.ndarray:
     return moves
 
 
+def boards_of(moves: np.ndarray) -> jax.Array:
+    """The int8 boards after each row of ``moves`` (:func:`midgame_moves`'), ``(B, 6, 7)``."""
+    return jnp.asarray(np.stack([game.apply_moves(m) for m in moves]))
+
+
+def search_settings(algo: str, sims: int) -> search.Search:
+    """czjax's search of the bench: Gumbel MuZero (``algo`` "gumbel") or PUCT, ``sims`` simulations."""
+    return search.Gumbel(sims=sims) if algo == "gumbel" else search.PUCT(sims=sims)
+
+
 def czjax_search(algo: str, sims: int):
 
-    settings = search.Gumbel(sims=sims) if algo == "gumbel" else search.PUCT(sims=sims)
+    settings = search_settings(algo, sims)
 
     def run(params, boards, key):
         out = settings.run(search_network_player, params, boards, key)
@@ -166,7 +176,7 @@ def bench_search(algo: str, batch: int, sims: int, runs: int, peers: bool = True
 
     params = search_network_params()
     moves = midgame_moves(batch)
-    boards = jnp.asarray(np.stack([game.apply_moves(m) for m in moves]))
+    boards = boards_of(moves)
     impls = [("czjax", czjax_search(algo, sims), boards)]
     if peers:
         try:

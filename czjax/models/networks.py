@@ -174,10 +174,9 @@ def convolves(model: nn.Module) -> bool:
     """Whether ``model``'s program on this backend holds convolution ops (im2col and winograd
     compute theirs as matrix products): :mod:`czjax.util.compiling` compiles such programs with
     their own options."""
-    if isinstance(model, CNNMk4):  # its (6, 1) column convolution a matrix product unless the 3x3s are lax.conv's
-        return conv_method(model.conv, "mk4") not in ("im2col", "winograd")
-    if isinstance(model, ResNet):
-        return conv_method(model.conv, "resnet") not in ("im2col", "winograd")
+    if isinstance(model, (CNNMk4, ResNet)):  # Mk4's (6, 1) column convolution follows its 3x3s
+        network = "mk4" if isinstance(model, CNNMk4) else "resnet"
+        return conv_method(model.conv, network) not in ("im2col", "winograd")
     return False
 
 

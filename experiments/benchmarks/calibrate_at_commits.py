@@ -85,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     read = []
     for measured in kernels.measured_rows(Path(args.measured)):
-        assumed = measured.built.assumed
-        if measured.row.get("algo"):  # a search: its descent's tests as the commit's walk took them
+        words, assumed = program_words(measured), measured.built.assumed
+        if words[0] == "search":  # its descent's tests as the commit's walk took them
             row = measured.row
             assumed = (kernels.descent_tests(row["algo"], row["batch"], row["sims"], LEVELS_THEN),)
         program = kernels.read_program(compiled_text(measured, folder), assumed, target.platform)
