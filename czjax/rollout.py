@@ -202,16 +202,24 @@ def _mover_outputs(match: _Match, boards, keys, done, movers) -> tuple[jax.Array
     return jnp.concatenate(outputs), jnp.concatenate(temps)
 
 
+HALVES_AXIS = "halves"  # the axis of a merged call's two halves (:func:`_merged_outputs`)
+
+
 def _merged_outputs(match: _Match, boards, keys, done, movers) -> jax.Array:
     """Both halves' movers, one player with each half's parameters and key, as one call vmapped
-    over the two halves: the same outputs as two calls, in half the programs a ply."""
+    over the two halves: the same outputs as two calls, in half the programs a ply. Compacted,
+    each half's running games go first in its chunks as they would alone, and a chunk is skipped
+    when it is idle in both halves (and in every configuration of a vmapped scan)."""
     player = match.sides[0].player
     assert match.stacked_params is not None  # merged
     params = match.stacked_params[movers]
     halves = boards.reshape((2, -1) + boards.shape[1:])
     active = ~done.reshape(2, -1)
-    evaluate = functools.partial(evaluate_active, player, num_chunks=1, with_targets=match.record_targets)
-    outputs = jax.vmap(evaluate)(params, halves, jnp.stack([keys[m] for m in movers]), active)
+    axis_name = HALVES_AXIS if match.axis_name is None else (match.axis_name, HALVES_AXIS)
+    evaluate = functools.partial(
+        evaluate_active, player, num_chunks=match.chunks[0], axis_name=axis_name, with_targets=match.record_targets
+    )
+    outputs = jax.vmap(evaluate, axis_name=HALVES_AXIS)(params, halves, jnp.stack([keys[m] for m in movers]), active)
     return outputs.reshape((-1,) + outputs.shape[2:])
 
 
@@ -326,12 +334,12 @@ def _match(
 ) -> _Match:
     """What every ply of a batch of ``num_games`` reads (see :func:`play_games`'s options).
 
-    Where the ``platform`` merges halves (``merged_halves``, :mod:`czjax.util.platforms`), both
-    sides are the same player (self-play, with its frozen copy's parameters or its own) and no
-    half is compacted, the two halves' movers are one call vmapped over the halves. On a GPU each
-    call is a program of its own, a search a chain of them, so one call a ply halves the programs
-    of a batch (and a search's simulation steps); on a CPU compacted halves skip their finished
-    games, which a vmapped call cannot. The same games either way."""
+    Where the ``platform`` merges halves (``merged_halves``, :mod:`czjax.util.platforms`) and both
+    sides are the same player (self-play, with its frozen copy's parameters or its own), the two
+    halves' movers are one call vmapped over the halves, compacted as each half would be. On a
+    GPU each call is a program of its own, a search a chain of them, so one call a ply halves the
+    programs of a batch (and a search's simulation steps); on a CPU each half compacted alone
+    skips a chunk as soon as that half's games in it have ended. The same games either way."""
     split = first_player_split(num_games)
     a_first = jnp.arange(num_games) < split
     chunks_of = [default_chunks(s.player, s.params, num_games - split) if chunks is None else chunks for s in sides]
@@ -339,7 +347,10 @@ def _match(
     mover_is_a = {(0, 1): a_first, (1, 0): ~a_first}
     choices = platforms.choices_for(platform)
     merged = (
-        choices.merged_halves and sides[0].player is sides[1].player and 2 * split == num_games and max(chunks_of) <= 1
+        choices.merged_halves
+        and sides[0].player is sides[1].player
+        and 2 * split == num_games
+        and chunks_of[0] == chunks_of[1]
     )
     stacked = (
         {movers: jax.tree.map(lambda *p: jnp.stack(p), *(sides[m].params for m in movers)) for movers in mover_is_a}

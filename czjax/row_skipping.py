@@ -24,8 +24,9 @@ from czjax import game
 from czjax.util import platforms
 
 
-def all_configurations(predicate: jax.Array, axis_name: str | None) -> jax.Array:
-    """``predicate`` for every configuration of a vmapped scan (``axis_name``), else itself.
+def all_configurations(predicate: jax.Array, axis_name: str | tuple[str, ...] | None) -> jax.Array:
+    """``predicate`` for every configuration of a vmapped scan (``axis_name``, or every axis of
+    a tuple of names), else itself.
 
     Under ``vmap`` a ``lax.cond`` on a batched predicate becomes a select that runs both
     branches; reduced over the named axis with a collective, the predicate is unbatched and
@@ -50,7 +51,12 @@ def valid_first(valid: jax.Array) -> tuple[jax.Array, jax.Array]:
 
 
 def over_valid_chunks(
-    fn: Callable, rows, valid: jax.Array, num_chunks: int, axis_name: str | None = None, accumulate: bool = False
+    fn: Callable,
+    rows,
+    valid: jax.Array,
+    num_chunks: int,
+    axis_name: str | tuple[str, ...] | None = None,
+    accumulate: bool = False,
 ):
     """``fn(chunk_index, chunk_rows)`` over the rows of ``rows`` (a pytree of ``(n, ...)``
     arrays) whose ``valid`` is set, in ``num_chunks`` static chunks of ``ceil(n / num_chunks)``

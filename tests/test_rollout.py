@@ -214,6 +214,35 @@ def test_both_halves_evaluated_as_one_vmapped_call_play_the_same_games(mlp_pair)
     assert not merged((rollout.Side(player, params_a), rollout.Side(player, params_b)), 13)
 
 
+def test_merged_halves_compacted_play_the_same_games(mlp_pair):
+    """Merged halves compact as each half would alone (its running games first, in chunks): a
+    chunk runs while either half has a game in it, so the games, the recorded targets and the
+    chunks' keys are those of two compacted calls; alone and in a vmapped scan, where a chunk is
+    skipped only when idle in both halves of every configuration."""
+    player, params_a, params_b = mlp_pair
+    n = 22
+
+    def games(key, pa, platform, axis_name=None):
+        a, b = rollout.Side(player, pa), rollout.Side(player, params_b, 0.7)
+        options = dict(chunks=3, record_targets=True, platform=platform, axis_name=axis_name)
+        traj, results = rollout.play_games(key, a, b, n, **options)
+        return traj.actions, traj.valid, traj.policy_targets, traj.values, results.outcome, results.length
+
+    match = rollout._match(
+        (rollout.Side(player, params_a), rollout.Side(player, params_b)), n, "gpu", 3, None, None, False
+    )
+    assert match.merged and match.chunks == [3, 3]
+    keys = jax.random.split(jax.random.key(3), 2)
+    stacked = jax.tree.map(lambda a, b: jnp.stack([a, b]), params_a, params_b)
+    vmapped = jax.vmap(lambda k, p: games(k, p, "gpu", "c"), axis_name="c")(keys, stacked)
+    for i, pa in enumerate((params_a, params_b)):
+        two_calls = games(keys[i], pa, "cpu")
+        for got in (games(keys[i], pa, "gpu"), jax.tree.map(lambda x: x[i], vmapped)):
+            for a, b in zip(got, two_calls):
+                np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
+    assert (np.asarray(two_calls[5]) < 36).any()  # some games ended early: chunks were skipped
+
+
 # Distinct Connect 4 positions after exactly n plies, n = 0..4 (OEIS A212693): the table of
 # openings holds every position up to n plies deep, each once.
 POSITIONS_AFTER_PLIES = (1, 7, 49, 238, 1120)

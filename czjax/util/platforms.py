@@ -32,8 +32,8 @@ class Choices:
     program differs.
 
     Attributes:
-        merged_halves: where both sides of a batch are one player and no half is compacted, the
-            two halves' movers are one call vmapped over the halves (:mod:`czjax.rollout`).
+        merged_halves: where both sides of a batch are one player, the two halves' movers are
+            one call vmapped over the halves (:mod:`czjax.rollout`).
         descend_levels: levels of a tree a search's walk goes down per test of its loop
             (:func:`czjax.search.tree.descend`).
         jump_max_nodes: the most nodes of a search tree descended without a loop, by pointer
