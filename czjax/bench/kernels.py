@@ -270,6 +270,43 @@ def memory_traffic(instruction: Instruction, shapes: dict[str, str]) -> float:
     return _bytes(result) + sum(_bytes(op) for op in operands)
 
 
+def _operand_names(operands: str) -> list[str]:
+    """The names of an instruction's operands (each printed with its type, or bare)."""
+    bare = re.sub(r"/\*.*?\*/", "", operands)  # XLA's /*index=5*/ marks
+    return [item.strip().split(" ")[-1].lstrip("%") for item in _top_level_items(bare)]
+
+
+def _tuple_index(instruction: Instruction) -> int:
+    """The element a ``get-tuple-element`` takes."""
+    found = re.search(r"\bindex=(\d+)", instruction.attributes)
+    return int(found.group(1)) if found else -1
+
+
+def _tuple_item(named: dict[str, Instruction], names: list[str], element: int) -> Instruction | None:
+    """Operand ``element`` of the ``tuple`` that ``names[0]`` names, if it is one (a loop's start
+    or the result of its step)."""
+    whole = named.get(names[0]) if names else None
+    if whole is None or whole.opcode != "tuple":
+        return None
+    items = _operand_names(whole.operands)
+    return named.get(items[element]) if 0 <= element < len(items) else None
+
+
+def _through_copies(instruction: Instruction | None, named: dict[str, Instruction]) -> Instruction | None:
+    """What ``instruction`` copies (through any chain of copies, looked up in ``named``), else itself."""
+    seen = 0
+    while instruction is not None and instruction.opcode == "copy" and seen < 16:
+        instruction, seen = named.get(_operand_names(instruction.operands)[0]), seen + 1
+    return instruction
+
+
+def _constant(instruction: Instruction | None, named: dict[str, Instruction] | None = None) -> int | None:
+    """An integer ``constant``'s value (through copies of it, looked up in ``named``), else None."""
+    instruction = _through_copies(instruction, named or {})
+    text = instruction.operands.strip() if instruction is not None and instruction.opcode == "constant" else ""
+    return int(text) if text.lstrip("-").isdigit() else None
+
+
 def _dims(shape: str) -> list[tuple[str, list[int]]]:
     return [(dtype, [int(d) for d in dims.split(",") if d]) for dtype, dims in _SHAPE.findall(shape)]
 
@@ -473,7 +510,7 @@ class Program:
         totals = Totals()
         for instruction in self.computations.get(name, []):
             if instruction.opcode == "while":
-                totals.add(*self._while(instruction, node))
+                totals.add(*self._while(instruction, node, name))
             elif instruction.opcode == "conditional":
                 totals.add(self._conditional(instruction, node))
             elif instruction.opcode == "call":
@@ -492,9 +529,10 @@ class Program:
                     totals.flops[dtype] = totals.flops.get(dtype, 0.0) + value
         return totals
 
-    def _while(self, instruction: Instruction, parent: Loop) -> tuple[Totals, float]:
+    def _while(self, instruction: Instruction, parent: Loop, computation: str) -> tuple[Totals, float]:
         trip = _TRIP.search(instruction.attributes)
-        loop = Loop("while", instruction.name, int(trip.group(1)) if trip else None)
+        known = int(trip.group(1)) if trip else None
+        loop = Loop("while", instruction.name, known if trip else self._counted_trips(instruction, computation))
         parent.children.append(loop)
         step = Totals()
         for key in ("condition", "body"):
@@ -502,9 +540,40 @@ class Program:
                 step.add(self._walk(callee, loop))
         if loop.trips is None and self.assumed:  # a loop over plies holds others; a descent none
             loop.assumed = self.assumed[0] if loop.children else self.assumed[-1]
-        if loop.trips is None and self.waits_on_host:
+        if known is None and self.waits_on_host:
             step.host_waits += 1  # the test's answer goes to the host every step
         return step, loop.steps
+
+    def _counted_trips(self, instruction: Instruction, computation: str) -> int | None:
+        """The trips of a ``while`` XLA did not annotate (a TPU's compiled scans) whose test is a
+        counter below a constant, ``i < C``, the counter a loop element that starts at a constant
+        and that each step adds one to: ``C`` minus the start. None for any other test."""
+        (condition,) = _called(instruction.attributes, "condition") or [""]
+        (body,) = _called(instruction.attributes, "body") or [""]
+        test = self.computations.get(condition, [])[-1:]
+        if not test or test[0].opcode != "compare" or "direction=LT" not in test[0].attributes:
+            return None
+        named = {i.name: i for i in self.computations[condition]}
+        left, right = (named.get(name) for name in _operand_names(test[0].operands)[:2])
+        if left is None or right is None or left.opcode != "get-tuple-element" or right.opcode != "constant":
+            return None
+        element, limit = _tuple_index(left), _constant(right)
+        outer = {i.name: i for i in self.computations.get(computation, [])}
+        start = _constant(_tuple_item(outer, _operand_names(instruction.operands), element), outer)
+        steps = {i.name: i for i in self.computations.get(body, [])}
+        result = self.computations.get(body, [])[-1:]
+        step = _tuple_item(steps, [result[0].name] if result else [], element)
+        step = _through_copies(step, steps)
+        added = [_through_copies(steps.get(name), steps) for name in _operand_names(step.operands)] if step else []
+        counts_up = (
+            step is not None
+            and step.opcode == "add"
+            and sorted(_constant(a) or 0 for a in added) == [0, 1]
+            and any(a is not None and a.opcode == "get-tuple-element" and _tuple_index(a) == element for a in added)
+        )
+        if start is None or limit is None or not counts_up:
+            return None
+        return max(limit - start, 0)
 
     def _conditional(self, instruction: Instruction, parent: Loop) -> Totals:
         loop = Loop("conditional", instruction.name, None)
