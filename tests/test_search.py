@@ -290,15 +290,14 @@ def test_subtree_entropy_of_hand_built_children():
     tree = jax.jit(init_tree, static_argnums=4)(pos, uniform, jnp.zeros((1,)), jnp.ones((1, 7), bool), 3)
     entropy = jax.jit(lambda t: subtree_entropy(jax.tree.map(lambda x: x[0], t), 0))  # compiled whole
     # node 1: a child of the root through column 0 with a uniform prior and 7 legal columns
-    tree = tree.replace(
-        children_index=tree.children_index.at[0, 0, 0].set(1).at[0, 0, 1].set(2),
+    tree = tree.replace(children_index=tree.children_index.at[0, 0, 0].set(1).at[0, 0, 1].set(2)).with_nodes(
         legal=tree.legal.at[0, 1].set(True).at[0, 2].set(jnp.arange(7) == 3),
         prior_logits=tree.prior_logits.at[0, 1].set(0.0),
         prior=tree.prior.at[0, 1].set(1 / 7),
     )
     e = np.asarray(entropy(tree))
     assert e[0] == pytest.approx(1.0, abs=1e-6) and e[1] == 0.0 and (e[2:] == 0).all()
-    terminal = tree.replace(terminal=tree.terminal.at[0, 1].set(True))
+    terminal = tree.with_nodes(terminal=tree.terminal.at[0, 1].set(True))
     assert float(entropy(terminal)[0]) == 0.0
 
 
@@ -376,3 +375,52 @@ def test_the_search_takes_the_step_as_a_function():
         for x, y in zip(jax.tree.leaves(default), jax.tree.leaves(explicit)):
             np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=name)
         assert float(default.q[0, 3]) == 1.0 and float(hidden.q[0, 3]) != 1.0, name
+
+
+def test_a_trees_node_fields_are_stored_bit_for_bit_in_one_array():
+    """A node's fields travel as one row of 32-bit words (one write a simulation on a GPU): every
+    field reads back as written, bit for bit (NaN, -0.0, negative integers, booleans), each in its
+    type and shape, and replacing some leaves the others as they were."""
+    rng = np.random.default_rng(0)
+    batch, num_nodes = 2, 40  # two words of ancestor bits
+    floats = rng.standard_normal((batch, num_nodes, 7)).astype(np.float32)
+    floats[0, 0, :3] = [np.nan, -0.0, np.inf]
+    fields = dict(
+        position_words=rng.integers(0, 2**32, (batch, num_nodes, 5), dtype=np.uint32),
+        terminal=rng.random((batch, num_nodes)) < 0.5,
+        reward=rng.standard_normal((batch, num_nodes)).astype(np.float32),
+        raw_value=-floats[..., 0],
+        parents=rng.integers(-1, num_nodes, (batch, num_nodes), dtype=np.int32),
+        action_from_parent=rng.integers(-1, 7, (batch, num_nodes), dtype=np.int32),
+        legal=rng.random((batch, num_nodes, 7)) < 0.5,
+        prior_logits=floats,
+        prior=floats[::-1],
+        depth=rng.integers(0, 42, (batch, num_nodes), dtype=np.int32),
+        ancestors=rng.integers(0, 2**32, (batch, num_nodes, tree_module.ancestor_words(num_nodes)), dtype=np.uint32),
+    )
+    others = dict(
+        node_visits=jnp.zeros((batch, num_nodes), jnp.int32),
+        node_values=jnp.zeros((batch, num_nodes)),
+        children_index=jnp.zeros((batch, num_nodes, 7), jnp.int32),
+        gumbel=jnp.zeros((batch, 7)),
+    )
+    tree = tree_module.make_tree(**others, **{name: jnp.asarray(x) for name, x in fields.items()})
+    assert tree.node_words.dtype == jnp.uint32 and tree.node_words.shape == (
+        batch,
+        num_nodes,
+        5 + 1 + 1 + 1 + 1 + 1 + 7 * 3 + 1 + 2,
+    )
+
+    def same(tree, fields):
+        for name, x in fields.items():
+            got = np.asarray(getattr(tree, name))
+            assert got.dtype == x.dtype and got.shape == x.shape, name
+            assert got.tobytes() == x.tobytes(), name
+
+    same(tree, fields)
+    changed = tree.with_nodes(terminal=~fields["terminal"], prior=fields["prior_logits"])
+    same(changed, {**fields, "terminal": ~fields["terminal"], "prior": fields["prior_logits"]})
+    with pytest.raises(ValueError, match="not node fields: node_visits"):
+        tree.with_nodes(node_visits=others["node_visits"])
+    with pytest.raises(ValueError, match="pack_nodes takes the fields"):
+        tree_module.pack_nodes(terminal=fields["terminal"])

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 from czjax import game
 from czjax.search.base import NUM_ACTIONS
 from czjax.search.puct import PUCT
-from czjax.search.tree import ROOT, UNVISITED, Tree, ancestor_mask, init_tree
+from czjax.search.tree import ROOT, UNVISITED, Tree, ancestor_mask, init_tree, make_tree
 
 
 def reusable(search: Any) -> bool:
@@ -112,7 +112,7 @@ def _reroot_one(tree: Tree, path: jax.Array, keep: int, num_nodes: int) -> tuple
 
     old_bits = jax.vmap(lambda words: ancestor_mask(words, old_nodes))(tree.ancestors)  # (old, old)
     bits = old_bits[source][:, source] & filled[:, None] & filled[None, :]  # (new, new): ancestor of
-    rerooted = Tree(
+    rerooted = make_tree(
         position_words=gather(tree.position_words),
         terminal=gather(tree.terminal, False) & ~is_root,
         reward=jnp.where(is_root, 0.0, gather(tree.reward)),

@@ -2,10 +2,11 @@
 search loop, for any selection rule (:class:`Selection`) and any recurrent function
 (:data:`czjax.search.base.RecurrentFn`: the environment's step and the network).
 
-The tree is a set of ``(B, N)`` / ``(B, N, 7)`` arrays (``N = simulations + 1``); positions
-travel packed (:class:`czjax.game.Position`). ``Q(s, a) = reward(child) - value(child)``: the
-reward is 1 when the move into the child won, and a child's value is negated for its parent (a
-two-player game's discount of -1). A move that ends the game leads to a *terminal* node: value
+The tree is a few ``(B, N, ...)`` arrays (``N = simulations + 1``): what a node holds from when
+it is added as one row of 32-bit words (:data:`NODE_FIELDS`), its visits, values and children
+apart; positions travel packed (:class:`czjax.game.Position`). ``Q(s, a) = reward(child) -
+value(child)``: the reward is 1 when the move into the child won, and a child's value is negated
+for its parent (a two-player game's discount of -1). A move that ends the game leads to a *terminal* node: value
 0, never expanded; a simulation that selects it again backs up its reward once more. Illegal
 columns get ``-1e9`` logits at every node and are never selected.
 """
@@ -30,25 +31,100 @@ ROOT = 0
 UNVISITED = -1
 
 
+# What a node holds from the simulation that adds it on, stored as one array of 32-bit words a
+# node (:attr:`Tree.node_words`) so that a simulation writes its new node once (on a GPU each
+# array it writes is a kernel: eleven were). Each field: its name, its words (None: the ancestor
+# bits, a word per 32 nodes), its type (bool stored as 0 or 1, int32 and float32 bit for bit).
+NODE_FIELDS = (
+    ("position_words", 5, jnp.uint32),
+    ("terminal", 1, jnp.bool_),
+    ("reward", 1, jnp.float32),
+    ("raw_value", 1, jnp.float32),
+    ("parents", 1, jnp.int32),
+    ("action_from_parent", 1, jnp.int32),
+    ("legal", NUM_ACTIONS, jnp.bool_),
+    ("prior_logits", NUM_ACTIONS, jnp.float32),
+    ("prior", NUM_ACTIONS, jnp.float32),
+    ("depth", 1, jnp.int32),
+    ("ancestors", None, jnp.uint32),
+)
+_NODE_FIELD_NAMES = tuple(name for name, _, _ in NODE_FIELDS)
+
+
+def ancestor_words(num_nodes: int) -> int:
+    """Words of ancestor bits a node of a tree of ``num_nodes`` holds."""
+    return -(-num_nodes // 32)
+
+
+def _node_layout(total_words: int) -> dict[str, tuple[int, int, Any]]:
+    """Each node field's ``(first word, words, type)`` in a node of ``total_words`` words."""
+    fixed = sum(width for _, width, _ in NODE_FIELDS if width is not None)
+    layout, start = {}, 0
+    for name, width, dtype in NODE_FIELDS:
+        width = total_words - fixed if width is None else width
+        layout[name] = (start, width, dtype)
+        start += width
+    return layout
+
+
+def _to_words(x: jax.Array) -> jax.Array:
+    """``x (..., width)`` as uint32 words: 32-bit values bit for bit, booleans 0 or 1."""
+    if x.dtype == jnp.bool_:
+        return x.astype(jnp.uint32)
+    return jax.lax.bitcast_convert_type(x, jnp.uint32)
+
+
+def _from_words(words: jax.Array, dtype) -> jax.Array:
+    """:func:`_to_words`' inverse."""
+    if dtype == jnp.bool_:
+        return words != 0
+    return jax.lax.bitcast_convert_type(words, dtype)
+
+
+def pack_nodes(**fields: jax.Array) -> jax.Array:
+    """Every field of :data:`NODE_FIELDS` (``(..., width)``, or ``(...)`` for a field of one word)
+    as one uint32 array of words a node, ``(..., K)``."""
+    if sorted(fields) != sorted(_NODE_FIELD_NAMES):
+        raise ValueError(f"pack_nodes takes the fields {', '.join(_NODE_FIELD_NAMES)}, got {', '.join(sorted(fields))}")
+    parts = []
+    for name, width, dtype in NODE_FIELDS:
+        x = jnp.asarray(fields[name], dtype)
+        parts.append(_to_words(x[..., None] if width == 1 else x))
+    return jnp.concatenate(parts, axis=-1)
+
+
+def _node_field(node_words: jax.Array, name: str) -> jax.Array:
+    """Field ``name`` of nodes' words ``(..., K)``: ``(...)`` for a field of one word (but the
+    ancestor bits, always ``(..., W)``), else ``(..., width)``, in its type."""
+    start, width, dtype = _node_layout(node_words.shape[-1])[name]
+    x = _from_words(node_words[..., start : start + width], dtype)
+    return x[..., 0] if width == 1 and name != "ancestors" else x
+
+
 @pytree_dataclass(frozen=True)
 class Tree:
     """A batch of search trees. Node 0 is the root; simulation ``i`` adds node ``i + 1`` (left
     unused when the simulation revisited a terminal node).
 
-    position_words: ``uint32 (B, N, 5)``: each node's packed position (the side to move's point
-        of view), :class:`czjax.game.Position`'s five words side by side, so that a simulation
-        writes its new node's position as one array (``positions`` reads them as a Position).
-    terminal: ``bool (B, N)``: the move into the node ended the game.
-    reward: ``float (B, N)``: 1 when the move into the node won (for its mover), else 0.
-    raw_value: ``float (B, N)``: the network's value when the node was added (0 if terminal).
+    node_words: ``uint32 (B, N, K)``: what a node holds from when it is added, one row of words
+        a node (:data:`NODE_FIELDS`; :func:`make_tree` and :meth:`with_nodes` write it), read
+        field by field as these properties:
+
+        - position_words ``uint32 (B, N, 5)``: the node's packed position (the side to move's
+          point of view), :class:`czjax.game.Position`'s five words (``positions`` reads them
+          as a Position);
+        - terminal ``bool (B, N)``: the move into the node ended the game;
+        - reward ``float (B, N)``: 1 when the move into the node won (for its mover), else 0;
+        - raw_value ``float (B, N)``: the network's value when the node was added (0 if
+          terminal);
+        - parents, action_from_parent ``int32 (B, N)``;
+        - legal ``bool (B, N, 7)``; prior_logits ``float (B, N, 7)``, -1e9 added where
+          illegal; prior, their softmax;
+        - depth ``int32 (B, N)``: the node's distance from the root;
+        - ancestors ``uint32 (B, N, W)``: a bit per node (``W`` words of 32), set for the
+          node's ancestors; a simulation's path is its leaf's ancestors and the leaf.
     node_visits, node_values: ``(B, N)``: visits, and the mean of the values backed up.
-    parents, action_from_parent: ``int32 (B, N)``.
-    legal: ``bool (B, N, 7)``; prior_logits: ``float (B, N, 7)``, -1e9 added where illegal;
-    prior: their softmax.
     children_index: ``int32 (B, N, 7)``, :data:`UNVISITED` where the child is not in the tree.
-    depth: ``int32 (B, N)``: the node's distance from the root.
-    ancestors: ``uint32 (B, N, W)``: a bit per node (``W`` words of 32), set for the node's
-        ancestors; a simulation's path is its leaf's ancestors and the leaf.
     gumbel: ``float (B, 7)``: the root's Gumbel noise (0 for searches without it).
 
     Each node has one parent, so an edge's statistics are its child's: ``N(s, a)`` is the
@@ -57,21 +133,23 @@ class Tree:
     node statistics only, densely over the path's nodes, with no scatter.
     """
 
-    position_words: chex.Array
-    terminal: chex.Array
-    reward: chex.Array
-    raw_value: chex.Array
+    node_words: chex.Array
     node_visits: chex.Array
     node_values: chex.Array
-    parents: chex.Array
-    action_from_parent: chex.Array
-    legal: chex.Array
-    prior_logits: chex.Array
-    prior: chex.Array
     children_index: chex.Array
-    depth: chex.Array
-    ancestors: chex.Array
     gumbel: chex.Array
+
+    position_words = property(lambda self: _node_field(self.node_words, "position_words"))
+    terminal = property(lambda self: _node_field(self.node_words, "terminal"))
+    reward = property(lambda self: _node_field(self.node_words, "reward"))
+    raw_value = property(lambda self: _node_field(self.node_words, "raw_value"))
+    parents = property(lambda self: _node_field(self.node_words, "parents"))
+    action_from_parent = property(lambda self: _node_field(self.node_words, "action_from_parent"))
+    legal = property(lambda self: _node_field(self.node_words, "legal"))
+    prior_logits = property(lambda self: _node_field(self.node_words, "prior_logits"))
+    prior = property(lambda self: _node_field(self.node_words, "prior"))
+    depth = property(lambda self: _node_field(self.node_words, "depth"))
+    ancestors = property(lambda self: _node_field(self.node_words, "ancestors"))
 
     @property
     def positions(self) -> game.Position:
@@ -84,6 +162,24 @@ class Tree:
         return jax.vmap(jax.vmap(lambda tree, node: edge_stats(tree, node)[0], (None, 0)), (0, None))(
             self, jnp.arange(self.node_visits.shape[1])
         )
+
+    def with_nodes(self, **changes: jax.Array) -> Tree:
+        """This tree with some node fields (:data:`NODE_FIELDS`) replaced, whole."""
+        fields = {name: changes.pop(name, getattr(self, name)) for name in _NODE_FIELD_NAMES}
+        if changes:
+            raise ValueError(f"not node fields: {', '.join(sorted(changes))}")
+        return dataclasses.replace(self, node_words=pack_nodes(**fields))
+
+
+def make_tree(node_visits, node_values, children_index, gumbel, **node_fields: jax.Array) -> Tree:
+    """A :class:`Tree` from every field by name, the node fields (:data:`NODE_FIELDS`) packed."""
+    return Tree(
+        node_words=pack_nodes(**node_fields),
+        node_visits=node_visits,
+        node_values=node_values,
+        children_index=children_index,
+        gumbel=gumbel,
+    )
 
 
 _POSITION_FIELDS = tuple(field.name for field in dataclasses.fields(game.Position))
@@ -140,7 +236,7 @@ def init_tree(
         x = jnp.full((batch, num_nodes) + root.shape[1:], fill, root.dtype)
         return x.at[:, ROOT].set(root)
 
-    return Tree(
+    return make_tree(
         position_words=nodes(words_of(positions)),
         terminal=jnp.zeros((batch, num_nodes), bool),
         reward=jnp.zeros((batch, num_nodes), jnp.float32),
@@ -154,7 +250,7 @@ def init_tree(
         prior=nodes(jax.nn.softmax(logits)),
         children_index=jnp.full((batch, num_nodes, NUM_ACTIONS), UNVISITED, jnp.int32),
         depth=jnp.zeros((batch, num_nodes), jnp.int32),
-        ancestors=jnp.zeros((batch, num_nodes, -(-num_nodes // 32)), jnp.uint32),
+        ancestors=jnp.zeros((batch, num_nodes, ancestor_words(num_nodes)), jnp.uint32),
         gumbel=jnp.zeros((batch, NUM_ACTIONS), jnp.float32) if gumbel is None else jnp.asarray(gumbel, jnp.float32),
     )
 
@@ -269,27 +365,28 @@ def simulate(
     rows = jnp.arange(parent.shape[0])
     expand = child == UNVISITED
     new = sim + 1
-    parent_positions = position_of(at_nodes(tree.position_words, parent))
+    parent_words = at_nodes(tree.node_words, parent)  # the parent's row, read once
+    parent_positions = position_of(_node_field(parent_words, "position_words"))
     expansion, positions = recurrent_fn(params, key, action, parent_positions)
     value = jnp.where(expansion.done, 0.0, expansion.value)
 
-    def write(field, x):
-        return field.at[:, new].set(x)
-
+    added = pack_nodes(
+        position_words=words_of(positions),
+        terminal=expansion.done,
+        reward=expansion.won.astype(jnp.float32),
+        raw_value=value,
+        parents=parent,
+        action_from_parent=action,
+        legal=expansion.legal,
+        prior_logits=expansion.logits,
+        prior=jax.nn.softmax(expansion.logits),
+        depth=_node_field(parent_words, "depth") + 1,
+        ancestors=_node_field(parent_words, "ancestors") | node_bit(parent, tree.ancestors.shape[-1]),
+    )
     tree = dataclasses.replace(
         tree,
-        position_words=write(tree.position_words, words_of(positions)),
-        terminal=write(tree.terminal, expansion.done),
-        reward=write(tree.reward, expansion.won.astype(jnp.float32)),
-        raw_value=write(tree.raw_value, value),
-        parents=write(tree.parents, parent),
-        action_from_parent=write(tree.action_from_parent, action),
-        legal=write(tree.legal, expansion.legal),
-        prior_logits=write(tree.prior_logits, expansion.logits),
-        prior=write(tree.prior, jax.nn.softmax(expansion.logits)),
+        node_words=tree.node_words.at[:, new].set(added),  # the new node, one write
         children_index=tree.children_index.at[rows, parent, action].set(jnp.where(expand, new, child)),
-        depth=write(tree.depth, at_nodes(tree.depth, parent) + 1),
-        ancestors=write(tree.ancestors, at_nodes(tree.ancestors, parent) | node_bit(parent, tree.ancestors.shape[-1])),
     )
     leaf = jnp.where(expand, new, child)
     with jax.named_scope("backup"):
@@ -366,8 +463,7 @@ def _noised(noise: RootNoise, key: jax.Array, logits: jax.Array, legal: jax.Arra
 def _noised_root(tree: Tree, noise: RootNoise, key: jax.Array) -> Tree:
     """``tree`` with its root's prior perturbed by ``noise``."""
     root_logits = _noised(noise, key, tree.prior_logits[:, ROOT], tree.legal[:, ROOT])
-    return dataclasses.replace(
-        tree,
+    return tree.with_nodes(
         prior_logits=tree.prior_logits.at[:, ROOT].set(root_logits),
         prior=tree.prior.at[:, ROOT].set(jax.nn.softmax(root_logits)),
     )
