@@ -251,10 +251,16 @@ def _bytes(shape: str) -> float:
     return float(sum(_ITEM_BYTES.get(dtype, 4) * math.prod(dims) for dtype, dims in _dims(shape)))
 
 
-def memory_traffic(instruction: Instruction, shapes: dict[str, str]) -> float:
+# Operations in a fusion that read only part of an operand: what they read is their result.
+PART_READS = {"slice", "dynamic-slice", "gather"}
+
+
+def memory_traffic(instruction: Instruction, shapes: dict[str, str], parts: dict[int, float] | None = None) -> float:
     """Bytes a kernel reads and writes: its operands and its result, except a buffer updated in
     place (an operand of the result's type, as a dynamic-update-slice's) and a library call's
-    scratch space (the byte array it returns beside its result)."""
+    scratch space (the byte array it returns beside its result). ``parts``: the bytes a fusion
+    reads of the operands it only slices or gathers from (:func:`partial_reads`), which count
+    that much, not the whole buffer."""
     operands = [
         shapes.get(item.strip().split(" ")[-1].lstrip("%"), "") or item
         for item in _top_level_items(instruction.operands)
@@ -265,9 +271,42 @@ def memory_traffic(instruction: Instruction, shapes: dict[str, str]) -> float:
     in_place = (
         [op for op in operands if _dims(op) and _dims(op) == _dims(result)] if "update" in instruction.name else []
     )
+    read = [min(_bytes(op), (parts or {}).get(i, math.inf)) for i, op in enumerate(operands)]
     if in_place:
-        return sum(_bytes(op) for op in operands if op not in in_place[:1])
-    return _bytes(result) + sum(_bytes(op) for op in operands)
+        skipped = operands.index(in_place[0])
+        return sum(b for i, b in enumerate(read) if i != skipped)
+    return _bytes(result) + sum(read)
+
+
+def partial_reads(fused: list[Instruction]) -> dict[int, float]:
+    """Of a fused computation's parameters, those it reads only through slices and gathers
+    (through bitcasts): parameter index -> the bytes of what those read."""
+    users: dict[str, list[Instruction]] = {}
+    for instruction in fused:
+        for name in _operand_names(instruction.operands):
+            users.setdefault(name, []).append(instruction)
+
+    def part(name: str, depth: int = 0) -> float:
+        readers = users.get(name, [])
+        if not readers or depth > 8:
+            return math.inf
+        total = 0.0
+        for reader in readers:
+            if reader.opcode == "bitcast":
+                total += part(reader.name, depth + 1)
+            elif reader.opcode in PART_READS and _operand_names(reader.operands)[0] == name:
+                total += _bytes(reader.shape)
+            else:
+                return math.inf
+        return total
+
+    found = {}
+    for instruction in fused:
+        if instruction.opcode == "parameter" and instruction.operands.strip().isdigit():
+            read = part(instruction.name)
+            if read < math.inf:
+                found[int(instruction.operands)] = read
+    return found
 
 
 def _operand_names(operands: str) -> list[str]:
@@ -470,6 +509,7 @@ class Program:
     def __init__(self, text: str, assumed: tuple[float, ...] = (), platform: str = "gpu"):
         self.waits_on_host = platform == "gpu"
         self._element_cache: dict[str, float] = {}
+        self._parts_cache: dict[str, dict[int, float]] = {}
         self.computations, parameters, self.entry = parse_computations(text)
         self.shapes = {
             name: parameters[name] | {i.name: i.shape for i in instructions}
@@ -493,6 +533,15 @@ class Program:
                     for d, v in self._flops(inner, callee, seen | {callee}).items():
                         found[d] = found.get(d, 0.0) + v
         return found
+
+    def _partial_reads(self, instruction: Instruction) -> dict[int, float]:
+        """:func:`partial_reads` of the computation a fusion calls (none for another kernel)."""
+        callees = _called(instruction.attributes, "calls") if instruction.opcode == "fusion" else []
+        if len(callees) != 1:
+            return {}
+        if callees[0] not in self._parts_cache:
+            self._parts_cache[callees[0]] = partial_reads(self.computations.get(callees[0], []))
+        return self._parts_cache[callees[0]]
 
     def _element_ops(self, name: str) -> float:
         """Elements computed by the operations of a fused computation (each op's result's)."""
@@ -520,7 +569,8 @@ class Program:
                 totals.kernels += 1
                 totals.library_calls += instruction.opcode == "custom-call"
                 totals.convolution_calls += instruction.opcode == "custom-call" and "$conv" in instruction.attributes
-                totals.bytes_moved += memory_traffic(instruction, self.shapes.get(name, {}))
+                parts = self._partial_reads(instruction)
+                totals.bytes_moved += memory_traffic(instruction, self.shapes.get(name, {}), parts)
                 totals.element_ops += sum(self._element_ops(c) for c in _called(instruction.attributes, "calls"))
                 node.kernels += 1
                 cycles = _CYCLES.search(instruction.attributes)
@@ -633,9 +683,10 @@ TPU_CLOCK_HZ = 1.5e9
 # (cuDNN: slow at small batches, each several kernels of its own), the host waits, the matrix
 # FLOPs at float32, the bytes the kernels move and the elements their fused operations compute.
 TERMS = ("kernel", "library_call", "convolution_call", "host_wait", "f32_flop", "byte", "element_op")
-# Arithmetic in a type no measurement holds, against float32's (bfloat16 on an H100's tensor
-# cores: ~990 TFLOP/s against float32's ~67): an uncalibrated guess, said so.
-UNMEASURED_SPEEDUP = {"bf16": 8.0, "f16": 8.0}
+# Arithmetic in a type no measurement holds, against float32's as measured: JAX's default
+# precision runs a float32 product on a GPU's tensor cores in TF32 (an H100's ~495 dense TFLOP/s,
+# where true float32 has ~67), bfloat16 at twice that (~990): an uncalibrated guess, said so.
+UNMEASURED_SPEEDUP = {"bf16": 2.0, "f16": 2.0}
 
 
 def cost_terms(totals: Totals) -> dict[str, float]:
