@@ -96,7 +96,7 @@ class CNNMk4(nn.Module):
             x = ResBlock(self.conv, dtype, self.norm)(x)
         # The (6, 1) column convolution as a matrix product (ColumnConv) unless the 3x3s are XLA's
         # convolutions: on a CPU its gradient's convolutions run in XLA's generic loop; on a GPU
-        # each cuDNN call costs ~26 us by the cost model (czjax bench kernels), a cuBLAS one its
+        # each cuDNN call costs ~28 us by the cost model (czjax bench kernels), a cuBLAS one its
         # arithmetic.
         if conv_method(self.conv) != "xla" or is_mixed(dtype):
             x = ColumnConv(64, dtype, name="Conv_0")(x)  # (B, 1, 7, 64)

@@ -98,8 +98,8 @@ CHOICES = {
     # Compaction pays from 3e10 FLOPs a call: Mk4 (19 MFLOP a board) at 50 games, 25 boards a call,
     # 2.2x faster without it, at 4,096 games, 2,048 boards (3.9e10), 1.12x faster with it; a
     # searched player's call (a network call a simulation) passes it from a few boards: the
-    # strength recipe at 2,048 games predicted 15% faster with 56% of its FLOPs (counted by czjax
-    # bench kernels, not yet measured); static control flow for the SimpleMLP (1.26x at 50 games, 1.49x at
+    # strength recipe at 2,048 games predicted 1.6x faster with 56% of its FLOPs and bytes (counted by
+    # czjax bench kernels, not yet measured); static control flow for the SimpleMLP (1.26x at 50 games, 1.49x at
     # 4,096; Mk4 0.68x at 4,096); convolutions and norms not measured yet.
     "gpu": Choices(
         merged_halves=True,

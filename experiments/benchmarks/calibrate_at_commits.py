@@ -65,7 +65,9 @@ def compiled_text(measured, folder: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--measured", default=str(ROOT / "docs/results/benchmarks/bench"), help="the bench step's JSON files"
+        "--measured",
+        default="docs/results/benchmarks/bench",
+        help="the bench step's JSON files (from the checkout's root)",
     )
     parser.add_argument(
         "--out", default="docs/results/benchmarks/kernels/calibration.json", help="the table (default: %(default)s)"
