@@ -139,7 +139,8 @@ CHOICES = {
     # tpu-v5e, uncalibrated), a tree of up to 128 nodes descended without a loop makes the Gumbel
     # search of 4,096 x 32 5.7x faster (PUCT 4.9x), both halves as one call example 3's
     # iteration 1.25x, a ply's records as one array and no branch over finished pairs of plies
-    # the random rollout 1.47x; sampling column by column 0.96x, not taken. Not yet measured.
+    # the random rollout at 1,024 games 1.47x (at 65,536 0.77x: packing grows with the batch);
+    # sampling column by column 0.96x, not taken. Not yet measured.
     "tpu": Choices(merged_halves=True, jump_max_nodes=128, packed_records=True, skip_finished_pairs=False),
 }
 UNMEASURED = Choices()  # a platform without a row (a JAX plugin czjax does not know)
