@@ -354,11 +354,11 @@ def compiled(platform: str, *words: str) -> list[dict]:
 H100_BUDGETS = {
     "rollout random x 1024": (300, 0),
     "search gumbel 1024 x 32": (1133, 0),  # its descent by pointer jumps, no loop; a new node one write
-    "train cnn-mk4-value reinforce x 50": (43400, 0),  # a chunk of 20 iterations and its evaluation
+    "train cnn-mk4-value reinforce x 50": (41400, 0),  # a chunk of 20 iterations and its evaluation
     # the strength recipe: a chunk of 5 iterations of 2,048 games, each ply one search of 32
     # simulations over both halves of the games (its self-play compacted: a search for each chunk
     # of games still going in either half)
-    "train resnet alphazero x 2048": (1211000, 882),
+    "train resnet alphazero x 2048": (1138000, 882),
 }
 
 

@@ -372,8 +372,16 @@ def group_norm_nhwc(x, scale, bias, groups: int, epsilon: float, one_pass: bool 
 
 def _group_norm_forward(x, scale, bias, groups, epsilon, one_pass):
     mean, rstd = _group_stats(x, groups, epsilon, one_pass)
-    gain = _per_channel(rstd, x.shape[-1]) * scale
-    shift = bias - _per_channel(mean, x.shape[-1]) * gain
+    channels = x.shape[-1]
+    if one_pass:
+        # The group statistics applied where they are used, each element ``(x - mean) * rstd *
+        # scale + bias``: on a GPU the statistics are the reduction's own output and the rest
+        # fuses into the next kernel, where a per-channel gain and shift were a kernel of their own.
+        stats = (x.shape[0], 1, 1, groups, 1)
+        xhat = (x.reshape(x.shape[:3] + (groups, channels // groups)) - mean.reshape(stats)) * rstd.reshape(stats)
+        return xhat.reshape(x.shape) * scale + bias, (x, scale, mean, rstd)
+    gain = _per_channel(rstd, channels) * scale
+    shift = bias - _per_channel(mean, channels) * gain
     return x * _on_board(gain) + _on_board(shift), (x, scale, mean, rstd)
 
 
