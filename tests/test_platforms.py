@@ -108,6 +108,12 @@ def test_the_set_up_resolves_a_configs_auto_settings_for_its_platform():
     assert (cpu.ctx.num_chunks, gpu.ctx.num_chunks) == (8, 1)
     bigger = config.override({"games_per_batch": 4096})
     assert make_setup(bigger, None, platform="gpu").ctx.num_chunks == 8
+    # 8 seeds of the 50-game config as one scan: 8,400 positions in one program, chunked on a GPU
+    # (its threshold counts a scan's configurations together); the CPU's count stays per config
+    assert make_setup(config, "c", platform="gpu", configurations=8).ctx.num_chunks == 8
+    assert make_setup(config, "c", platform="gpu", configurations=2).ctx.num_chunks == 1
+    mlp = TrainConfig(model="mlp", games_per_batch=50, control_flow="cond")  # 3e7 FLOPs alone
+    assert make_setup(mlp, "c", platform="cpu", configurations=64).ctx.num_chunks == 1
     assert static_control_flow(TrainConfig(), "gpu") and not static_control_flow(TrainConfig(), "cpu")
     assert compiling.compiler_options(True, "gpu") is None
     assert TrainConfig.from_dict(config.to_dict()) == config
@@ -140,7 +146,7 @@ def test_a_trainer_built_for_a_gpu_is_the_gpus_program_on_any_machine():
     def build(platform: str):
         trainer = make_trainer(SEARCHED, platform=platform.split("-")[0])
         if platform == "gpu-walked":  # built afresh: make_trainer caches by config and platform
-            trainer = trainer_module._trainer.__wrapped__(SEARCHED, None, 1, "gpu")
+            trainer = trainer_module._trainer.__wrapped__(SEARCHED, None, 1, "gpu", 1)
         args = (trainer.init(0), HParams.create(), jax.random.key(1))
         exported = jax.export.export(trainer.train_step, platforms=["cuda" if trainer.platform == "gpu" else "cpu"])(
             *args

@@ -328,7 +328,7 @@ def bench_scan(k: int, games_per_batch: int, steps: int, runs: int, model: str =
     base = dict(learning_rate=1e-3, entropy_bonus=0.05, value_weight=0.0, discount=0.9)
     settings = [{"entropy_bonus": 0.1 * i / max(1, k - 1)} for i in range(k)]
     configs = scan.configurations(settings, [0])
-    init, chunk = scan.make_scan_fns(config)
+    init, chunk = scan.make_scan_fns(config, k)
     states, hparams = init(jnp.arange(k)), scan.stacked_hparams(base, configs)
     start = time.perf_counter()
     vmapped = chunk.lower(states, hparams, steps).compile()

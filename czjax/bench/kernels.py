@@ -895,7 +895,7 @@ def train_program(config, platform: str, seeds: int = 1) -> Built:
         def chunk(st, hp):
             return trainer.run_chunk(st, hp, steps)
     else:
-        trainer = make_trainer(config, axis_name=AXIS, platform=platform)
+        trainer = make_trainer(config, axis_name=AXIS, platform=platform, configurations=seeds)
         state = jax.eval_shape(lambda: jax.vmap(trainer.init)(jax.numpy.arange(seeds)))
         hparams = jax.tree.map(lambda x: jax.numpy.stack([x] * seeds), hparams)
 

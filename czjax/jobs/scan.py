@@ -79,11 +79,11 @@ def stacked_hparams(base: dict, configs: list[dict]) -> HParams:
     return jax.tree.map(lambda *xs: jnp.stack(xs), *per_config)
 
 
-def make_scan_fns(config: TrainConfig):
+def make_scan_fns(config: TrainConfig, configurations: int = 1):
     """``(init(seeds) -> stacked state, chunk(states, hparams, num_batches, bench=None) -> (states,
-    metrics))``; ``bench`` is the trainer's solver benchmark (``make_trainer(config,
-    AXIS).solver_bench``), shared by the configurations."""
-    trainer = make_trainer(config, axis_name=AXIS)
+    metrics))`` for ``configurations`` at once in a program; ``bench`` is the trainer's solver
+    benchmark (``make_trainer(config, AXIS).solver_bench``), shared by the configurations."""
+    trainer = make_trainer(config, axis_name=AXIS, configurations=configurations)
     convolutions, platform = models.convolves(trainer.model), trainer.platform
     init = compiling.jit(jax.vmap(trainer.init), convolutions=convolutions, platform=platform)
 
@@ -198,11 +198,12 @@ class _Group:
         """Run (or continue) the group to the scan's target, its rows appended to ``rows``;
         checkpoints after every chunk; stops before a chunk when the stop rule says so."""
         spec, config, size = self.spec, self.spec.config, len(self.configs)
-        init, run_chunk = make_scan_fns(config)
+        spread = devices.largest_divisor(size, self.num_devices)  # configurations split evenly
+        per_program = size // spread  # the configurations each device's program holds
+        init, run_chunk = make_scan_fns(config, per_program)
         hparams = stacked_hparams(spec.base_hparams, self.configs)
         states = self.resumed(init(jnp.asarray([c["seed"] for c in self.configs])), rows)
         start = time.perf_counter()
-        spread = devices.largest_divisor(size, self.num_devices)  # configurations split evenly
         # the first chunk counts its own time (its compile left out), each later one the wall time since the last
         pace, last_chunk_end = Pace(), start
         while (done := int(np.asarray(states.step)[0])) < spec.batches and not self.rule.due():
@@ -213,7 +214,7 @@ class _Group:
                 ("scan", config, num_batches, size, spread),
                 f"for {size} configurations",
                 lambda tree: devices.spread_configurations(tree, spread),
-                devices.replicate(make_trainer(config, axis_name=AXIS).solver_bench, spread),
+                devices.replicate(make_trainer(config, AXIS, configurations=per_program).solver_bench, spread),
             )
             label = f"{self.label}: {num_batches} batches"
             states, metrics, seconds = run_chunk_once(program, states, hparams, num_batches, self.rule.log, label)

@@ -137,9 +137,17 @@ def static_control_flow(config: TrainConfig, platform: str) -> bool:
     return config.control_flow == "static"
 
 
-def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1, platform: str | None = None) -> Setup:
+def make_setup(
+    config: TrainConfig,
+    axis_name: str | None,
+    num_devices: int = 1,
+    platform: str | None = None,
+    configurations: int = 1,
+) -> Setup:
     """What ``config`` describes, built for ``platform`` (None: this machine's): the network and its
-    player, the search over it, the pool's members, the solver benchmark, and how the work is split."""
+    player, the search over it, the pool's members, the solver benchmark, and how the work is split.
+    ``configurations``: how many run vmapped in one program (a scan's), which the gradient's chunking
+    counts where the platform says so (``loss_counts_configurations``)."""
     platform = platforms.checked(platform)
     model = build_model(config, platform)
     learner = models.model_player(model)
@@ -164,7 +172,11 @@ def make_setup(config: TrainConfig, axis_name: str | None, num_devices: int = 1,
         mirror=config.mirror,
         both_sides=config.both_sides,
         baseline=config.baseline and models.has_value_head(model),
-        num_chunks=row_skipping.loss_chunks(row_skipping.flops_per_board(learner, shapes), positions, platform)
+        num_chunks=row_skipping.loss_chunks(
+            row_skipping.flops_per_board(learner, shapes),
+            positions * (configurations if platforms.choices_for(platform).loss_counts_configurations else 1),
+            platform,
+        )
         if compact_gradient
         else 1,
         axis_name=axis_name,
@@ -444,19 +456,26 @@ def all_finite(tree) -> jax.Array:
 
 
 def make_trainer(
-    config: TrainConfig, axis_name: str | None = None, num_devices: int = 1, platform: str | None = None
+    config: TrainConfig,
+    axis_name: str | None = None,
+    num_devices: int = 1,
+    platform: str | None = None,
+    configurations: int = 1,
 ) -> Trainer:
     """The compiled functions for ``config``, built for ``platform`` ("cpu", "gpu", "tpu"; None:
     this machine's, :mod:`czjax.util.platforms`), cached: the same config and platform give the
     same jitted functions, so runs and tests with one config compile once. ``axis_name`` names
     the vmapped configuration axis when the functions run inside a scan (:mod:`czjax.jobs.scan`);
-    ``num_devices`` splits each batch's games across that many devices (:mod:`czjax.util.devices`)."""
-    return _trainer(config, axis_name, num_devices, platforms.checked(platform))
+    ``num_devices`` splits each batch's games across that many devices (:mod:`czjax.util.devices`);
+    ``configurations``: how many run vmapped in one program (:func:`make_setup`)."""
+    return _trainer(config, axis_name, num_devices, platforms.checked(platform), configurations)
 
 
 @functools.cache
-def _trainer(config: TrainConfig, axis_name: str | None, num_devices: int, platform: str) -> Trainer:
-    setup = make_setup(config, axis_name, num_devices, platform)
+def _trainer(
+    config: TrainConfig, axis_name: str | None, num_devices: int, platform: str, configurations: int
+) -> Trainer:
+    setup = make_setup(config, axis_name, num_devices, platform, configurations)
 
     def update(params, opt_state, traj, outcome, hp):
         return algorithms.update(setup.ctx, setup.algorithm, params, opt_state, traj, outcome, hp)

@@ -61,6 +61,8 @@ class Choices:
         loss_min_flops: the fewest forward FLOPs of the learner's whole batch at which the
             on-policy gradient is cut into chunks whose idle ones are skipped
             (:func:`czjax.row_skipping.loss_chunks`); below it the plain gradient.
+        loss_counts_configurations: in a scan, that batch is every vmapped configuration's
+            (they run as one program, so the chunks' branches are paid once for all of them).
         convolution_options: compiler options of programs that hold convolutions
             (:mod:`czjax.util.compiling`).
     """
@@ -80,6 +82,7 @@ class Choices:
     static_models: tuple[str, ...] = ()
     replay_plain_gradient: bool = False
     loss_min_flops: float = 1e8
+    loss_counts_configurations: bool = False
     convolution_options: tuple[tuple[str, str | bool], ...] = ()
 
 
@@ -134,6 +137,11 @@ CHOICES = {
         # they pay from ~5e10 forward FLOPs of the batch (Mk4 at 50 games: 2e10, plain; at 2,048
         # games: 8e11, chunked). Predicted, not yet measured.
         loss_min_flops=5e10,
+        # By the cost model (czjax bench kernels train --preset ex3-rwb --seeds 8): example 3's 8
+        # seeds as one scan are 21 x 50 x 8 positions a batch, 1.6e11 FLOPs, and skipping their
+        # idle chunks is predicted 1.21x faster; alone (2e10) the plain gradient stays. Not yet
+        # measured.
+        loss_counts_configurations=True,
     ),
     # A TPU v5e, not yet run: by its compiler's own cycle estimates (czjax bench kernels --target
     # tpu-v5e, uncalibrated), a tree of up to 128 nodes descended without a loop makes the Gumbel
