@@ -137,6 +137,21 @@ def static_control_flow(config: TrainConfig, platform: str) -> bool:
     return config.control_flow == "static"
 
 
+def gradient_chunks(config: TrainConfig, learner, shapes, platform: str, configurations: int = 1) -> int:
+    """Chunks the on-policy gradient cuts the learner's batch into (1: the plain gradient), by
+    :func:`czjax.row_skipping.loss_chunks` over the learner's positions: a static half of the plies
+    of every game (mirrored, both sides), and of every configuration in the program where the
+    platform counts them (``loss_counts_configurations``)."""
+    if not row_skipping.in_gradient(config.compaction):
+        return 1
+    positions = (
+        (rollout.PLIES // 2) * config.games_per_batch * (2 if config.mirror else 1) * (2 if config.both_sides else 1)
+    )
+    if platforms.choices_for(platform).loss_counts_configurations:
+        positions *= configurations
+    return row_skipping.loss_chunks(row_skipping.flops_per_board(learner, shapes), positions, platform)
+
+
 def make_setup(
     config: TrainConfig,
     axis_name: str | None,
@@ -151,12 +166,7 @@ def make_setup(
     platform = platforms.checked(platform)
     model = build_model(config, platform)
     learner = models.model_player(model)
-    positions = (
-        (rollout.PLIES // 2) * config.games_per_batch * (2 if config.mirror else 1) * (2 if config.both_sides else 1)
-    )  # the learner's batch
     static = static_control_flow(config, platform)
-    compact_gradient = row_skipping.in_gradient(config.compaction) and not static
-
     shapes = jax.eval_shape(lambda: models.init_params(model, jax.random.key(0)))
     searcher = build_search(config)
     actor = learner if searcher is None else search_player(searcher, learner)
@@ -172,13 +182,7 @@ def make_setup(
         mirror=config.mirror,
         both_sides=config.both_sides,
         baseline=config.baseline and models.has_value_head(model),
-        num_chunks=row_skipping.loss_chunks(
-            row_skipping.flops_per_board(learner, shapes),
-            positions * (configurations if platforms.choices_for(platform).loss_counts_configurations else 1),
-            platform,
-        )
-        if compact_gradient
-        else 1,
+        num_chunks=gradient_chunks(config, learner, shapes, platform, configurations) if not static else 1,
         axis_name=axis_name,
         devices=num_devices,
         static=static,
