@@ -30,6 +30,7 @@ from czjax.row_skipping import all_configurations
 from czjax.util import platforms
 from czjax.util.devices import split as split_games
 from czjax.util.pytree import pytree_dataclass
+from czjax.util.words import from_words, to_words
 
 PLIES = game.NUM_CELLS  # 42: the longest possible game
 
@@ -284,14 +285,7 @@ def pack_words(record) -> jax.Array:
     array for the scan to collect: on a GPU each array a loop step outputs is a kernel that
     writes it (a ply's record is seven arrays, nine with the targets); on a CPU packing costs more
     than it saves (random games at 16,384 a batch 15% slower)."""
-
-    def words(x):
-        x = x.reshape(x.shape[0], -1)
-        if x.dtype.itemsize == 4:
-            return lax.bitcast_convert_type(x, jnp.uint32)
-        return x.astype(jnp.int32).astype(jnp.uint32)
-
-    return jnp.concatenate([words(x) for x in jax.tree.leaves(record)], axis=1)
+    return jnp.concatenate([to_words(x.reshape(x.shape[0], -1)) for x in jax.tree.leaves(record)], axis=1)
 
 
 def unpack_words(words: jax.Array, like):
@@ -303,12 +297,7 @@ def unpack_words(words: jax.Array, like):
     for x, size in zip(leaves, sizes):
         part = words[..., start : start + size]  # (..., games, size)
         start += size
-        value = (
-            lax.bitcast_convert_type(part, x.dtype)
-            if jnp.dtype(x.dtype).itemsize == 4
-            else part.astype(jnp.int32).astype(x.dtype)
-        )
-        out.append(value.reshape(words.shape[:-1] + tuple(x.shape[1:])))
+        out.append(from_words(part, x.dtype).reshape(words.shape[:-1] + tuple(x.shape[1:])))
     return jax.tree.unflatten(treedef, out)
 
 

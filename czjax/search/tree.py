@@ -26,6 +26,7 @@ from czjax.players import LOSS_MASK_VALUE, Player
 from czjax.search.base import CONNECT_FOUR, NUM_ACTIONS, Environment, RecurrentFn, make_recurrent_fn, network_value
 from czjax.util import platforms
 from czjax.util.pytree import pytree_dataclass
+from czjax.util.words import from_words, to_words
 
 ROOT = 0
 UNVISITED = -1
@@ -67,20 +68,6 @@ def _node_layout(total_words: int) -> dict[str, tuple[int, int, Any]]:
     return layout
 
 
-def _to_words(x: jax.Array) -> jax.Array:
-    """``x (..., width)`` as uint32 words: 32-bit values bit for bit, booleans 0 or 1."""
-    if x.dtype == jnp.bool_:
-        return x.astype(jnp.uint32)
-    return jax.lax.bitcast_convert_type(x, jnp.uint32)
-
-
-def _from_words(words: jax.Array, dtype) -> jax.Array:
-    """:func:`_to_words`' inverse."""
-    if dtype == jnp.bool_:
-        return words != 0
-    return jax.lax.bitcast_convert_type(words, dtype)
-
-
 def pack_nodes(**fields: jax.Array) -> jax.Array:
     """Every field of :data:`NODE_FIELDS` (``(..., width)``, or ``(...)`` for a field of one word)
     as one uint32 array of words a node, ``(..., K)``."""
@@ -89,7 +76,7 @@ def pack_nodes(**fields: jax.Array) -> jax.Array:
     parts = []
     for name, width, dtype in NODE_FIELDS:
         x = jnp.asarray(fields[name], dtype)
-        parts.append(_to_words(x[..., None] if width == 1 else x))
+        parts.append(to_words(x[..., None] if width == 1 else x))
     return jnp.concatenate(parts, axis=-1)
 
 
@@ -97,7 +84,7 @@ def _node_field(node_words: jax.Array, name: str) -> jax.Array:
     """Field ``name`` of nodes' words ``(..., K)``: ``(...)`` for a field of one word (but the
     ancestor bits, always ``(..., W)``), else ``(..., width)``, in its type."""
     start, width, dtype = _node_layout(node_words.shape[-1])[name]
-    x = _from_words(node_words[..., start : start + width], dtype)
+    x = from_words(node_words[..., start : start + width], dtype)
     return x[..., 0] if width == 1 and name != "ancestors" else x
 
 
