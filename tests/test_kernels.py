@@ -251,6 +251,13 @@ def test_memory_traffic_leaves_out_a_buffer_updated_in_place():
     assert plain is not None and kernels.memory_traffic(plain, {}) == 4 * (32 + 128 + 64)
 
 
+def test_memory_traffic_counts_operands_after_an_index_mark():
+    # XLA prints /*index=5*/ before a sixth operand; it is read like the five before it
+    shapes = {name: "f32[16]{0}" for name in "abcdef"}
+    six = kernels._instruction("  %fusion.3 = f32[16]{0} fusion(%a, %b, %c, %d, %e, /*index=5*/%f), calls=%h")
+    assert six is not None and kernels.memory_traffic(six, shapes) == 7 * 16 * 4
+
+
 # A fusion that reads a row of a table (a dynamic slice, through a bitcast), gathers from a
 # second, and adds a third whole
 PART_READING = """HloModule parts, is_scheduled=true

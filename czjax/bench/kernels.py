@@ -261,10 +261,8 @@ def memory_traffic(instruction: Instruction, shapes: dict[str, str], parts: dict
     scratch space (the byte array it returns beside its result). ``parts``: the bytes a fusion
     reads of the operands it only slices or gathers from (:func:`partial_reads`), which count
     that much, not the whole buffer."""
-    operands = [
-        shapes.get(item.strip().split(" ")[-1].lstrip("%"), "") or item
-        for item in _top_level_items(instruction.operands)
-    ]
+    items = _top_level_items(_without_marks(instruction.operands))
+    operands = [shapes.get(name, "") or item for name, item in zip(_operand_names(instruction.operands), items)]
     result = instruction.shape
     if instruction.opcode == "custom-call" and result.startswith("("):
         result = _top_level_items(result[1:-1])[0]
@@ -311,8 +309,12 @@ def partial_reads(fused: list[Instruction]) -> dict[int, float]:
 
 def _operand_names(operands: str) -> list[str]:
     """The names of an instruction's operands (each printed with its type, or bare)."""
-    bare = re.sub(r"/\*.*?\*/", "", operands)  # XLA's /*index=5*/ marks
-    return [item.strip().split(" ")[-1].lstrip("%") for item in _top_level_items(bare)]
+    return [item.strip().split(" ")[-1].lstrip("%") for item in _top_level_items(_without_marks(operands))]
+
+
+def _without_marks(operands: str) -> str:
+    """An operand list without XLA's ``/*index=5*/`` marks (printed before every fifth operand)."""
+    return re.sub(r"/\*.*?\*/", "", operands)
 
 
 def _tuple_index(instruction: Instruction) -> int:
