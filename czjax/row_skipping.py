@@ -116,10 +116,14 @@ def _eqn_flops(eqn) -> float:
 
 def _jaxpr_flops(jaxpr) -> float:
     """Matrix-product and convolution FLOPs of a jaxpr, inner jaxprs included (a scan's body
-    times its length, the most expensive branch of a cond)."""
+    times its length, the most expensive branch of a cond, a Pallas kernel's estimate of itself)."""
     total = 0.0
     for eqn in jaxpr.eqns:
         total += _eqn_flops(eqn)
+        estimate = eqn.params.get("cost_estimate") if eqn.primitive.name == "pallas_call" else None
+        if estimate is not None:  # a Pallas kernel's own count (its body is one block's program)
+            total += estimate.flops
+            continue
         inner = []
         for value in eqn.params.values():
             values = value if isinstance(value, (tuple, list)) else (value,)

@@ -203,9 +203,10 @@ def test_the_seeds_step_continues_each_seed_over_calls_from_its_portable_state(t
 
 def test_the_profile_grid_runs_smaller_batches_first():
     cells = benchmark_steps.profile_cells(1.0)
-    assert len(cells) == 2 * 3 * 2 and len(set(cells)) == len(cells)
+    assert len(cells) == 4 * 3 * 2 and len(set(cells)) == len(cells)
     assert [games for _, games, _ in cells] == sorted(games for _, games, _ in cells)
-    assert {program for program, _, _ in cells} == {"strength", "mk4"}
+    assert {program for program, _, _ in cells} == {"strength", "mk4", "strength-pallas", "mk4-pallas"}
+    assert benchmark_steps.profile_programs(1.0)["mk4-pallas"].conv == "pallas"
     assert {precision for _, _, precision in cells} == {"default", "mixed"}
     assert benchmark_steps.profile_programs(1.0)["mk4"].model == "cnn-mk4"
     assert benchmark_steps.profile_programs(1.0)["strength"] == strength_steps.strength_config(1.0)

@@ -35,6 +35,8 @@ from pathlib import Path
 
 import jax
 
+from czjax.models import pallas_conv
+
 DATA = Path(__file__).resolve().parent.parent / "data" / "targets"
 
 
@@ -76,6 +78,10 @@ def plugin_packages(platform: str) -> str:
 # kernels on a device), and XLA's own gemms rather than Triton's, which at autotune level 0
 # failed to tile Mk4's kernel gradient.
 GPU_COMPILE_OPTIONS: dict[str, str | bool] = {"xla_gpu_autotune_level": "0", "xla_gpu_enable_triton_gemm": False}
+
+
+# A Pallas kernel's call on a GPU (a Triton program: a kernel launch like XLA's own, not a library's)
+TRITON = "__gpu$xla.gpu.triton"
 
 
 class Unavailable(ValueError):
@@ -389,6 +395,8 @@ def instruction_flops(instruction: Instruction, shapes: dict[str, str]) -> tuple
     computation's values by name (an operand printed without its type)."""
     target = re.search(r'custom_call_target="([^"]*)"', instruction.attributes)
     library = target.group(1) if target and instruction.opcode == "custom-call" else ""
+    if library == TRITON:
+        return _pallas_conv_flops(instruction, shapes)
     is_product = instruction.opcode == "dot" or "gemm" in library or "matmul" in library
     is_conv = instruction.opcode == "convolution" or "$conv" in library
     if not (is_product or is_conv):
@@ -413,6 +421,21 @@ def instruction_flops(instruction: Instruction, shapes: dict[str, str]) -> tuple
     labels = re.search(r"dim_labels=\w+_(\w+)->", instruction.attributes)
     out_features = kernel[labels.group(1).index("o")] if labels and "o" in labels.group(1) else kernel[-1]
     return operands[0][0], 2.0 * math.prod(out) * math.prod(kernel) / max(out_features, 1)
+
+
+def _pallas_conv_flops(instruction: Instruction, shapes: dict[str, str]) -> tuple[str, float]:
+    """A :mod:`czjax.models.pallas_conv` kernel's (other Pallas kernels: none counted): nine taps'
+    products over each cell. The convolution's operands: the cells' inputs and the taps,
+    ``(..., 9, in, out)``, its result a row of ``out`` a cell; the kernel gradient's: the cells'
+    inputs, ``(..., cells, in)``, and cotangents, its result ``(..., 9, groups, in, out)``."""
+    operands, result = _operand_shapes(instruction, shapes), _dims(instruction.shape)
+    if len(operands) < 2 or not result or len(operands[1][1]) < 2:
+        return "", 0.0
+    if f'name = "{pallas_conv.KERNEL_NAME}"' in instruction.attributes:
+        return operands[1][0], 2.0 * math.prod(result[0][1]) * math.prod(operands[1][1][-3:-1])
+    if f'name = "{pallas_conv.GRADIENT_KERNEL_NAME}"' in instruction.attributes:
+        return operands[0][0], 2.0 * math.prod(operands[0][1]) * 9 * result[0][1][-1]
+    return "", 0.0
 
 
 # The function whose conditionals skip chunks of rows that do not matter (czjax.row_skipping).
@@ -569,7 +592,7 @@ class Program:
                     totals.add(self._walk(callee, node))
             elif instruction.opcode not in FREE:
                 totals.kernels += 1
-                totals.library_calls += instruction.opcode == "custom-call"
+                totals.library_calls += instruction.opcode == "custom-call" and TRITON not in instruction.attributes
                 totals.convolution_calls += instruction.opcode == "custom-call" and "$conv" in instruction.attributes
                 parts = self._partial_reads(instruction)
                 totals.bytes_moved += memory_traffic(instruction, self.shapes.get(name, {}), parts)

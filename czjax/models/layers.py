@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from czjax.models.pallas_conv import conv3x3_pallas
 from czjax.util import platforms
 
 # PyTorch's normalisation epsilon (LayerNorm, GroupNorm), kept so that weights are exchanged both ways
@@ -46,7 +47,11 @@ TORCH_EPS = 1e-5
 # "winograd" (:func:`conv3x3_winograd`) does the same sums with half the multiplications; on a
 # CPU its transforms, passes bound by memory, cost it more than it saves against "xla"
 # (docs/results/pons-protocol/yardstick-xla-conv-2026-11-27/pool-step.json).
-CONV_METHODS = ("auto", "im2col", "xla", "canonical", "winograd")
+# "pallas" (:mod:`czjax.models.pallas_conv`) is one Triton kernel a convolution that writes no
+# patches, for a GPU (interpreted, slowly, on the CPU; none on a TPU); a layer with fewer than
+# :data:`PALLAS_MIN_CHANNELS` input channels (the first, over the board's planes) uses im2col.
+CONV_METHODS = ("auto", "im2col", "xla", "canonical", "winograd", "pallas")
+PALLAS_MIN_CHANNELS = 16  # a Triton product's shortest inner dimension
 
 
 def backend_method(method: str, by_backend: dict, unmeasured: str, platform: str | None = None) -> str:
@@ -287,9 +292,13 @@ class Conv3x3(nn.Module):
     def __call__(self, x):
         kernel = self.param("kernel", nn.initializers.lecun_normal(), (3, 3, x.shape[-1], self.features))
         method = conv_method(self.method)
+        if method == "pallas" and platforms.target() == "tpu":
+            raise ValueError("--conv pallas is a GPU kernel (interpreted on a CPU); a TPU has none: choose another")
+        if method == "pallas" and x.shape[-1] >= PALLAS_MIN_CHANNELS:
+            return conv3x3_pallas(x, kernel, self.dtype)
         if method == "winograd":
             return conv3x3_winograd(x, kernel, self.dtype)
-        if method == "im2col":
+        if method in ("im2col", "pallas"):
             return conv3x3_im2col(x, kernel, self.dtype)
         x, kernel = x.astype(self.dtype), kernel.astype(self.dtype)
         if method == "xla":

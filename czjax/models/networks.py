@@ -172,11 +172,11 @@ def for_platform(model: nn.Module, platform: str) -> nn.Module:
 
 def convolves(model: nn.Module) -> bool:
     """Whether ``model``'s program on this backend holds convolution ops (im2col and winograd
-    compute theirs as matrix products): :mod:`czjax.util.compiling` compiles such programs with
-    their own options."""
+    compute theirs as matrix products, pallas in a kernel of its own): :mod:`czjax.util.compiling`
+    compiles such programs with their own options."""
     if isinstance(model, (CNNMk4, ResNet)):  # Mk4's (6, 1) column convolution follows its 3x3s
         network = "mk4" if isinstance(model, CNNMk4) else "resnet"
-        return conv_method(model.conv, network) not in ("im2col", "winograd")
+        return conv_method(model.conv, network) not in ("im2col", "winograd", "pallas")
     return False
 
 

@@ -1,7 +1,7 @@
 """The campaign's steps of the benchmarks (``docs/results/benchmarks/``):
 
-- ``profile``: where the time goes, the strength recipe's iteration and Mk4's under
-  jax.profiler at three batch sizes and two precisions, time by kind of operation; first in the
+- ``profile``: where the time goes, the strength recipe's iteration and Mk4's (each also with
+  `--conv pallas`) under jax.profiler at three batch sizes and two precisions, time by kind of operation; first in the
   campaign, so that on a GPU it says where the time of the steps after it goes;
 - ``bench``: the benchmark tables (``czjax bench train``, ``search``, ``rollout``) as they are.
 """
@@ -36,11 +36,16 @@ GRAPHS_FLAGS = "--xla_gpu_enable_command_buffer=FUSION,CUBLAS,CUBLASLT,CUSTOM_CA
 def profile_programs(scale: float) -> dict:
     """The profile step's programs by name: the strength recipe's iteration (preset
     gumbel-az-gpu) and Mk4's (self-play against a frozen copy and one AdamW update, as `czjax
-    bench train` times it); below full scale, both with the tiny strength recipe's network."""
+    bench train` times it), and at full scale each again with its 3x3 convolutions as Pallas
+    kernels (``-pallas``: `--conv pallas`, which writes no patches; a GPU measures what the
+    count predicts); below full scale, the first two with the tiny strength recipe's network."""
     from czjax.learn.settings import TrainConfig
 
     mk4 = TrainConfig(model="cnn-mk4" if scale == 1 else SMALL_STRENGTH["model"], opponent="self")
-    return {"strength": strength_config(scale), "mk4": mk4}
+    programs = {"strength": strength_config(scale), "mk4": mk4}
+    if scale == 1:
+        programs.update({f"{name}-pallas": config.override({"conv": "pallas"}) for name, config in programs.items()})
+    return programs
 
 
 def profile_cells(scale: float) -> list[tuple[str, int, str]]:

@@ -1,0 +1,108 @@
+"""The Pallas convolution (czjax.models.pallas_conv, ``--conv pallas``), interpreted on the CPU,
+against ``lax.conv`` at the highest precision and JAX's own gradient of it: forward, both
+gradients, under ``vmap`` (each configuration its own kernel, or one shared), in mixed precision,
+and inside the networks, whose outputs match im2col's from the same weights. A batch whose cells
+do not fill the kernel's last block is in every case (5 boards: 210 cells, blocks of 128)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+from czjax.models import get_model
+from czjax.models.pallas_conv import BLOCK, CELLS, conv3x3_pallas
+
+
+def reference(x, kernel):
+    """lax.conv's 'same' 3x3 convolution, NHWC / HWIO, in full float32."""
+    return lax.conv_general_dilated(
+        x, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"), precision=lax.Precision.HIGHEST
+    )
+
+
+def operands(boards: int, channels: int, features: int, seed: int = 0, lead: tuple[int, ...] = ()):
+    kx, kk, ky = jax.random.split(jax.random.key(seed), 3)
+    x = jax.random.normal(kx, (*lead, boards, 6, 7, channels))
+    kernel = jax.random.normal(kk, (*lead, 3, 3, channels, features)) / np.sqrt(9 * channels)
+    dy = jax.random.normal(ky, (*lead, boards, 6, 7, features))
+    return x, kernel, dy
+
+
+def close(got, want, scale=None):
+    """Equal within float32 rounding of sums of a few hundred products, relative to the
+    largest value."""
+    scale = float(jnp.abs(want).max()) if scale is None else scale
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=2e-5 * scale, rtol=0)
+
+
+def test_the_cells_do_not_fill_the_last_block():
+    assert (5 * CELLS) % BLOCK != 0
+
+
+@pytest.mark.parametrize("boards,channels,features", [(5, 64, 64), (5, 32, 16), (1, 16, 48)])
+def test_forward_and_both_gradients_match_lax_conv(boards, channels, features):
+    x, kernel, dy = operands(boards, channels, features)
+    close(jax.jit(conv3x3_pallas)(x, kernel), reference(x, kernel))
+
+    def loss(conv):
+        return lambda x, kernel: (conv(x, kernel) * dy).sum()
+
+    got = jax.jit(jax.grad(loss(conv3x3_pallas), (0, 1)))(x, kernel)
+    want = jax.grad(loss(reference), (0, 1))(x, kernel)
+    for g, w in zip(got, want):
+        close(g, w)
+
+
+def test_vmapped_configurations_each_with_its_kernel_or_one_shared():
+    x, kernel, dy = operands(5, 32, 32, seed=1, lead=(3,))
+    close(jax.jit(jax.vmap(conv3x3_pallas))(x, kernel), jax.vmap(reference)(x, kernel))
+    close(jax.jit(jax.vmap(conv3x3_pallas, (0, None)))(x, kernel[0]), jax.vmap(reference, (0, None))(x, kernel[0]))
+
+    def gradients(conv):
+        return jax.vmap(jax.grad(lambda x, k, dy: (conv(x, k) * dy).sum(), (0, 1)))
+
+    for g, w in zip(jax.jit(gradients(conv3x3_pallas))(x, kernel, dy), gradients(reference)(x, kernel, dy)):
+        close(g, w)
+
+
+def test_mixed_precision_rounds_the_operands_and_sums_in_float32():
+    x, kernel, _ = operands(5, 64, 32, seed=2)
+    got = jax.jit(lambda x, k: conv3x3_pallas(x, k, jnp.bfloat16))(x, kernel)
+    assert got.dtype == jnp.float32
+    rounded = [a.astype(jnp.bfloat16).astype(jnp.float32) for a in (x, kernel)]
+    close(got, reference(*rounded))
+    # and not the float32 result: the rounding is there
+    assert float(jnp.abs(got - reference(x, kernel)).max()) > 1e-4
+
+
+@pytest.mark.parametrize("network", ["resnet:blocks=2,channels=32", "cnn-mk4"])
+def test_a_network_with_pallas_convolutions_matches_im2col(network):
+    boards = jax.random.randint(jax.random.key(3), (5, 6, 7), -1, 2).astype(jnp.int8)
+    with_im2col, with_pallas = get_model(network, conv="im2col"), get_model(network, conv="pallas")
+    params = with_im2col.init(jax.random.key(4), boards)
+    want, got = with_im2col.apply(params, boards), jax.jit(with_pallas.apply)(params, boards)
+    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+        close(g, w, scale=max(1.0, float(jnp.abs(w).max())))
+    grads = [
+        jax.grad(lambda p, m=m: sum(jnp.sum(leaf**2) for leaf in jax.tree.leaves(m.apply(p, boards))))(params)
+        for m in (with_im2col, with_pallas)
+    ]
+    for g, w in zip(jax.tree.leaves(grads[1]), jax.tree.leaves(grads[0])):
+        close(g, w, scale=max(1.0, float(jnp.abs(w).max())))
+
+
+def test_a_pallas_network_counts_the_flops_of_its_im2col_twin():
+    """The FLOP rules that choose compaction and gradient chunks (row_skipping.flops_per_board)
+    read a Pallas kernel's own estimate, which must be the arithmetic im2col's products do."""
+    from czjax import game, row_skipping
+    from czjax.players.network import model_player
+
+    counts = []
+    for conv in ("im2col", "pallas"):
+        model = get_model("cnn-mk4", conv=conv)
+        params = model.init(jax.random.key(0), game.new_boards(1))
+        counts.append(row_skipping.flops_per_board(model_player(model), params))
+    assert counts[1] == counts[0] > 1e7
