@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from czjax.models import pallas_conv
 from czjax.models.pallas_conv import conv3x3_pallas
 from czjax.util import platforms
 
@@ -48,10 +49,10 @@ TORCH_EPS = 1e-5
 # CPU its transforms, passes bound by memory, cost it more than it saves against "xla"
 # (docs/results/pons-protocol/yardstick-xla-conv-2026-11-27/pool-step.json).
 # "pallas" (:mod:`czjax.models.pallas_conv`) is one Triton kernel a convolution that writes no
-# patches, for a GPU (interpreted, slowly, on the CPU; none on a TPU); a layer with fewer than
-# :data:`PALLAS_MIN_CHANNELS` input channels (the first, over the board's planes) uses im2col.
+# patches, for a GPU (interpreted, slowly, on the CPU; none on a TPU); a layer whose channels the
+# kernel does not take (:func:`czjax.models.pallas_conv.fits`: the first, over the board's
+# planes) uses im2col.
 CONV_METHODS = ("auto", "im2col", "xla", "canonical", "winograd", "pallas")
-PALLAS_MIN_CHANNELS = 16  # a Triton product's shortest inner dimension
 
 
 def backend_method(method: str, by_backend: dict, unmeasured: str, platform: str | None = None) -> str:
@@ -294,7 +295,7 @@ class Conv3x3(nn.Module):
         method = conv_method(self.method)
         if method == "pallas" and platforms.target() == "tpu":
             raise ValueError("--conv pallas is a GPU kernel (interpreted on a CPU); a TPU has none: choose another")
-        if method == "pallas" and x.shape[-1] >= PALLAS_MIN_CHANNELS:
+        if method == "pallas" and pallas_conv.fits(x.shape[-1], self.features):
             return conv3x3_pallas(x, kernel, self.dtype)
         if method == "winograd":
             return conv3x3_winograd(x, kernel, self.dtype)

@@ -9,8 +9,10 @@ lies off the board masked to zero, and each read is multiplied by its tap of the
 in float32, in registers. A block of :data:`BLOCK` rows is a Triton program on a GPU; on the CPU
 the same kernel is interpreted (for tests: it is slow there). The gradient: the input's is the
 same kernel over the output's cotangent with the kernel turned (taps mirrored, in and out
-swapped); the kernel's is one matrix product of im2col's patches (a gradient step's boards are
-few beside self-play's evaluations).
+swapped); the kernel's a second kernel, each tap's ``(in, out)`` product of the shifted inputs and
+the cotangents summed over blocks of cells. Triton's blocks ask for channels in powers of two, at
+least 16 (:func:`fits`); a layer that has other counts (the first, over the board's planes) is left
+to im2col by its caller.
 """
 
 from __future__ import annotations
@@ -36,9 +38,10 @@ GRADIENT_KERNEL_NAME = "conv3x3_taps_gradient"
 GRADIENT_GROUPS = 16
 
 
-def _taps() -> list[tuple[int, int]]:
-    """The kernel's nine taps as (row, column) offsets, in its ``(3, 3)`` order."""
-    return [(dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1)]
+def fits(channels: int, features: int) -> bool:
+    """Whether a convolution from ``channels`` to ``features`` runs as these kernels: both powers
+    of two, at least 16 (Triton's shortest product)."""
+    return all(n >= 16 and n & (n - 1) == 0 for n in (channels, features))
 
 
 def _rows_in_block(start, rows: int):
@@ -54,7 +57,7 @@ def _shifted(x_ref, start, tap, rows: int, halo: int):
     board."""
     from jax.experimental.pallas import triton
 
-    dr, dc = tap // 3 - 1, tap % 3 - 1  # _taps()' order
+    dr, dc = tap // 3 - 1, tap % 3 - 1  # the kernel's (3, 3) taps in order
     row, col, real = _rows_in_block(start, rows)
     on_board = (row + dr >= 0) & (row + dr < game.ROWS) & (col + dc >= 0) & (col + dc < game.COLS) & real
     at = x_ref.at[pl.ds(halo + start + dr * game.COLS + dc, BLOCK), :]
