@@ -35,7 +35,7 @@ from pathlib import Path
 
 import jax
 
-from czjax.models import pallas_conv
+from czjax.models import pallas_conv, pallas_trunk
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "targets"
 
@@ -424,10 +424,12 @@ def instruction_flops(instruction: Instruction, shapes: dict[str, str]) -> tuple
 
 
 def _pallas_conv_flops(instruction: Instruction, shapes: dict[str, str]) -> tuple[str, float]:
-    """A :mod:`czjax.models.pallas_conv` kernel's (other Pallas kernels: none counted): nine taps'
-    products over each cell. The convolution's operands: the cells' inputs and the taps,
-    ``(..., 9, in, out)``, its result a row of ``out`` a cell; the kernel gradient's: the cells'
-    inputs, ``(..., cells, in)``, and cotangents, its result ``(..., 9, groups, in, out)``."""
+    """A :mod:`czjax.models.pallas_conv` or :mod:`czjax.models.pallas_trunk` kernel's (other Pallas
+    kernels: none counted): nine taps' products over each cell. The convolution's operands: the
+    cells' inputs and the taps, ``(..., 9, in, out)``, its result a row of ``out`` a cell; the
+    kernel gradient's: the cells' inputs, ``(..., cells, in)``, and cotangents, its result
+    ``(..., 9, groups, in, out)``; the trunk's: its taps ``(..., layers, 9, ch, ch)``, its result
+    a row a cell (and the rows its programs leave unused: 2 of 128, and 16 around them)."""
     operands, result = _operand_shapes(instruction, shapes), _dims(instruction.shape)
     if len(operands) < 2 or not result or len(operands[1][1]) < 2:
         return "", 0.0
@@ -435,6 +437,8 @@ def _pallas_conv_flops(instruction: Instruction, shapes: dict[str, str]) -> tupl
         return operands[1][0], 2.0 * math.prod(result[0][1]) * math.prod(operands[1][1][-3:-1])
     if f'name = "{pallas_conv.GRADIENT_KERNEL_NAME}"' in instruction.attributes:
         return operands[0][0], 2.0 * math.prod(operands[0][1]) * 9 * result[0][1][-1]
+    if f'name = "{pallas_trunk.KERNEL_NAME}"' in instruction.attributes:  # taps (..., layers, 9, ch, ch)
+        return operands[1][0], 2.0 * math.prod(result[0][1]) * math.prod(operands[1][1][-4:-1])
     return "", 0.0
 
 

@@ -11,6 +11,7 @@ import flax.linen as nn
 import jax.numpy as jnp
 
 from czjax import game
+from czjax.models import pallas_trunk
 from czjax.models.layers import (
     TORCH_EPS,
     ColumnConv,
@@ -145,16 +146,29 @@ class ResNet(nn.Module):
             return group_norm(self.norm, jnp.float32, name, groups, "resnet")
 
         x = nn.relu(norm("stem_norm")(Conv3x3(width, conv, dtype, name="stem")(one_hot_planes(boards))))
-        for i in range(self.blocks):
-            y = nn.relu(norm(f"block{i}_norm0")(Conv3x3(width, conv, dtype, name=f"block{i}_conv0")(x)))
-            y = norm(f"block{i}_norm1")(Conv3x3(width, conv, dtype, name=f"block{i}_conv1")(y))
-            x = nn.relu(x + y)
+        if conv == "pallas" and pallas_trunk.fits(width, self.blocks) and not self.is_initializing():
+            x = self._fused_trunk(x, groups)
+        else:
+            for i in range(self.blocks):
+                y = nn.relu(norm(f"block{i}_norm0")(Conv3x3(width, conv, dtype, name=f"block{i}_conv0")(x)))
+                y = norm(f"block{i}_norm1")(Conv3x3(width, conv, dtype, name=f"block{i}_conv1")(y))
+                x = nn.relu(x + y)
         batch = x.shape[0]
         p = nn.relu(dense(2, dtype, name="policy_conv")(x)).reshape(batch, -1)  # a 1x1 conv is a Dense per cell
         logits = dense(game.COLS, dtype, name="policy")(p).astype(jnp.float32)
         v = nn.relu(dense(1, dtype, name="value_conv")(x)).reshape(batch, -1)
         v = nn.relu(dense(width, dtype, name="value_hidden")(v))
         return logits, jnp.tanh(dense(1, dtype, name="value")(v)[:, 0].astype(jnp.float32))
+
+    def _fused_trunk(self, x, groups: int):
+        """The residual blocks as one Pallas kernel (:mod:`czjax.models.pallas_trunk`) from the
+        parameters of their layers, which ``init`` makes through the layers themselves."""
+        params = self.variables["params"]
+        layers = [(f"block{i}_conv{j}", f"block{i}_norm{j}") for i in range(self.blocks) for j in (0, 1)]
+        kernels = jnp.stack([params[conv]["kernel"] for conv, _ in layers]).astype(self.dtype)
+        scales = jnp.stack([params[norm]["scale"] for _, norm in layers])
+        biases = jnp.stack([params[norm]["bias"] for _, norm in layers])
+        return pallas_trunk.trunk(x, kernels, scales, biases, groups)
 
 
 def for_platform(model: nn.Module, platform: str) -> nn.Module:

@@ -1,8 +1,10 @@
-"""The Pallas convolution (czjax.models.pallas_conv, ``--conv pallas``), interpreted on the CPU,
-against ``lax.conv`` at the highest precision and JAX's own gradient of it: forward, both
-gradients, under ``vmap`` (each configuration its own kernel, or one shared), in mixed precision,
-and inside the networks, whose outputs match im2col's from the same weights. A batch whose cells
-do not fill the kernel's last block is in every case (5 boards: 210 cells, blocks of 128)."""
+"""The Pallas kernels of ``--conv pallas``, interpreted on the CPU: the convolution
+(czjax.models.pallas_conv) against ``lax.conv`` at the highest precision and JAX's own gradient
+of it: forward, both gradients, under ``vmap`` (each configuration its own kernel, or one
+shared), in mixed precision; the ResNet's residual trunk (czjax.models.pallas_trunk) against the
+same blocks written with ``lax.conv`` and GroupNorm by hand; and both inside the networks, whose
+outputs and gradients match im2col's from the same weights. A batch whose cells do not fill a
+kernel's last block (or boards its last program) is in every case."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import numpy as np
 import pytest
 from jax import lax
 
-from czjax.models import get_model
+from czjax.models import get_model, pallas_trunk
 from czjax.models.pallas_conv import BLOCK, CELLS, conv3x3_pallas, fits
 
 
@@ -107,3 +109,55 @@ def test_a_pallas_network_counts_the_flops_of_its_im2col_twin():
         params = model.init(jax.random.key(0), game.new_boards(1))
         counts.append(row_skipping.flops_per_board(model_player(model), params))
     assert counts[1] == counts[0] > 1e7
+
+
+def by_hand_trunk(x, kernels, scales, biases, groups):
+    """The ResNet's blocks with lax.conv and GroupNorm over (cells, group) written out."""
+
+    def norm(y, scale, bias):
+        g = y.reshape(y.shape[0], CELLS, groups, -1)
+        mean = g.mean((1, 3), keepdims=True)
+        variance = ((g - mean) ** 2).mean((1, 3), keepdims=True)
+        return ((g - mean) / jnp.sqrt(variance + 1e-5)).reshape(y.shape) * scale + bias
+
+    for i in range(kernels.shape[0] // 2):
+        y = jax.nn.relu(norm(reference(x, kernels[2 * i]), scales[2 * i], biases[2 * i]))
+        x = jax.nn.relu(x + norm(reference(y, kernels[2 * i + 1]), scales[2 * i + 1], biases[2 * i + 1]))
+    return x
+
+
+def trunk_operands(boards: int, channels: int, layers: int, seed: int = 5):
+    kx, kk, ks, kb = jax.random.split(jax.random.key(seed), 4)
+    x = jax.nn.relu(jax.random.normal(kx, (boards, 6, 7, channels)))
+    kernels = jax.random.normal(kk, (layers, 3, 3, channels, channels)) / np.sqrt(9 * channels)
+    scales = 1 + 0.1 * jax.random.normal(ks, (layers, channels))
+    return x, kernels, scales, 0.1 * jax.random.normal(kb, (layers, channels))
+
+
+def test_the_trunk_kernel_is_the_blocks_by_hand():
+    """7 boards: three programs of 3, the last with one; 4 layers (two blocks) of 32 channels in
+    4 groups, then the ResNet's 64 in 8."""
+    for channels, groups in ((32, 4), (64, 8)):
+        operands_ = trunk_operands(7, channels, 4)
+        got = jax.jit(pallas_trunk.trunk, static_argnums=4)(*operands_, groups)
+        close(got, by_hand_trunk(*operands_, groups))
+
+
+def test_the_trunk_differentiated_runs_layer_by_layer_with_the_same_gradient():
+    operands_ = trunk_operands(4, 32, 2)
+    dy = jax.random.normal(jax.random.key(6), (4, 6, 7, 32))
+    got = jax.jit(jax.grad(lambda *a: (pallas_trunk.trunk(*a, 4) * dy).sum(), (0, 1, 2, 3)))(*operands_)
+    want = jax.grad(lambda *a: (by_hand_trunk(*a, 4) * dy).sum(), (0, 1, 2, 3))(*operands_)
+    for g, w in zip(got, want):
+        close(g, w)
+
+
+def test_the_trunk_vmapped_and_in_mixed_precision():
+    x, kernels, scales, biases = trunk_operands(4, 32, 2)
+    stacked = [jnp.stack([a, a * 0.5]) for a in (x, kernels, scales, biases)]
+    got = jax.jit(jax.vmap(lambda *a: pallas_trunk.trunk(*a, 4)))(*stacked)
+    close(got, jax.vmap(lambda *a: by_hand_trunk(*a, 4))(*stacked))
+    mixed = jax.jit(pallas_trunk.trunk, static_argnums=4)(x, kernels.astype(jnp.bfloat16), scales, biases, 4)
+    layered = pallas_trunk.layered_trunk(x, kernels.astype(jnp.bfloat16), scales, biases, 4)
+    close(mixed, layered, scale=10 * float(jnp.abs(layered).max()))  # both round each layer's operands
+    assert float(jnp.abs(mixed - by_hand_trunk(x, kernels, scales, biases, 4)).max()) > 1e-4

@@ -1,0 +1,195 @@
+"""The ResNet's residual trunk as one Pallas kernel: every block's two 3x3 convolutions, their
+GroupNorms, ReLUs and the residual sums, for a block of boards, without leaving the kernel.
+
+Per 3x3 convolution (:mod:`czjax.models.pallas_conv`) each layer is still a kernel of its own
+with its activations written and read again by the norm's reduction and its application: on a
+GPU by the cost model of ``czjax bench kernels`` the strength recipe's evaluations are then
+about equal parts launches and those bytes. Here one Triton program takes :data:`BOARDS` whole
+boards (126 of its 128 rows), so that a cell's neighbours and a board's GroupNorm statistics are
+its own: a layer's input is written to the program's rows of the output (which serves as its
+scratch), read back nine times shifted by a neighbour's offset (masked off the board), the taps'
+products summed in float32; a board's group sums are products with the rows' one-hot board
+(exact float32), then applied in place. Only the trunk's input and its result cross memory.
+
+Differentiated (a gradient step) the trunk runs layer by layer (:func:`layered_trunk`: the
+per-convolution kernels and GroupNorm in one pass, the same arithmetic), whose activations its
+gradient needs: the kernel is for evaluations, which take none. On the CPU the
+kernel is interpreted (for tests); a TPU has none.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.experimental import pallas as pl
+
+from czjax import game
+from czjax.models.layers import TORCH_EPS, group_norm_nhwc
+from czjax.models.pallas_conv import conv3x3_pallas
+
+CELLS = game.ROWS * game.COLS
+BOARDS = 3  # boards a program: 126 of its BLOCK rows
+BLOCK = 128
+SLOTS = 16  # the one-hot boards' width (a Triton product's shortest dimension; BOARDS used)
+EDGE = 8  # rows of the output before the first program's (>= COLS + 1: shifted reads in bounds)
+KERNEL_NAME = "resnet_trunk"  # which czjax bench kernels reads its FLOPs by
+_EXACT = lax.Precision.HIGHEST  # the norm's sums: float32, not TF32
+
+
+def fits(channels: int, blocks: int) -> bool:
+    """Whether a trunk of ``blocks`` blocks of ``channels`` runs as this kernel: channels a power
+    of two from 16 to 128 (a program holds a block of rows of them)."""
+    return blocks > 0 and 16 <= channels <= 128 and channels & (channels - 1) == 0
+
+
+def _sums(onehot, y):
+    """Each board's column sums of ``y (BLOCK, ch)``: ``(SLOTS, ch)``."""
+    return lax.dot_general(onehot, y, (((0,), (0,)), ((), ())), precision=_EXACT, preferred_element_type=jnp.float32)
+
+
+def _exact(a, b):
+    return jnp.dot(a, b, precision=_EXACT, preferred_element_type=jnp.float32)
+
+
+def _group_norm(y, scale, bias, onehot, same_group, size: int):
+    """GroupNorm of a block's rows, each board and group its own statistics (the variance as
+    E[y^2] - E[y]^2), then ``* scale + bias``."""
+    mean = _exact(_sums(onehot, y), same_group) / size
+    variance = _exact(_sums(onehot, y * y), same_group) / size - mean * mean
+    rstd = lax.rsqrt(variance + TORCH_EPS)
+    return (y - _exact(onehot, mean)) * _exact(onehot, rstd) * scale[None, :] + bias[None, :]
+
+
+def resnet_trunk(x_ref, w_ref, s_ref, b_ref, o_ref, *, boards: int, groups: int, interpret: bool):
+    """One program's boards through every block: ``x_ref`` the stem's output (126 rows a
+    program), ``w_ref (2 blocks, 9, ch, ch)`` the taps, ``s_ref``/``b_ref (2 blocks, ch)`` the
+    norms'; ``o_ref`` the result, the program's rows after :data:`EDGE` + 128 a program."""
+    from jax.experimental.pallas import triton
+
+    program = pl.program_id(0)
+    local = lax.broadcasted_iota(jnp.int32, (BLOCK,), 0)
+    board = local // CELLS
+    real = (local < BOARDS * CELLS) & (program * BOARDS + board < boards)
+    row, col = (local % CELLS) // game.COLS, local % game.COLS
+    channels = o_ref.shape[-1]
+    onehot = jnp.where(real[:, None], board[:, None] == lax.broadcasted_iota(jnp.int32, (BLOCK, SLOTS), 1), False)
+    onehot = onehot.astype(jnp.float32)
+    group = channels // groups
+    same_group = lax.broadcasted_iota(jnp.int32, (channels, channels), 0) // group
+    same_group = (same_group == lax.broadcasted_iota(jnp.int32, (channels, channels), 1) // group).astype(jnp.float32)
+    base = EDGE + program * BLOCK
+    operands = w_ref.dtype
+
+    def layer(act, index):
+        o_ref[pl.ds(base, BLOCK), :] = act
+        if not interpret:
+            triton.debug_barrier()  # every row written before any is read shifted
+        total = jnp.zeros((BLOCK, channels), jnp.float32)
+        for tap in range(9):
+            dr, dc = tap // 3 - 1, tap % 3 - 1
+            on = (row + dr >= 0) & (row + dr < game.ROWS) & (col + dc >= 0) & (col + dc < game.COLS) & real
+            at = o_ref.at[pl.ds(base + dr * game.COLS + dc, BLOCK), :]
+            shifted = triton.load(at, mask=on[:, None], other=0.0).astype(operands)
+            total += jnp.dot(shifted, w_ref[index, tap], preferred_element_type=jnp.float32)
+        if not interpret:
+            triton.debug_barrier()  # every row read before the next layer's are written
+        return _group_norm(total, s_ref[index], b_ref[index], onehot, same_group, CELLS * group)
+
+    def block(i, act):
+        y = jnp.maximum(layer(act, 2 * i), 0.0)
+        return jnp.maximum(act + layer(y, 2 * i + 1), 0.0)
+
+    first = triton.load(x_ref.at[pl.ds(program * BOARDS * CELLS, BLOCK), :], mask=real[:, None], other=0.0)
+    o_ref[pl.ds(base, BLOCK), :] = lax.fori_loop(0, w_ref.shape[0] // 2, block, first)
+
+
+def _estimate(boards: int, layers: int, channels: int) -> pl.CostEstimate:
+    """The trunk's convolutions' arithmetic over ``boards`` (:func:`czjax.row_skipping.flops_per_board`
+    counts it), its input read and result written once."""
+    cells = boards * CELLS
+    return pl.CostEstimate(
+        flops=2 * cells * layers * 9 * channels * channels,
+        transcendentals=boards * layers * channels,
+        bytes_accessed=4 * (2 * cells * channels + layers * 9 * channels * channels),
+    )
+
+
+def _kernel_call(x, kernels, scales, biases, groups: int, interpret: bool = False):
+    from jax.experimental.pallas import triton
+
+    boards, channels = x.shape[0], x.shape[-1]
+    programs = -(-boards // BOARDS)
+    rows = programs * BOARDS * CELLS
+    flat = jnp.pad(x.reshape(boards * CELLS, channels), ((0, rows - boards * CELLS + BLOCK), (0, 0)))
+    taps = kernels.reshape(kernels.shape[0], 9, channels, channels)
+    out_rows = EDGE + programs * BLOCK + EDGE
+    out = pl.pallas_call(
+        functools.partial(resnet_trunk, boards=boards, groups=groups, interpret=interpret),
+        out_shape=jax.ShapeDtypeStruct((out_rows, channels), jnp.float32),
+        grid=(programs,),
+        in_specs=[
+            pl.BlockSpec(flat.shape, lambda i: (0, 0)),
+            pl.BlockSpec(taps.shape, lambda i: (0, 0, 0, 0)),
+            pl.BlockSpec(scales.shape, lambda i: (0, 0)),
+            pl.BlockSpec(biases.shape, lambda i: (0, 0)),
+        ],
+        out_specs=pl.BlockSpec((out_rows, channels), lambda i: (0, 0)),
+        compiler_params=triton.CompilerParams(num_warps=4, num_stages=1),
+        interpret=interpret,
+        name=KERNEL_NAME,
+        cost_estimate=_estimate(boards, kernels.shape[0], channels),
+    )(flat, taps, scales, biases)
+    by_program = out[EDGE : EDGE + programs * BLOCK].reshape(programs, BLOCK, channels)[:, : BOARDS * CELLS]
+    return by_program.reshape(programs * BOARDS, game.ROWS, game.COLS, channels)[:boards]
+
+
+def layered_trunk(x, kernels, scales, biases, groups: int):
+    """The same trunk layer by layer (:func:`czjax.models.pallas_conv.conv3x3_pallas`, GroupNorm in
+    one pass): what runs where the trunk is differentiated (a gradient step), its gradient the
+    trunk's."""
+    for i in range(kernels.shape[0] // 2):
+        y = jax.nn.relu(
+            group_norm_nhwc(conv3x3_pallas(x, kernels[2 * i], kernels.dtype), *_norm(scales, biases, 2 * i, groups))
+        )
+        x = jax.nn.relu(
+            x
+            + group_norm_nhwc(
+                conv3x3_pallas(y, kernels[2 * i + 1], kernels.dtype), *_norm(scales, biases, 2 * i + 1, groups)
+            )
+        )
+    return x
+
+
+def _norm(scales, biases, index: int, groups: int):
+    return scales[index], biases[index], groups, TORCH_EPS, True
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(4,))
+def trunk(x, kernels, scales, biases, groups: int):
+    """``x (B, 6, 7, ch)`` (float32, the stem's output) through the blocks whose convolutions'
+    kernels are ``kernels (2 blocks, 3, 3, ch, ch)`` (their dtype the products' operands) and
+    norms' ``scales``, ``biases (2 blocks, ch)`` in ``groups`` groups: a Triton kernel on a GPU,
+    interpreted on the CPU."""
+    return lax.platform_dependent(
+        x,
+        kernels,
+        scales,
+        biases,
+        cpu=functools.partial(_kernel_call, groups=groups, interpret=True),
+        default=functools.partial(_kernel_call, groups=groups),
+    )
+
+
+def _trunk_forward(x, kernels, scales, biases, groups):
+    # Differentiated, the trunk runs layer by layer: its gradient needs each layer's activations
+    return jax.vjp(functools.partial(layered_trunk, groups=groups), x, kernels, scales, biases)
+
+
+def _trunk_backward(groups, pullback, dy):
+    return pullback(dy)
+
+
+trunk.defvjp(_trunk_forward, _trunk_backward)
