@@ -429,7 +429,7 @@ def _pallas_conv_flops(instruction: Instruction, shapes: dict[str, str]) -> tupl
     cells' inputs and the taps, ``(..., 9, in, out)``, its result a row of ``out`` a cell; the
     kernel gradient's: the cells' inputs, ``(..., cells, in)``, and cotangents, its result
     ``(..., 9, groups, in, out)``; the trunk's: its taps ``(..., layers, 9, ch, ch)``, its result
-    a row a cell (and the rows its programs leave unused: 2 of 128, and 16 around them)."""
+    a row a cell (and beside it its programs' scratch rows)."""
     operands, result = _operand_shapes(instruction, shapes), _dims(instruction.shape)
     if len(operands) < 2 or not result or len(operands[1][1]) < 2:
         return "", 0.0

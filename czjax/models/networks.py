@@ -59,6 +59,16 @@ class MLP3(nn.Module):
         return out[:, : game.COLS], jnp.tanh(out[:, game.COLS])
 
 
+def fused_trunk(x, layers: list, groups: int, dtype):
+    """Residual blocks evaluated as one Pallas kernel (:mod:`czjax.models.pallas_trunk`) from
+    their layers' parameters, ``layers`` a ``(convolution's, norm's)`` pair of each layer in
+    order; ``init`` makes them through the layers themselves, as the networks' other paths run."""
+    kernels = jnp.stack([conv["kernel"] for conv, _ in layers]).astype(dtype)
+    scales = jnp.stack([norm["scale"] for _, norm in layers])
+    biases = jnp.stack([norm["bias"] for _, norm in layers])
+    return pallas_trunk.trunk(x, kernels, scales, biases, groups)
+
+
 class ResBlock(nn.Module):
     conv: str = "auto"
     dtype: Any = jnp.float32
@@ -93,8 +103,17 @@ class CNNMk4(nn.Module):
         x = one_hot_planes(boards)
         x = Conv3x3(64, self.conv, dtype)(x)
         x = nn.relu(group_norm(self.norm, jnp.float32, "GroupNorm_0")(x))
-        for _ in range(3):
-            x = ResBlock(self.conv, dtype, self.norm)(x)
+        if conv_method(self.conv) == "pallas" and not self.is_initializing():
+            params = self.variables["params"]
+            layers = [
+                (params[f"ResBlock_{i}"][f"Conv3x3_{j}"], params[f"ResBlock_{i}"][f"GroupNorm_{j}"])
+                for i in range(3)
+                for j in (0, 1)
+            ]
+            x = fused_trunk(x, layers, 16, dtype)
+        else:
+            for _ in range(3):
+                x = ResBlock(self.conv, dtype, self.norm)(x)
         # The (6, 1) column convolution as a matrix product (ColumnConv) unless the 3x3s are XLA's
         # convolutions: on a CPU its gradient's convolutions run in XLA's generic loop; on a GPU
         # each cuDNN call costs ~28 us by the cost model (czjax bench kernels), a cuBLAS one its
@@ -147,7 +166,11 @@ class ResNet(nn.Module):
 
         x = nn.relu(norm("stem_norm")(Conv3x3(width, conv, dtype, name="stem")(one_hot_planes(boards))))
         if conv == "pallas" and pallas_trunk.fits(width, self.blocks) and not self.is_initializing():
-            x = self._fused_trunk(x, groups)
+            params = self.variables["params"]
+            layers = [
+                (params[f"block{i}_conv{j}"], params[f"block{i}_norm{j}"]) for i in range(self.blocks) for j in (0, 1)
+            ]
+            x = fused_trunk(x, layers, groups, dtype)
         else:
             for i in range(self.blocks):
                 y = nn.relu(norm(f"block{i}_norm0")(Conv3x3(width, conv, dtype, name=f"block{i}_conv0")(x)))
@@ -159,16 +182,6 @@ class ResNet(nn.Module):
         v = nn.relu(dense(1, dtype, name="value_conv")(x)).reshape(batch, -1)
         v = nn.relu(dense(width, dtype, name="value_hidden")(v))
         return logits, jnp.tanh(dense(1, dtype, name="value")(v)[:, 0].astype(jnp.float32))
-
-    def _fused_trunk(self, x, groups: int):
-        """The residual blocks as one Pallas kernel (:mod:`czjax.models.pallas_trunk`) from the
-        parameters of their layers, which ``init`` makes through the layers themselves."""
-        params = self.variables["params"]
-        layers = [(f"block{i}_conv{j}", f"block{i}_norm{j}") for i in range(self.blocks) for j in (0, 1)]
-        kernels = jnp.stack([params[conv]["kernel"] for conv, _ in layers]).astype(self.dtype)
-        scales = jnp.stack([params[norm]["scale"] for _, norm in layers])
-        biases = jnp.stack([params[norm]["bias"] for _, norm in layers])
-        return pallas_trunk.trunk(x, kernels, scales, biases, groups)
 
 
 def for_platform(model: nn.Module, platform: str) -> nn.Module:

@@ -63,10 +63,11 @@ def _group_norm(y, scale, bias, onehot, same_group, size: int):
     return (y - _exact(onehot, mean)) * _exact(onehot, rstd) * scale[None, :] + bias[None, :]
 
 
-def resnet_trunk(x_ref, w_ref, s_ref, b_ref, o_ref, *, boards: int, groups: int, interpret: bool):
-    """One program's boards through every block: ``x_ref`` the stem's output (126 rows a
-    program), ``w_ref (2 blocks, 9, ch, ch)`` the taps, ``s_ref``/``b_ref (2 blocks, ch)`` the
-    norms'; ``o_ref`` the result, the program's rows after :data:`EDGE` + 128 a program."""
+def resnet_trunk(x_ref, w_ref, s_ref, b_ref, y_ref, o_ref, *, boards: int, groups: int, interpret: bool):
+    """One program's boards through every block: ``x_ref`` the stem's output, a row a cell,
+    ``w_ref (2 blocks, 9, ch, ch)`` the taps, ``s_ref``/``b_ref (2 blocks, ch)`` the norms';
+    ``y_ref`` the result, a row a cell; ``o_ref`` the programs' scratch rows, 128 a program
+    after :data:`EDGE`."""
     from jax.experimental.pallas import triton
 
     program = pl.program_id(0)
@@ -102,8 +103,9 @@ def resnet_trunk(x_ref, w_ref, s_ref, b_ref, o_ref, *, boards: int, groups: int,
         y = jnp.maximum(layer(act, 2 * i), 0.0)
         return jnp.maximum(act + layer(y, 2 * i + 1), 0.0)
 
-    first = triton.load(x_ref.at[pl.ds(program * BOARDS * CELLS, BLOCK), :], mask=real[:, None], other=0.0)
-    o_ref[pl.ds(base, BLOCK), :] = lax.fori_loop(0, w_ref.shape[0] // 2, block, first)
+    cells = x_ref.at[pl.ds(program * BOARDS * CELLS, BLOCK), :]  # the program's boards (and past them)
+    last = lax.fori_loop(0, w_ref.shape[0] // 2, block, triton.load(cells, mask=real[:, None], other=0.0))
+    triton.store(y_ref.at[pl.ds(program * BOARDS * CELLS, BLOCK), :], last, mask=real[:, None])
 
 
 def _estimate(boards: int, layers: int, channels: int) -> pl.CostEstimate:
@@ -118,17 +120,24 @@ def _estimate(boards: int, layers: int, channels: int) -> pl.CostEstimate:
 
 
 def _kernel_call(x, kernels, scales, biases, groups: int, interpret: bool = False):
+    """On a GPU the kernel reads and writes the cells where they lie (a masked access is not
+    made); interpreted, an access is a slice, which would be moved back into bounds, so both
+    get a block of rows more."""
     from jax.experimental.pallas import triton
 
     boards, channels = x.shape[0], x.shape[-1]
     programs = -(-boards // BOARDS)
-    rows = programs * BOARDS * CELLS
-    flat = jnp.pad(x.reshape(boards * CELLS, channels), ((0, rows - boards * CELLS + BLOCK), (0, 0)))
+    cells = boards * CELLS
+    spare = BLOCK if interpret else 0
+    flat = jnp.pad(x.reshape(cells, channels), ((0, spare), (0, 0)))
     taps = kernels.reshape(kernels.shape[0], 9, channels, channels)
-    out_rows = EDGE + programs * BLOCK + EDGE
-    out = pl.pallas_call(
+    scratch = EDGE + programs * BLOCK + EDGE
+    out, _ = pl.pallas_call(
         functools.partial(resnet_trunk, boards=boards, groups=groups, interpret=interpret),
-        out_shape=jax.ShapeDtypeStruct((out_rows, channels), jnp.float32),
+        out_shape=(
+            jax.ShapeDtypeStruct((cells + spare, channels), jnp.float32),
+            jax.ShapeDtypeStruct((scratch, channels), jnp.float32),
+        ),
         grid=(programs,),
         in_specs=[
             pl.BlockSpec(flat.shape, lambda i: (0, 0)),
@@ -136,14 +145,16 @@ def _kernel_call(x, kernels, scales, biases, groups: int, interpret: bool = Fals
             pl.BlockSpec(scales.shape, lambda i: (0, 0)),
             pl.BlockSpec(biases.shape, lambda i: (0, 0)),
         ],
-        out_specs=pl.BlockSpec((out_rows, channels), lambda i: (0, 0)),
+        out_specs=(
+            pl.BlockSpec((cells + spare, channels), lambda i: (0, 0)),
+            pl.BlockSpec((scratch, channels), lambda i: (0, 0)),
+        ),
         compiler_params=triton.CompilerParams(num_warps=4, num_stages=1),
         interpret=interpret,
         name=KERNEL_NAME,
         cost_estimate=_estimate(boards, kernels.shape[0], channels),
     )(flat, taps, scales, biases)
-    by_program = out[EDGE : EDGE + programs * BLOCK].reshape(programs, BLOCK, channels)[:, : BOARDS * CELLS]
-    return by_program.reshape(programs * BOARDS, game.ROWS, game.COLS, channels)[:boards]
+    return out[:cells].reshape(boards, game.ROWS, game.COLS, channels)
 
 
 def layered_trunk(x, kernels, scales, biases, groups: int):
