@@ -161,3 +161,11 @@ def test_the_trunk_vmapped_and_in_mixed_precision():
     layered = pallas_trunk.layered_trunk(x, kernels.astype(jnp.bfloat16), scales, biases, 4)
     close(mixed, layered, scale=10 * float(jnp.abs(layered).max()))  # both round each layer's operands
     assert float(jnp.abs(mixed - by_hand_trunk(x, kernels, scales, biases, 4)).max()) > 1e-4
+
+
+def test_a_tpu_has_no_pallas_convolution():
+    from czjax import game
+    from czjax.util import platforms
+
+    with platforms.building_for("tpu"), pytest.raises(ValueError, match="--conv pallas is a GPU kernel"):
+        get_model("resnet:blocks=1,channels=16", conv="pallas").init(jax.random.key(0), game.new_boards(1))

@@ -276,8 +276,9 @@ class TrainConfig:
         "Mk4's 3x3 convolutions: im2col (patches and one matmul), xla (lax.conv: cuDNN on a GPU), "
         "canonical (lax.conv with a hand-written gradient in XLA's canonical layout), winograd (Winograd's "
         "F(2x2, 3x3): half the multiplications, other rounding), pallas (one Triton kernel a convolution "
-        "that writes no patches, and the ResNet's residual trunk one kernel where it is evaluated: for a "
-        "GPU, not yet measured there; interpreted, slowly, on a CPU; none on a TPU) or auto (the default: chosen per backend by measurement, canonical on a CPU, im2col elsewhere)",
+        "that writes no patches, and a network's residual blocks one kernel where it is evaluated: for a "
+        "GPU, not yet measured there; interpreted, slowly, on a CPU; none on a TPU) or auto (the default: "
+        "chosen per backend by measurement, canonical on a CPU, im2col elsewhere)",
         metavar="|".join(models.CONV_METHODS),
     )
     norm: str = setting(

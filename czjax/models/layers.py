@@ -49,8 +49,8 @@ TORCH_EPS = 1e-5
 # CPU its transforms, passes bound by memory, cost it more than it saves against "xla"
 # (docs/results/pons-protocol/yardstick-xla-conv-2026-11-27/pool-step.json).
 # "pallas" (:mod:`czjax.models.pallas_conv`) is one Triton kernel a convolution that writes no
-# patches, for a GPU (interpreted, slowly, on the CPU; none on a TPU; the ResNet evaluates its
-# residual trunk as one kernel, :mod:`czjax.models.pallas_trunk`); a layer whose channels the
+# patches, for a GPU (interpreted, slowly, on the CPU; none on a TPU; the ResNet and Mk4 evaluate
+# their residual blocks as one kernel, :mod:`czjax.models.pallas_trunk`); a layer whose channels the
 # kernel does not take (:func:`czjax.models.pallas_conv.fits`: the first, over the board's
 # planes) uses im2col.
 CONV_METHODS = ("auto", "im2col", "xla", "canonical", "winograd", "pallas")

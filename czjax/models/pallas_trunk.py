@@ -1,5 +1,6 @@
-"""The ResNet's residual trunk as one Pallas kernel: every block's two 3x3 convolutions, their
-GroupNorms, ReLUs and the residual sums, for a block of boards, without leaving the kernel.
+"""A network's residual blocks (the ResNet's, Mk4's three) as one Pallas kernel: every block's two
+3x3 convolutions, their GroupNorms, ReLUs and the residual sums, for a block of boards, without
+leaving the kernel.
 
 Per 3x3 convolution (:mod:`czjax.models.pallas_conv`) each layer is still a kernel of its own
 with its activations written and read again by the norm's reduction and its application: on a
@@ -19,6 +20,7 @@ kernel is interpreted (for tests); a TPU has none.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -63,7 +65,17 @@ def _group_norm(y, scale, bias, onehot, same_group, size: int):
     return (y - _exact(onehot, mean)) * _exact(onehot, rstd) * scale[None, :] + bias[None, :]
 
 
-def resnet_trunk(x_ref, w_ref, s_ref, b_ref, y_ref, o_ref, *, boards: int, groups: int, interpret: bool):
+@dataclasses.dataclass(frozen=True)
+class TrunkCall:
+    """What a call of the kernel fixes: its boards, the norms' groups, and whether it is
+    interpreted (on the CPU, where Triton's barrier has no meaning)."""
+
+    boards: int
+    groups: int
+    interpret: bool
+
+
+def resnet_trunk(x_ref, w_ref, s_ref, b_ref, y_ref, o_ref, *, call: TrunkCall):
     """One program's boards through every block: ``x_ref`` the stem's output, a row a cell,
     ``w_ref (2 blocks, 9, ch, ch)`` the taps, ``s_ref``/``b_ref (2 blocks, ch)`` the norms';
     ``y_ref`` the result, a row a cell; ``o_ref`` the programs' scratch rows, 128 a program
@@ -73,12 +85,12 @@ def resnet_trunk(x_ref, w_ref, s_ref, b_ref, y_ref, o_ref, *, boards: int, group
     program = pl.program_id(0)
     local = lax.broadcasted_iota(jnp.int32, (BLOCK,), 0)
     board = local // CELLS
-    real = (local < BOARDS * CELLS) & (program * BOARDS + board < boards)
+    real = (local < BOARDS * CELLS) & (program * BOARDS + board < call.boards)
     row, col = (local % CELLS) // game.COLS, local % game.COLS
     channels = o_ref.shape[-1]
     onehot = jnp.where(real[:, None], board[:, None] == lax.broadcasted_iota(jnp.int32, (BLOCK, SLOTS), 1), False)
     onehot = onehot.astype(jnp.float32)
-    group = channels // groups
+    group = channels // call.groups
     same_group = lax.broadcasted_iota(jnp.int32, (channels, channels), 0) // group
     same_group = (same_group == lax.broadcasted_iota(jnp.int32, (channels, channels), 1) // group).astype(jnp.float32)
     base = EDGE + program * BLOCK
@@ -86,7 +98,7 @@ def resnet_trunk(x_ref, w_ref, s_ref, b_ref, y_ref, o_ref, *, boards: int, group
 
     def layer(act, index):
         o_ref[pl.ds(base, BLOCK), :] = act
-        if not interpret:
+        if not call.interpret:
             triton.debug_barrier()  # every row written before any is read shifted
         total = jnp.zeros((BLOCK, channels), jnp.float32)
         for tap in range(9):
@@ -95,7 +107,7 @@ def resnet_trunk(x_ref, w_ref, s_ref, b_ref, y_ref, o_ref, *, boards: int, group
             at = o_ref.at[pl.ds(base + dr * game.COLS + dc, BLOCK), :]
             shifted = triton.load(at, mask=on[:, None], other=0.0).astype(operands)
             total += jnp.dot(shifted, w_ref[index, tap], preferred_element_type=jnp.float32)
-        if not interpret:
+        if not call.interpret:
             triton.debug_barrier()  # every row read before the next layer's are written
         return _group_norm(total, s_ref[index], b_ref[index], onehot, same_group, CELLS * group)
 
@@ -133,7 +145,7 @@ def _kernel_call(x, kernels, scales, biases, groups: int, interpret: bool = Fals
     taps = kernels.reshape(kernels.shape[0], 9, channels, channels)
     scratch = EDGE + programs * BLOCK + EDGE
     out, _ = pl.pallas_call(
-        functools.partial(resnet_trunk, boards=boards, groups=groups, interpret=interpret),
+        functools.partial(resnet_trunk, call=TrunkCall(boards, groups, interpret)),
         out_shape=(
             jax.ShapeDtypeStruct((cells + spare, channels), jnp.float32),
             jax.ShapeDtypeStruct((scratch, channels), jnp.float32),
