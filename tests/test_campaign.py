@@ -247,6 +247,30 @@ def test_the_profile_step_tabulates_each_programs_time_by_kind(tmp_path):
     )
 
 
+def test_a_profile_cell_that_fails_is_a_row_and_the_step_goes_on(tmp_path, monkeypatch):
+    """A program that does not run on this machine (a kernel its GPU refuses) fails its cell
+    alone: the row says why in one line, the table shows it, the other cells run, and the step
+    is done (a later call does not try it again)."""
+    real = benchmark_steps.profile_cell
+
+    def refusing(ctx, cell, roofs, start):
+        if cell[0] == "mk4":
+            raise RuntimeError("Triton refused the kernel\nsecond line")
+        return real(ctx, cell, roofs, start)
+
+    monkeypatch.setattr(benchmark_steps, "profile_cell", refusing)
+    results, work = tmp_path / "results", tmp_path / "work"
+    summary = campaign.run_step("profile", 600, 1e-3, results, work, log=print)
+    assert summary["done"] and summary["cells_done"] == summary["cells"] == 2
+    rows = {
+        r["program"]: r for r in json.loads((results / "benchmarks" / "profile" / "profile.json").read_text())["rows"]
+    }
+    assert rows["mk4"]["error"] == "RuntimeError: Triton refused the kernel" and "op_kinds" in rows["strength"]
+    text = (results / "benchmarks" / "profile" / "results.md").read_text()
+    assert "| mk4 | 2 | default | failed: RuntimeError: Triton refused the kernel |" in text
+    assert campaign.run_step("profile", 600, 1e-3, results, work, log=print)["done"]
+
+
 def test_a_command_step_keeps_json_from_stdout_alone(tmp_path):
     """A command run with --json prints its JSON on stdout and its table on stderr: the step's
     .json holds stdout (parseable), its .log both; a command that prints no JSON gets no .json."""

@@ -115,7 +115,11 @@ def profile_run(ctx: Context) -> dict:
             continue
         precisions = tuple(dict.fromkeys(prec for _, _, prec in cells))
         roofs = roofs or roofline.measure_roofs(max(64, round(roofline.ROOF_SIZE * ctx.scale)), precisions)
-        path.write_text(json.dumps(profile_cell(ctx, cell, roofs, now), default=str))
+        try:
+            row = profile_cell(ctx, cell, roofs, now)
+        except Exception as error:  # a program this machine will not run is a row too, the step goes on
+            row = failed_cell(cell, error)
+        path.write_text(json.dumps(row, default=str))
         last[program] = (games, time.monotonic() - now)
     paths = (rows_folder / f"{cell_name(cell)}.json" for cell in cells)
     rows = [json.loads(path.read_text()) for path in paths if path.exists()]
@@ -126,6 +130,22 @@ def profile_run(ctx: Context) -> dict:
         "progress": len(rows) / len(cells),
         "cells": len(cells),
         "cells_done": len(rows),
+    }
+
+
+def failed_cell(cell: tuple[str, int, str], error: Exception) -> dict:
+    """The row of a cell whose program did not compile or run here: what it was, and why, in
+    one line (a kernel that no GPU has run before may fail on this one)."""
+    from czjax.bench import provenance
+
+    program, games, precision = cell
+    why = (str(error).strip().splitlines() or [""])[0][:300]
+    return {
+        "program": program,
+        "games_per_batch": games,
+        "precision": precision,
+        "machine": provenance.provenance()["machine"],
+        "error": f"{type(error).__name__}: {why}",
     }
 
 
@@ -144,8 +164,10 @@ def predictions() -> dict:
 def profile_row(row: dict, kinds, predicted: dict | None = None) -> str:
     """A cell's line of the profile table: its measured and predicted seconds an iteration, each
     kind's share of the traced span, the idle share, the launches."""
-    table = row["op_kinds"]
     guess = (predicted or {}).get(cell_name((row["program"], row["games_per_batch"], row["precision"])))
+    if "error" in row:
+        return f"| {row['program']} | {row['games_per_batch']:,} | {row['precision']} | failed: {row['error']} |"
+    table = row["op_kinds"]
     span = table["span_s"] or 1.0
     per_step = table.get("launches_per_step")
     values = [
