@@ -280,7 +280,7 @@ def _add_train_bench_settings(train_bench) -> None:
         train_bench, "unroll", default=1, help="pairs of plies per step of the rollout's loop " + see
     )
     flags.add_setting_flag(train_bench, "norm", default="auto", help="Mk4's GroupNorm layers " + see)
-    flags.add_setting_flag(train_bench, "conv", default="auto", help="Mk4's 3x3 convolutions " + see)
+    flags.add_setting_flag(train_bench, "conv", default="auto", help="the 3x3 convolutions " + see)
     flags.add_setting_flag(
         train_bench,
         "compaction",

@@ -273,7 +273,7 @@ class TrainConfig:
     )
     conv: str = setting(
         "auto",
-        "Mk4's 3x3 convolutions: im2col (patches and one matmul), xla (lax.conv: cuDNN on a GPU), "
+        "the 3x3 convolutions (Mk4's, the ResNet's): im2col (patches and one matmul), xla (lax.conv: cuDNN on a GPU), "
         "canonical (lax.conv with a hand-written gradient in XLA's canonical layout), winograd (Winograd's "
         "F(2x2, 3x3): half the multiplications, other rounding), pallas (one Triton kernel a convolution "
         "that writes no patches, and a network's residual blocks one kernel where it is evaluated: for a "
