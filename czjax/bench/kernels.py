@@ -396,7 +396,7 @@ def instruction_flops(instruction: Instruction, shapes: dict[str, str]) -> tuple
     target = re.search(r'custom_call_target="([^"]*)"', instruction.attributes)
     library = target.group(1) if target and instruction.opcode == "custom-call" else ""
     if library == TRITON:
-        return _pallas_conv_flops(instruction, shapes)
+        return _pallas_flops(instruction, shapes)
     is_product = instruction.opcode == "dot" or "gemm" in library or "matmul" in library
     is_conv = instruction.opcode == "convolution" or "$conv" in library
     if not (is_product or is_conv):
@@ -423,7 +423,7 @@ def instruction_flops(instruction: Instruction, shapes: dict[str, str]) -> tuple
     return operands[0][0], 2.0 * math.prod(out) * math.prod(kernel) / max(out_features, 1)
 
 
-def _pallas_conv_flops(instruction: Instruction, shapes: dict[str, str]) -> tuple[str, float]:
+def _pallas_flops(instruction: Instruction, shapes: dict[str, str]) -> tuple[str, float]:
     """A :mod:`czjax.models.pallas_conv` or :mod:`czjax.models.pallas_trunk` kernel's (other Pallas
     kernels: none counted): nine taps' products over each cell. The convolution's operands: the
     cells' inputs and the taps, ``(..., 9, in, out)``, its result a row of ``out`` a cell; the

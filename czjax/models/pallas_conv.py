@@ -51,17 +51,28 @@ def _rows_in_block(start, rows: int):
     return (index % CELLS) // game.COLS, index % game.COLS, index < rows
 
 
+def neighbour(tap):
+    """The (row, column) offset of the kernel's ``tap`` (its ``(3, 3)`` taps in order; a number
+    or a traced one) and the rows between a cell and that neighbour."""
+    dr, dc = tap // 3 - 1, tap % 3 - 1
+    return dr, dc, dr * game.COLS + dc
+
+
+def on_board(row, col, dr, dc):
+    """Whether the neighbour ``(dr, dc)`` of cells at ``(row, col)`` lies on their board."""
+    return (row + dr >= 0) & (row + dr < game.ROWS) & (col + dc >= 0) & (col + dc < game.COLS)
+
+
 def _shifted(x_ref, start, tap, rows: int, halo: int):
     """The inputs of a block's cells' neighbours at ``tap`` (a number or a traced one),
     ``(BLOCK, in)``: zeros where the neighbour lies off its board, or the cell past the last
     board."""
     from jax.experimental.pallas import triton
 
-    dr, dc = tap // 3 - 1, tap % 3 - 1  # the kernel's (3, 3) taps in order
+    dr, dc, offset = neighbour(tap)
     row, col, real = _rows_in_block(start, rows)
-    on_board = (row + dr >= 0) & (row + dr < game.ROWS) & (col + dc >= 0) & (col + dc < game.COLS) & real
-    at = x_ref.at[pl.ds(halo + start + dr * game.COLS + dc, BLOCK), :]
-    return triton.load(at, mask=on_board[:, None], other=0.0)
+    at = x_ref.at[pl.ds(halo + start + offset, BLOCK), :]
+    return triton.load(at, mask=(on_board(row, col, dr, dc) & real)[:, None], other=0.0)
 
 
 def conv3x3_rows(x_ref, w_ref, o_ref, *, rows: int, halo: int):
@@ -93,20 +104,21 @@ def conv3x3_taps_gradient(x_ref, dy_ref, o_ref, *, rows: int, halo: int, groups:
     o_ref[...] = jax.lax.fori_loop(0, steps, add_block, jnp.zeros(o_ref.shape, jnp.float32))
 
 
+def on_each_platform(kernel_call, *args):
+    """``kernel_call(*args)``: its Triton kernel where the program is lowered for a GPU, the same
+    kernel interpreted (``interpret=True``) where for the CPU."""
+    return jax.lax.platform_dependent(*args, cpu=functools.partial(kernel_call, interpret=True), default=kernel_call)
+
+
 def _call(x, kernel):
-    """``x (B, 6, 7, in)`` convolved with ``kernel (3, 3, in, out)``, in float32: a Triton kernel
-    where the program is lowered for a GPU, the same kernel interpreted where for the CPU."""
-    return jax.lax.platform_dependent(
-        x, kernel, cpu=functools.partial(_kernel_call, interpret=True), default=_kernel_call
-    )
+    """``x (B, 6, 7, in)`` convolved with ``kernel (3, 3, in, out)``, in float32."""
+    return on_each_platform(_kernel_call, x, kernel)
 
 
 def _taps_gradient(x, dy):
     """The kernel's gradient, ``(3, 3, in, out)`` in float32, of ``x (B, 6, 7, in)`` and the
-    output's cotangent ``dy (B, 6, 7, out)``, as :func:`_call` runs it."""
-    return jax.lax.platform_dependent(
-        x, dy, cpu=functools.partial(_taps_gradient_call, interpret=True), default=_taps_gradient_call
-    )
+    output's cotangent ``dy (B, 6, 7, out)``."""
+    return on_each_platform(_taps_gradient_call, x, dy)
 
 
 def _as_rows(x, interpret: bool):
@@ -132,7 +144,8 @@ def _estimate(rows: int, channels: int, features: int, dtype) -> pl.CostEstimate
     )
 
 
-def _compiler_params():
+def compiler_params():
+    """Triton's settings for these kernels (and :mod:`czjax.models.pallas_trunk`'s), untuned."""
     from jax.experimental.pallas import triton
 
     return triton.CompilerParams(num_warps=4, num_stages=1)
@@ -150,7 +163,7 @@ def _kernel_call(x, kernel, interpret: bool = False):
         grid=(blocks,),
         in_specs=[pl.BlockSpec(flat.shape, lambda i: (0, 0)), pl.BlockSpec(taps.shape, lambda i: (0, 0, 0))],
         out_specs=pl.BlockSpec((BLOCK, features), lambda i: (i, 0)),
-        compiler_params=_compiler_params(),
+        compiler_params=compiler_params(),
         interpret=interpret,
         name=KERNEL_NAME,
         cost_estimate=_estimate(rows, channels, features, x.dtype),
@@ -169,7 +182,7 @@ def _taps_gradient_call(x, dy, interpret: bool = False):
         grid=(9, groups),
         in_specs=[pl.BlockSpec(flat.shape, lambda t, g: (0, 0)), pl.BlockSpec(flat_dy.shape, lambda t, g: (0, 0))],
         out_specs=pl.BlockSpec((None, None, channels, features), lambda t, g: (t, g, 0, 0)),
-        compiler_params=_compiler_params(),
+        compiler_params=compiler_params(),
         interpret=interpret,
         name=GRADIENT_KERNEL_NAME,
         cost_estimate=_estimate(rows, channels, features, x.dtype),

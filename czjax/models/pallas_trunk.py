@@ -30,11 +30,17 @@ from jax.experimental import pallas as pl
 
 from czjax import game
 from czjax.models.layers import TORCH_EPS, group_norm_nhwc
-from czjax.models.pallas_conv import conv3x3_pallas
+from czjax.models.pallas_conv import (
+    BLOCK,
+    CELLS,
+    compiler_params,
+    conv3x3_pallas,
+    neighbour,
+    on_board,
+    on_each_platform,
+)
 
-CELLS = game.ROWS * game.COLS
 BOARDS = 3  # boards a program: 126 of its BLOCK rows
-BLOCK = 128
 SLOTS = 16  # the one-hot boards' width (a Triton product's shortest dimension; BOARDS used)
 EDGE = 8  # rows of the output before the first program's (>= COLS + 1: shifted reads in bounds)
 KERNEL_NAME = "resnet_trunk"  # which czjax bench kernels reads its FLOPs by
@@ -102,10 +108,9 @@ def resnet_trunk(x_ref, w_ref, s_ref, b_ref, y_ref, o_ref, *, call: TrunkCall):
             triton.debug_barrier()  # every row written before any is read shifted
         total = jnp.zeros((BLOCK, channels), jnp.float32)
         for tap in range(9):
-            dr, dc = tap // 3 - 1, tap % 3 - 1
-            on = (row + dr >= 0) & (row + dr < game.ROWS) & (col + dc >= 0) & (col + dc < game.COLS) & real
-            at = o_ref.at[pl.ds(base + dr * game.COLS + dc, BLOCK), :]
-            shifted = triton.load(at, mask=on[:, None], other=0.0).astype(operands)
+            dr, dc, offset = neighbour(tap)
+            at = o_ref.at[pl.ds(base + offset, BLOCK), :]
+            shifted = triton.load(at, mask=(on_board(row, col, dr, dc) & real)[:, None], other=0.0).astype(operands)
             total += jnp.dot(shifted, w_ref[index, tap], preferred_element_type=jnp.float32)
         if not call.interpret:
             triton.debug_barrier()  # every row read before the next layer's are written
@@ -135,8 +140,6 @@ def _kernel_call(x, kernels, scales, biases, groups: int, interpret: bool = Fals
     """On a GPU the kernel reads and writes the cells where they lie (a masked access is not
     made); interpreted, an access is a slice, which would be moved back into bounds, so both
     get a block of rows more."""
-    from jax.experimental.pallas import triton
-
     boards, channels = x.shape[0], x.shape[-1]
     programs = -(-boards // BOARDS)
     cells = boards * CELLS
@@ -161,7 +164,7 @@ def _kernel_call(x, kernels, scales, biases, groups: int, interpret: bool = Fals
             pl.BlockSpec((cells + spare, channels), lambda i: (0, 0)),
             pl.BlockSpec((scratch, channels), lambda i: (0, 0)),
         ),
-        compiler_params=triton.CompilerParams(num_warps=4, num_stages=1),
+        compiler_params=compiler_params(),
         interpret=interpret,
         name=KERNEL_NAME,
         cost_estimate=_estimate(boards, kernels.shape[0], channels),
@@ -173,21 +176,14 @@ def layered_trunk(x, kernels, scales, biases, groups: int):
     """The same trunk layer by layer (:func:`czjax.models.pallas_conv.conv3x3_pallas`, GroupNorm in
     one pass): what runs where the trunk is differentiated (a gradient step), its gradient the
     trunk's."""
+
+    def layer(x, index: int):
+        y = conv3x3_pallas(x, kernels[index], kernels.dtype)
+        return group_norm_nhwc(y, scales[index], biases[index], groups, TORCH_EPS, one_pass=True)
+
     for i in range(kernels.shape[0] // 2):
-        y = jax.nn.relu(
-            group_norm_nhwc(conv3x3_pallas(x, kernels[2 * i], kernels.dtype), *_norm(scales, biases, 2 * i, groups))
-        )
-        x = jax.nn.relu(
-            x
-            + group_norm_nhwc(
-                conv3x3_pallas(y, kernels[2 * i + 1], kernels.dtype), *_norm(scales, biases, 2 * i + 1, groups)
-            )
-        )
+        x = jax.nn.relu(x + layer(jax.nn.relu(layer(x, 2 * i)), 2 * i + 1))
     return x
-
-
-def _norm(scales, biases, index: int, groups: int):
-    return scales[index], biases[index], groups, TORCH_EPS, True
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(4,))
@@ -196,14 +192,7 @@ def trunk(x, kernels, scales, biases, groups: int):
     kernels are ``kernels (2 blocks, 3, 3, ch, ch)`` (their dtype the products' operands) and
     norms' ``scales``, ``biases (2 blocks, ch)`` in ``groups`` groups: a Triton kernel on a GPU,
     interpreted on the CPU."""
-    return lax.platform_dependent(
-        x,
-        kernels,
-        scales,
-        biases,
-        cpu=functools.partial(_kernel_call, groups=groups, interpret=True),
-        default=functools.partial(_kernel_call, groups=groups),
-    )
+    return on_each_platform(functools.partial(_kernel_call, groups=groups), x, kernels, scales, biases)
 
 
 def _trunk_forward(x, kernels, scales, biases, groups):
