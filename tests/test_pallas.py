@@ -120,18 +120,20 @@ def by_hand_trunk(x, kernels, scales, biases, groups):
         variance = ((g - mean) ** 2).mean((1, 3), keepdims=True)
         return ((g - mean) / jnp.sqrt(variance + 1e-5)).reshape(y.shape) * scale + bias
 
-    for i in range(kernels.shape[0] // 2):
+    for i in range(len(kernels) // 2):
         y = jax.nn.relu(norm(reference(x, kernels[2 * i]), scales[2 * i], biases[2 * i]))
         x = jax.nn.relu(x + norm(reference(y, kernels[2 * i + 1]), scales[2 * i + 1], biases[2 * i + 1]))
     return x
 
 
 def trunk_operands(boards: int, channels: int, layers: int, seed: int = 5):
+    """An input, then each layer's kernel, norm scale and bias (a list of ``layers`` each)."""
     kx, kk, ks, kb = jax.random.split(jax.random.key(seed), 4)
     x = jax.nn.relu(jax.random.normal(kx, (boards, 6, 7, channels)))
     kernels = jax.random.normal(kk, (layers, 3, 3, channels, channels)) / np.sqrt(9 * channels)
     scales = 1 + 0.1 * jax.random.normal(ks, (layers, channels))
-    return x, kernels, scales, 0.1 * jax.random.normal(kb, (layers, channels))
+    biases = 0.1 * jax.random.normal(kb, (layers, channels))
+    return x, list(kernels), list(scales), list(biases)
 
 
 def test_the_trunk_kernel_is_the_blocks_by_hand():
@@ -139,7 +141,7 @@ def test_the_trunk_kernel_is_the_blocks_by_hand():
     4 groups, then the ResNet's 64 in 8."""
     for channels, groups in ((32, 4), (64, 8)):
         operands_ = trunk_operands(7, channels, 4)
-        got = jax.jit(pallas_trunk.trunk, static_argnums=4)(*operands_, groups)
+        got = jax.jit(pallas_trunk.trunk, static_argnums=(4, 5))(*operands_, groups)
         close(got, by_hand_trunk(*operands_, groups))
 
 
@@ -148,17 +150,17 @@ def test_the_trunk_differentiated_runs_layer_by_layer_with_the_same_gradient():
     dy = jax.random.normal(jax.random.key(6), (4, 6, 7, 32))
     got = jax.jit(jax.grad(lambda *a: (pallas_trunk.trunk(*a, 4) * dy).sum(), (0, 1, 2, 3)))(*operands_)
     want = jax.grad(lambda *a: (by_hand_trunk(*a, 4) * dy).sum(), (0, 1, 2, 3))(*operands_)
-    for g, w in zip(got, want):
+    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
         close(g, w)
 
 
 def test_the_trunk_vmapped_and_in_mixed_precision():
     x, kernels, scales, biases = trunk_operands(4, 32, 2)
-    stacked = [jnp.stack([a, a * 0.5]) for a in (x, kernels, scales, biases)]
+    stacked = jax.tree.map(lambda a: jnp.stack([a, a * 0.5]), (x, kernels, scales, biases))
     got = jax.jit(jax.vmap(lambda *a: pallas_trunk.trunk(*a, 4)))(*stacked)
     close(got, jax.vmap(lambda *a: by_hand_trunk(*a, 4))(*stacked))
-    mixed = jax.jit(pallas_trunk.trunk, static_argnums=4)(x, kernels.astype(jnp.bfloat16), scales, biases, 4)
-    layered = pallas_trunk.layered_trunk(x, kernels.astype(jnp.bfloat16), scales, biases, 4)
+    mixed = jax.jit(pallas_trunk.trunk, static_argnums=(4, 5))(x, kernels, scales, biases, 4, jnp.bfloat16)
+    layered = pallas_trunk.layered_trunk(x, kernels, scales, biases, 4, jnp.bfloat16)
     close(mixed, layered, scale=10 * float(jnp.abs(layered).max()))  # both round each layer's operands
     assert float(jnp.abs(mixed - by_hand_trunk(x, kernels, scales, biases, 4)).max()) > 1e-4
 

@@ -428,8 +428,9 @@ def _pallas_flops(instruction: Instruction, shapes: dict[str, str]) -> tuple[str
     kernels: none counted): nine taps' products over each cell. The convolution's operands: the
     cells' inputs and the taps, ``(..., 9, in, out)``, its result a row of ``out`` a cell; the
     kernel gradient's: the cells' inputs, ``(..., cells, in)``, and cotangents, its result
-    ``(..., 9, groups, in, out)``; the trunk's: its taps ``(..., layers, 9, ch, ch)``, its result
-    a row a cell (and beside it its programs' scratch rows)."""
+    ``(..., 9, groups, in, out)``; the trunk's: the cells' inputs, then each layer's taps
+    ``(..., 9, ch, ch)`` (then its norms' scales and biases, ``(..., ch)``), its result a row a
+    cell (and beside it its programs' scratch rows)."""
     operands, result = _operand_shapes(instruction, shapes), _dims(instruction.shape)
     if len(operands) < 2 or not result or len(operands[1][1]) < 2:
         return "", 0.0
@@ -437,8 +438,10 @@ def _pallas_flops(instruction: Instruction, shapes: dict[str, str]) -> tuple[str
         return operands[1][0], 2.0 * math.prod(result[0][1]) * math.prod(operands[1][1][-3:-1])
     if f'name = "{pallas_conv.GRADIENT_KERNEL_NAME}"' in instruction.attributes:
         return operands[0][0], 2.0 * math.prod(operands[0][1]) * 9 * result[0][1][-1]
-    if f'name = "{pallas_trunk.KERNEL_NAME}"' in instruction.attributes:  # taps (..., layers, 9, ch, ch)
-        return operands[1][0], 2.0 * math.prod(result[0][1]) * math.prod(operands[1][1][-4:-1])
+    if f'name = "{pallas_trunk.KERNEL_NAME}"' in instruction.attributes:
+        taps = operands[1][1][-3:]
+        layers = sum(1 for _, dims in operands[1:] if dims[-3:] == taps)
+        return operands[1][0], 2.0 * math.prod(result[0][1]) * layers * math.prod(taps[:-1])
     return "", 0.0
 
 

@@ -62,11 +62,12 @@ class MLP3(nn.Module):
 def fused_trunk(x, layers: list, groups: int, dtype):
     """Residual blocks evaluated as one Pallas kernel (:mod:`czjax.models.pallas_trunk`) from
     their layers' parameters, ``layers`` a ``(convolution's, norm's)`` pair of each layer in
-    order; ``init`` makes them through the layers themselves, as the networks' other paths run."""
-    kernels = jnp.stack([conv["kernel"] for conv, _ in layers]).astype(dtype)
-    scales = jnp.stack([norm["scale"] for _, norm in layers])
-    biases = jnp.stack([norm["bias"] for _, norm in layers])
-    return pallas_trunk.trunk(x, kernels, scales, biases, groups)
+    order, each parameter passed as it lies (stacked or cast here, they would be copied at every
+    call); ``init`` makes them through the layers themselves, as the networks' other paths run."""
+    kernels = [conv["kernel"] for conv, _ in layers]
+    scales = [norm["scale"] for _, norm in layers]
+    biases = [norm["bias"] for _, norm in layers]
+    return pallas_trunk.trunk(x, kernels, scales, biases, groups, dtype)
 
 
 class ResBlock(nn.Module):

@@ -73,21 +73,27 @@ def _group_norm(y, scale, bias, onehot, same_group, size: int):
 
 @dataclasses.dataclass(frozen=True)
 class TrunkCall:
-    """What a call of the kernel fixes: its boards, the norms' groups, and whether it is
-    interpreted (on the CPU, where Triton's barrier has no meaning)."""
+    """What a call of the kernel fixes: its boards, layers, the norms' groups, the products'
+    operands (float32, or bfloat16 under mixed precision), and whether it is interpreted (on the
+    CPU, where Triton's barrier has no meaning)."""
 
     boards: int
+    layers: int
     groups: int
+    operands: type
     interpret: bool
 
 
-def resnet_trunk(x_ref, w_ref, s_ref, b_ref, y_ref, o_ref, *, call: TrunkCall):
-    """One program's boards through every block: ``x_ref`` the stem's output, a row a cell,
-    ``w_ref (2 blocks, 9, ch, ch)`` the taps, ``s_ref``/``b_ref (2 blocks, ch)`` the norms';
-    ``y_ref`` the result, a row a cell; ``o_ref`` the programs' scratch rows, 128 a program
-    after :data:`EDGE`."""
+def resnet_trunk(x_ref, *refs, call: TrunkCall):
+    """One program's boards through every block: ``x_ref`` the stem's output, a row a cell; then
+    each layer's taps ``(9, ch, ch)``, each layer's norm scale and each one's bias ``(ch,)``, each
+    a parameter as it lies (a layer an operand: nothing stacked or cast before the call, which
+    would be a copy a call in a loop of plies or simulations); ``y_ref`` the result, a row a cell;
+    ``o_ref`` the programs' scratch rows, 128 a program after :data:`EDGE`."""
     from jax.experimental.pallas import triton
 
+    taps, scales, biases = (refs[i * call.layers : (i + 1) * call.layers] for i in range(3))
+    y_ref, o_ref = refs[3 * call.layers :]
     program = pl.program_id(0)
     local = lax.broadcasted_iota(jnp.int32, (BLOCK,), 0)
     board = local // CELLS
@@ -100,9 +106,14 @@ def resnet_trunk(x_ref, w_ref, s_ref, b_ref, y_ref, o_ref, *, call: TrunkCall):
     same_group = lax.broadcasted_iota(jnp.int32, (channels, channels), 0) // group
     same_group = (same_group == lax.broadcasted_iota(jnp.int32, (channels, channels), 1) // group).astype(jnp.float32)
     base = EDGE + program * BLOCK
-    operands = w_ref.dtype
 
-    def layer(act, index):
+    def of_block(refs, i, second: int, *index):
+        """Block ``i``'s first or ``second`` layer's parameter, ``refs[layer][index]``: a branch
+        a block (its parameters are operands of their own; a loop unrolled over the blocks
+        instead compiles several times slower)."""
+        return lax.switch(i, [functools.partial(lambda r: r[index], r) for r in refs[second::2]])
+
+    def layer(act, i, second: int):
         o_ref[pl.ds(base, BLOCK), :] = act
         if not call.interpret:
             triton.debug_barrier()  # every row written before any is read shifted
@@ -110,18 +121,19 @@ def resnet_trunk(x_ref, w_ref, s_ref, b_ref, y_ref, o_ref, *, call: TrunkCall):
         for tap in range(9):
             dr, dc, offset = neighbour(tap)
             at = o_ref.at[pl.ds(base + offset, BLOCK), :]
-            shifted = triton.load(at, mask=(on_board(row, col, dr, dc) & real)[:, None], other=0.0).astype(operands)
-            total += jnp.dot(shifted, w_ref[index, tap], preferred_element_type=jnp.float32)
+            shifted = triton.load(at, mask=(on_board(row, col, dr, dc) & real)[:, None], other=0.0)
+            weights = of_block(taps, i, second, tap).astype(call.operands)
+            total += jnp.dot(shifted.astype(call.operands), weights, preferred_element_type=jnp.float32)
         if not call.interpret:
             triton.debug_barrier()  # every row read before the next layer's are written
-        return _group_norm(total, s_ref[index], b_ref[index], onehot, same_group, CELLS * group)
+        scale, bias = of_block(scales, i, second, ...), of_block(biases, i, second, ...)
+        return _group_norm(total, scale, bias, onehot, same_group, CELLS * group)
 
     def block(i, act):
-        y = jnp.maximum(layer(act, 2 * i), 0.0)
-        return jnp.maximum(act + layer(y, 2 * i + 1), 0.0)
+        return jnp.maximum(act + layer(jnp.maximum(layer(act, i, 0), 0.0), i, 1), 0.0)
 
     cells = x_ref.at[pl.ds(program * BOARDS * CELLS, BLOCK), :]  # the program's boards (and past them)
-    last = lax.fori_loop(0, w_ref.shape[0] // 2, block, triton.load(cells, mask=real[:, None], other=0.0))
+    last = lax.fori_loop(0, call.layers // 2, block, triton.load(cells, mask=real[:, None], other=0.0))
     triton.store(y_ref.at[pl.ds(program * BOARDS * CELLS, BLOCK), :], last, mask=real[:, None])
 
 
@@ -136,30 +148,27 @@ def _estimate(boards: int, layers: int, channels: int) -> pl.CostEstimate:
     )
 
 
-def _kernel_call(x, kernels, scales, biases, groups: int, interpret: bool = False):
+def _kernel_call(x, kernels, scales, biases, groups: int, operands, interpret: bool = False):
     """On a GPU the kernel reads and writes the cells where they lie (a masked access is not
     made); interpreted, an access is a slice, which would be moved back into bounds, so both
     get a block of rows more."""
-    boards, channels = x.shape[0], x.shape[-1]
+    boards, channels, layers = x.shape[0], x.shape[-1], len(kernels)
     programs = -(-boards // BOARDS)
     cells = boards * CELLS
     spare = BLOCK if interpret else 0
     flat = jnp.pad(x.reshape(cells, channels), ((0, spare), (0, 0)))
-    taps = kernels.reshape(kernels.shape[0], 9, channels, channels)
+    taps = [kernel.reshape(9, channels, channels) for kernel in kernels]
     scratch = EDGE + programs * BLOCK + EDGE
     out, _ = pl.pallas_call(
-        functools.partial(resnet_trunk, call=TrunkCall(boards, groups, interpret)),
+        functools.partial(resnet_trunk, call=TrunkCall(boards, layers, groups, operands, interpret)),
         out_shape=(
             jax.ShapeDtypeStruct((cells + spare, channels), jnp.float32),
             jax.ShapeDtypeStruct((scratch, channels), jnp.float32),
         ),
         grid=(programs,),
-        in_specs=[
-            pl.BlockSpec(flat.shape, lambda i: (0, 0)),
-            pl.BlockSpec(taps.shape, lambda i: (0, 0, 0, 0)),
-            pl.BlockSpec(scales.shape, lambda i: (0, 0)),
-            pl.BlockSpec(biases.shape, lambda i: (0, 0)),
-        ],
+        in_specs=[pl.BlockSpec(flat.shape, lambda i: (0, 0))]
+        + [pl.BlockSpec(tap.shape, lambda i: (0, 0, 0)) for tap in taps]
+        + [pl.BlockSpec((channels,), lambda i: (0,)) for _ in range(2 * layers)],
         out_specs=(
             pl.BlockSpec((cells + spare, channels), lambda i: (0, 0)),
             pl.BlockSpec((scratch, channels), lambda i: (0, 0)),
@@ -167,40 +176,42 @@ def _kernel_call(x, kernels, scales, biases, groups: int, interpret: bool = Fals
         compiler_params=compiler_params(),
         interpret=interpret,
         name=KERNEL_NAME,
-        cost_estimate=_estimate(boards, kernels.shape[0], channels),
-    )(flat, taps, scales, biases)
+        cost_estimate=_estimate(boards, layers, channels),
+    )(flat, *taps, *scales, *biases)
     return out[:cells].reshape(boards, game.ROWS, game.COLS, channels)
 
 
-def layered_trunk(x, kernels, scales, biases, groups: int):
+def layered_trunk(x, kernels, scales, biases, groups: int, operands=jnp.float32):
     """The same trunk layer by layer (:func:`czjax.models.pallas_conv.conv3x3_pallas`, GroupNorm in
     one pass): what runs where the trunk is differentiated (a gradient step), its gradient the
     trunk's."""
 
     def layer(x, index: int):
-        y = conv3x3_pallas(x, kernels[index], kernels.dtype)
+        y = conv3x3_pallas(x, kernels[index], operands)
         return group_norm_nhwc(y, scales[index], biases[index], groups, TORCH_EPS, one_pass=True)
 
-    for i in range(kernels.shape[0] // 2):
+    for i in range(len(kernels) // 2):
         x = jax.nn.relu(x + layer(jax.nn.relu(layer(x, 2 * i)), 2 * i + 1))
     return x
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(4,))
-def trunk(x, kernels, scales, biases, groups: int):
+@functools.partial(jax.custom_vjp, nondiff_argnums=(4, 5))
+def trunk(x, kernels, scales, biases, groups: int, operands=jnp.float32):
     """``x (B, 6, 7, ch)`` (float32, the stem's output) through the blocks whose convolutions'
-    kernels are ``kernels (2 blocks, 3, 3, ch, ch)`` (their dtype the products' operands) and
-    norms' ``scales``, ``biases (2 blocks, ch)`` in ``groups`` groups: a Triton kernel on a GPU,
-    interpreted on the CPU."""
-    return on_each_platform(functools.partial(_kernel_call, groups=groups), x, kernels, scales, biases)
+    kernels are ``kernels`` (a sequence, ``(3, 3, ch, ch)`` a layer, two layers a block) and
+    norms' ``scales``, ``biases`` (``(ch,)`` a layer) in ``groups`` groups, the products on
+    ``operands`` (bfloat16 under mixed precision): a Triton kernel on a GPU, interpreted on
+    the CPU."""
+    call = functools.partial(_kernel_call, groups=groups, operands=operands)
+    return on_each_platform(call, x, tuple(kernels), tuple(scales), tuple(biases))
 
 
-def _trunk_forward(x, kernels, scales, biases, groups):
+def _trunk_forward(x, kernels, scales, biases, groups, operands):
     # Differentiated, the trunk runs layer by layer: its gradient needs each layer's activations
-    return jax.vjp(functools.partial(layered_trunk, groups=groups), x, kernels, scales, biases)
+    return jax.vjp(functools.partial(layered_trunk, groups=groups, operands=operands), x, kernels, scales, biases)
 
 
-def _trunk_backward(groups, pullback, dy):
+def _trunk_backward(groups, operands, pullback, dy):
     return pullback(dy)
 
 
