@@ -211,5 +211,12 @@ def rollout_chunks(flops: float, boards_per_call: int) -> int:
 def loss_chunks(flops: float, positions: int, platform: str | None = None) -> int:
     """Chunks the learner's batch of ``positions`` is cut into for the gradient in a program
     built for ``platform`` (None: the platform being built for): 1 is the plain gradient over
-    every position, below the platform's ``loss_min_flops``."""
-    return LOSS_CHUNKS if flops * positions >= platforms.choices_for(platform).loss_min_flops else 1
+    every position, below the platform's ``loss_min_flops``; where the platform asks it
+    (``loss_chunk_min``) each chunk holds that much, the chunks a power of two."""
+    choices = platforms.choices_for(platform)
+    chunks = flops * positions / choices.loss_min_flops
+    if chunks < 1:
+        return 1
+    if not choices.loss_chunk_min:
+        return LOSS_CHUNKS
+    return min(LOSS_CHUNKS, 2 ** int(math.log2(chunks)))

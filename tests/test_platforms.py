@@ -109,8 +109,9 @@ def test_the_set_up_resolves_a_configs_auto_settings_for_its_platform():
     bigger = config.override({"games_per_batch": 4096})
     assert make_setup(bigger, None, platform="gpu").ctx.num_chunks == 8
     # 8 seeds of the 50-game config as one scan: 8,400 positions in one program, chunked on a GPU
-    # (its threshold counts a scan's configurations together); the CPU's count stays per config
-    assert make_setup(config, "c", platform="gpu", configurations=8).ctx.num_chunks == 8
+    # (its threshold counts a scan's configurations together) in 2 chunks of at least 5e10
+    # FLOPs each; the CPU's count stays per config
+    assert make_setup(config, "c", platform="gpu", configurations=8).ctx.num_chunks == 2
     assert make_setup(config, "c", platform="gpu", configurations=2).ctx.num_chunks == 1
     mlp = TrainConfig(model="mlp", games_per_batch=50, control_flow="cond")  # 3e7 FLOPs alone
     assert make_setup(mlp, "c", platform="cpu", configurations=64).ctx.num_chunks == 1

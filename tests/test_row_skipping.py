@@ -73,6 +73,18 @@ def test_flops_are_counted_from_the_program_the_same_on_every_backend():
     assert rollout.default_chunks(models.model_player(model), params, 25) == row_skipping.ROLLOUT_CHUNKS
 
 
+def test_a_gpus_gradient_chunks_each_hold_its_fewest_flops():
+    """On a GPU a chunk's branch costs launches, so each chunk holds at least the platform's
+    ``loss_min_flops`` (5e10) of forward FLOPs, the chunks a power of two up to 8; a CPU cuts
+    any batch past its threshold into 8."""
+    per_board = 1e7
+    by_positions = {4_000: 1, 10_000: 2, 16_000: 2, 20_000: 4, 39_000: 4, 40_000: 8, 1_000_000: 8}
+    for positions, chunks in by_positions.items():
+        assert row_skipping.loss_chunks(per_board, positions, "gpu") == chunks, positions
+    assert row_skipping.loss_chunks(per_board, 16_000, "cpu") == row_skipping.LOSS_CHUNKS == 8
+    assert row_skipping.loss_chunks(per_board, 5, "cpu") == 1
+
+
 def test_compaction_modes_per_platform():
     """--compaction: on (both places), loss (the gradient only), off (neither); auto is on, except
     that a GPU's rollouts below 2,048 boards per player call evaluate every board (measured) and

@@ -63,6 +63,9 @@ class Choices:
             (:func:`czjax.row_skipping.loss_chunks`); below it the plain gradient.
         loss_counts_configurations: in a scan, that batch is every vmapped configuration's
             (they run as one program, so the chunks' branches are paid once for all of them).
+        loss_chunk_min: each chunk holds at least ``loss_min_flops`` (their count a power of
+            two up to :data:`czjax.row_skipping.LOSS_CHUNKS`), where a chunk's branch costs
+            launches; else that many chunks from ``loss_min_flops`` on.
         convolution_options: compiler options of programs that hold convolutions
             (:mod:`czjax.util.compiling`).
     """
@@ -83,6 +86,7 @@ class Choices:
     replay_plain_gradient: bool = False
     loss_min_flops: float = 1e8
     loss_counts_configurations: bool = False
+    loss_chunk_min: bool = False
     convolution_options: tuple[tuple[str, str | bool], ...] = ()
 
 
@@ -142,6 +146,11 @@ CHOICES = {
         # idle chunks is predicted 1.21x faster; alone (2e10) the plain gradient stays. Not yet
         # measured.
         loss_counts_configurations=True,
+        # By the cost model: a chunk's branch is ~220 launches (~0.4 ms) and a host wait, and at
+        # example 3's lengths (12-20 plies: 29-48% of the learner's rows valid) two chunks skip as
+        # much as eight; its 8 seeds (1.6e11) then take 2 chunks, 2,048 games of Mk4 (8e11) 8.
+        # Predicted, not yet measured.
+        loss_chunk_min=True,
     ),
     # A TPU v5e, not yet run: by its compiler's own cycle estimates (czjax bench kernels --target
     # tpu-v5e, uncalibrated), a tree of up to 128 nodes descended without a loop makes the Gumbel
