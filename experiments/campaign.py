@@ -54,7 +54,8 @@ STEP_MODULES = {
     "soft-vs-hard": "soft_vs_hard_steps",
 }
 # The order `status` lists the steps in and `run next` picks them: the profile first, since on a
-# GPU it says where the time of the steps after it goes; then the strength recipe, the blog's
+# GPU it says where the time of the steps after it goes (and which convolutions examples 3-5
+# run: blog_steps.measured_conv); then the strength recipe, the blog's
 # examples (example 3 first), the suite, the benchmark tables and the comparisons at scale.
 ORDER = (
     "profile",

@@ -288,3 +288,43 @@ def test_a_command_step_keeps_json_from_stdout_alone(tmp_path):
     assert json.loads((results / "both.json").read_text()) == {"rows": [1, 2]}
     assert "a table" in (results / "both.log").read_text()
     assert not (results / "plain.json").exists() and "rows: 1 2" in (results / "plain.log").read_text()
+
+
+def test_a_convnet_examples_scan_takes_the_convolutions_the_profile_measured_faster(tmp_path, monkeypatch):
+    """Examples 3-5 on a GPU run Mk4's 3x3 convolutions as the profile step measured them
+    fastest there (its Mk4 cells at 2,048 games in float32); without those cells, with one that
+    failed, measured on a CPU or run on one, `--conv auto`; a scan resumed keeps its choice."""
+    common.use("blog-examples")
+    import blog_steps
+
+    profile = tmp_path / "benchmarks" / "profile" / "profile.json"
+    profile.parent.mkdir(parents=True)
+    gpu = "gpu: NVIDIA H100 80GB HBM3 x 1"
+
+    def measured(pallas_s, im2col_s=0.5, machine=gpu, **pallas_row):
+        cell = {"games_per_batch": 2048, "precision": "default", "machine": machine}
+        rows = [{**cell, "program": "mk4", "iteration_s": im2col_s}]
+        rows += [{**cell, "program": "mk4-pallas", "iteration_s": pallas_s, **pallas_row}]
+        rows += [{**cell, "program": "mk4-pallas", "precision": "mixed", "iteration_s": 0.01}]
+        profile.write_text(json.dumps({"rows": rows}))
+        return blog_steps.measured_conv(profile, gpu)
+
+    assert blog_steps.measured_conv(profile, gpu) == "auto"  # no profile yet
+    assert measured(0.2) == "pallas"
+    assert measured(0.7) == "auto"  # slower than im2col; the mixed cell's time is not float32's
+    assert measured(0.2, error="XlaRuntimeError: out of shared memory") == "auto"
+    assert measured(0.2, machine="cpu: cpu x 1") == "auto"
+    assert blog_steps.measured_conv(profile, "cpu: cpu x 1") == "auto"
+    # the step's config: the choice made when the scan starts, then the scan's own
+    from czjax.jobs import presets
+
+    measured(0.2)
+    ctx = steps.Context(tmp_path / "work", tmp_path / "blog-examples" / "ex3-8seeds", 0.0, 1.0, print)
+    folder = tmp_path / "work" / "ex3-rwb"
+    mk4, mlp = presets.get_preset("ex3-rwb").config, presets.get_preset("ex1-collapse").config
+    monkeypatch.setattr(blog_steps, "machine", lambda: gpu)
+    assert blog_steps.scan_config(ctx, mk4, folder).conv == "pallas"
+    assert blog_steps.scan_config(ctx, mlp, folder) == mlp
+    folder.mkdir(parents=True)
+    (folder / "scan.json").write_text(json.dumps({"config": mk4.to_dict()}))
+    assert blog_steps.scan_config(ctx, mk4, folder).conv == mk4.conv == "auto"

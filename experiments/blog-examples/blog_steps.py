@@ -6,25 +6,66 @@ results the milestone table and figure of ``blog_examples.py`` (``docs/results/b
 from __future__ import annotations
 
 import functools
+import json
 import time
+from pathlib import Path
 
 from blog_examples import BLOG, EXAMPLES, figure, format_table, milestone_rows
 
-from steps import Context, Step, write_rows
+from steps import Context, Step, machine, write_rows
 
 SEEDS = 8
 SMOOTHING = 10  # rows of the figure's trailing means
+# The profile step's cells that say how a GPU runs Mk4's 3x3 convolutions fastest: its Mk4
+# iteration at 2,048 games in float32, as im2col (`--conv auto` on a GPU) and as Pallas kernels.
+PROFILE_CELLS = {"auto": "mk4", "pallas": "mk4-pallas"}
+PROFILE_GAMES = 2048
 
 
-def scan_seeds(ctx: Context, name: str, seeds: int, batches: int) -> list[dict]:
+def measured_conv(profile: Path, here: str) -> str:
+    """``--conv`` for a convnet example's scan on this machine (``here``, as steps.machine says
+    it): "pallas" where the profile step (``profile``, its profile.json) measured Mk4's Pallas
+    convolutions faster than im2col on a GPU, the step on a GPU too; else "auto"."""
+    try:
+        rows = json.loads(profile.read_text())["rows"]
+    except (OSError, ValueError, KeyError):
+        return "auto"
+    timed = {
+        row["program"]: row["iteration_s"]
+        for row in rows
+        if "error" not in row
+        and row.get("games_per_batch") == PROFILE_GAMES
+        and row.get("precision") == "default"
+        and str(row.get("machine", "")).startswith("gpu")
+    }
+    if not here.startswith("gpu") or not all(cell in timed for cell in PROFILE_CELLS.values()):
+        return "auto"
+    return min(PROFILE_CELLS, key=lambda conv: timed[PROFILE_CELLS[conv]])
+
+
+def scan_config(ctx: Context, config, folder: Path):
+    """The config a convnet example's scan runs: the preset's, its 3x3 convolutions as the
+    profile step measured them fastest here (:func:`measured_conv`), decided when the scan
+    starts and kept by a scan resumed (its folder's scan.json)."""
+    if not config.model.startswith("cnn"):
+        return config
+    if (folder / "scan.json").exists():
+        conv = json.loads((folder / "scan.json").read_text())["config"].get("conv", config.conv)
+    else:
+        conv = measured_conv(ctx.results.parents[1] / "benchmarks" / "profile" / "profile.json", machine())
+    return config.override({"conv": conv})
+
+
+def scan_seeds(ctx: Context, name: str, seeds: int, batches: int) -> tuple[list[dict], str]:
     """Preset ``name``'s scan over ``seeds`` for ``batches`` batches a seed, resumed from its
-    work folder (``<work>/<name>``); its metrics rows so far."""
+    work folder (``<work>/<name>``): its metrics rows so far, and the ``--conv`` it runs."""
     from czjax.jobs import presets, scan
 
     preset = presets.get_preset(name)
     folder = ctx.work / name
-    return scan.run_scan(
-        preset.config,
+    config = scan_config(ctx, preset.config, folder)
+    rows = scan.run_scan(
+        config,
         preset.hparams,
         [{}],
         list(range(seeds)),
@@ -34,6 +75,7 @@ def scan_seeds(ctx: Context, name: str, seeds: int, batches: int) -> list[dict]:
         log=ctx.log,
         stop_at=ctx.stop_at,
     )
+    return rows, config.conv
 
 
 def batches_done(rows: list[dict], seeds: int) -> int:
@@ -51,7 +93,7 @@ def run_example(ctx: Context, number: int, seeds: int = SEEDS) -> dict:
     config = preset.config
     batches = max(1, round(preset.batches * ctx.scale))
     start = time.perf_counter()
-    rows = scan_seeds(ctx, name, seeds, batches)
+    rows, conv = scan_seeds(ctx, name, seeds, batches)
     done = batches_done(rows, seeds)
     window = 10 * config.batches_per_chunk * config.games_per_batch
     full_games, run_games = preset.batches * config.games_per_batch, done * config.games_per_batch
@@ -61,7 +103,9 @@ def run_example(ctx: Context, number: int, seeds: int = SEEDS) -> dict:
     write_rows(ctx.results / "metrics.jsonl.gz", rows)
     (ctx.results / "results.md").write_text(
         f"# Example {number} ({name}), {seeds} seeds\n\n{preset.description}\n\n"
-        f"{done:,} of {batches:,} batches of {config.games_per_batch} games per seed.\n\n```\n{format_table(name, table)}\n```\n"
+        f"{done:,} of {batches:,} batches of {config.games_per_batch} games per seed"
+        + (f", `--conv {conv}`" if config.model.startswith("cnn") else "")
+        + f".\n\n```\n{format_table(name, table)}\n```\n"
     )
     return {
         "done": done >= batches,
@@ -73,6 +117,7 @@ def run_example(ctx: Context, number: int, seeds: int = SEEDS) -> dict:
         "milestones": table,
         "call_wall_s": time.perf_counter() - start,
         "preset": name,
+        "conv": conv,
     }
 
 
