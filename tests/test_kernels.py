@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from czjax.bench import kernels
+from czjax.models import pallas_trunk
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGINS = Path(os.environ.get("CZJAX_PLUGINS", ROOT / ".plugins"))
@@ -257,6 +258,21 @@ def test_memory_traffic_counts_operands_after_an_index_mark():
     shapes = {name: "f32[16]{0}" for name in "abcdef"}
     six = kernels._instruction("  %fusion.3 = f32[16]{0} fusion(%a, %b, %c, %d, %e, /*index=5*/%f), calls=%h")
     assert six is not None and kernels.memory_traffic(six, shapes) == 7 * 16 * 4
+
+
+def test_the_trunk_kernels_flops_count_every_layers_taps_after_an_index_mark():
+    """A trunk call of 100 cells at 32 channels: the boards, the stem's taps (9, 3, 32), four
+    layers' (9, 32, 32), the last two printed after XLA's /*index=5*/ mark, then the norms'
+    parameters: each output element is 9 x (3 + 4 x 32) multiply-adds."""
+    shapes = {"boards": "s8[100]{0}", "stem": "f32[9,3,32]{2,1,0}", "s": "f32[32]{0}"}
+    shapes.update({f"w{i}": "f32[9,32,32]{2,1,0}" for i in range(4)})
+    call = kernels._instruction(
+        "  %pallas_call.3 = (f32[100,32]{1,0}, f32[264,32]{1,0}) custom-call(%boards, %stem, %s, %s, %w0, "
+        '/*index=5*/%w1, %w2, %w3, %s, %s), custom_call_target="__gpu$xla.gpu.triton", '
+        f'backend_config={{name = "{pallas_trunk.KERNEL_NAME}"}}'
+    )
+    assert call is not None
+    assert kernels._pallas_flops(call, shapes) == ("f32", 2.0 * 100 * 32 * 9 * (3 + 4 * 32))
 
 
 # A fusion that reads a row of a table (a dynamic slice, through a bitcast), gathers from a

@@ -380,7 +380,7 @@ def _top_level_items(text: str) -> list[str]:
 def _operand_shapes(instruction: Instruction, shapes: dict[str, str]) -> list[tuple[str, list[int]]]:
     """The first array type of each operand: printed with it, or looked up by its name."""
     found = []
-    for operand in _top_level_items(instruction.operands):
+    for operand in _top_level_items(_without_marks(instruction.operands)):
         printed = _dims(operand)
         name = operand.strip().split(" ")[-1].lstrip("%")
         typed = printed or _dims(shapes.get(name, ""))
@@ -428,9 +428,9 @@ def _pallas_flops(instruction: Instruction, shapes: dict[str, str]) -> tuple[str
     kernels: none counted): nine taps' products over each cell. The convolution's operands: the
     cells' inputs and the taps, ``(..., 9, in, out)``, its result a row of ``out`` a cell; the
     kernel gradient's: the cells' inputs, ``(..., cells, in)``, and cotangents, its result
-    ``(..., 9, groups, in, out)``; the trunk's: the cells' inputs, then each layer's taps
-    ``(..., 9, ch, ch)`` (then its norms' scales and biases, ``(..., ch)``), its result a row a
-    cell (and beside it its programs' scratch rows)."""
+    ``(..., 9, groups, in, out)``; the trunk's: the cells' inputs (or the boards), then each
+    layer's taps ``(..., 9, in, ch)`` (the stem's ``in`` its 3 planes; then the norms' scales and
+    biases, ``(..., ch)``), its result a row a cell (and beside it its programs' scratch rows)."""
     operands, result = _operand_shapes(instruction, shapes), _dims(instruction.shape)
     if len(operands) < 2 or not result or len(operands[1][1]) < 2:
         return "", 0.0
@@ -439,9 +439,9 @@ def _pallas_flops(instruction: Instruction, shapes: dict[str, str]) -> tuple[str
     if f'name = "{pallas_conv.GRADIENT_KERNEL_NAME}"' in instruction.attributes:
         return operands[0][0], 2.0 * math.prod(operands[0][1]) * 9 * result[0][1][-1]
     if f'name = "{pallas_trunk.KERNEL_NAME}"' in instruction.attributes:
-        taps = operands[1][1][-3:]
-        layers = sum(1 for _, dims in operands[1:] if dims[-3:] == taps)
-        return operands[1][0], 2.0 * math.prod(result[0][1]) * layers * math.prod(taps[:-1])
+        channels = result[0][1][-1]
+        taps = [dims[-2] for _, dims in operands[1:] if len(dims) >= 3 and dims[-3] == 9 and dims[-1] == channels]
+        return operands[1][0], 2.0 * math.prod(result[0][1]) * 9 * sum(taps)
     return "", 0.0
 
 
