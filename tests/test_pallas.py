@@ -111,8 +111,9 @@ def test_a_pallas_network_counts_the_flops_of_its_im2col_twin():
     assert counts[1] == counts[0] > 1e7
 
 
-def by_hand_trunk(x, kernels, scales, biases, groups):
-    """The ResNet's blocks with lax.conv and GroupNorm over (cells, group) written out."""
+def by_hand_trunk(x, stem, kernels, scales, biases, groups):
+    """The ResNet's blocks with lax.conv and GroupNorm over (cells, group) written out; with a
+    ``stem``, ``x`` the boards and first their planes (own, opponent, empty) convolved."""
 
     def norm(y, scale, bias):
         g = y.reshape(y.shape[0], CELLS, groups, -1)
@@ -120,20 +121,30 @@ def by_hand_trunk(x, kernels, scales, biases, groups):
         variance = ((g - mean) ** 2).mean((1, 3), keepdims=True)
         return ((g - mean) / jnp.sqrt(variance + 1e-5)).reshape(y.shape) * scale + bias
 
+    if stem:
+        planes = jnp.stack([x == 1, x == -1, x == 0], axis=-1).astype(jnp.float32)
+        x = jax.nn.relu(norm(reference(planes, stem[0]), stem[1], stem[2]))
+
     for i in range(len(kernels) // 2):
         y = jax.nn.relu(norm(reference(x, kernels[2 * i]), scales[2 * i], biases[2 * i]))
         x = jax.nn.relu(x + norm(reference(y, kernels[2 * i + 1]), scales[2 * i + 1], biases[2 * i + 1]))
     return x
 
 
-def trunk_operands(boards: int, channels: int, layers: int, seed: int = 5):
-    """An input, then each layer's kernel, norm scale and bias (a list of ``layers`` each)."""
+def trunk_operands(boards: int, channels: int, layers: int, seed: int = 5, stem: bool = False):
+    """An input, no stem, then each layer's kernel, norm scale and bias (a list of ``layers``
+    each); with ``stem`` the input is boards (each cell -1, 0 or 1) and the stem's kernel, scale
+    and bias come before the layers'."""
     kx, kk, ks, kb = jax.random.split(jax.random.key(seed), 4)
     x = jax.nn.relu(jax.random.normal(kx, (boards, 6, 7, channels)))
     kernels = jax.random.normal(kk, (layers, 3, 3, channels, channels)) / np.sqrt(9 * channels)
-    scales = 1 + 0.1 * jax.random.normal(ks, (layers, channels))
-    biases = 0.1 * jax.random.normal(kb, (layers, channels))
-    return x, list(kernels), list(scales), list(biases)
+    scales = 1 + 0.1 * jax.random.normal(ks, (layers + 1, channels))
+    biases = 0.1 * jax.random.normal(kb, (layers + 1, channels))
+    if not stem:
+        return x, (), list(kernels), list(scales[1:]), list(biases[1:])
+    boards_ = jax.random.randint(kx, (boards, 6, 7), -1, 2).astype(jnp.int8)
+    stem_kernel = jax.random.normal(kk, (3, 3, 3, channels)) / 3.0
+    return boards_, (stem_kernel, scales[0], biases[0]), list(kernels), list(scales[1:]), list(biases[1:])
 
 
 def test_the_trunk_kernel_is_the_blocks_by_hand():
@@ -141,28 +152,31 @@ def test_the_trunk_kernel_is_the_blocks_by_hand():
     4 groups, then the ResNet's 64 in 8."""
     for channels, groups in ((32, 4), (64, 8)):
         operands_ = trunk_operands(7, channels, 4)
-        got = jax.jit(pallas_trunk.trunk, static_argnums=(4, 5))(*operands_, groups)
+        got = jax.jit(pallas_trunk.trunk, static_argnums=(5, 6))(*operands_, groups)
         close(got, by_hand_trunk(*operands_, groups))
+    operands_ = trunk_operands(7, 32, 4, stem=True)  # the stem in the kernel: the boards in
+    close(jax.jit(pallas_trunk.trunk, static_argnums=(5, 6))(*operands_, 4), by_hand_trunk(*operands_, 4))
 
 
 def test_the_trunk_differentiated_runs_layer_by_layer_with_the_same_gradient():
-    operands_ = trunk_operands(4, 32, 2)
     dy = jax.random.normal(jax.random.key(6), (4, 6, 7, 32))
-    got = jax.jit(jax.grad(lambda *a: (pallas_trunk.trunk(*a, 4) * dy).sum(), (0, 1, 2, 3)))(*operands_)
-    want = jax.grad(lambda *a: (by_hand_trunk(*a, 4) * dy).sum(), (0, 1, 2, 3))(*operands_)
-    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
-        close(g, w)
+    for stem, wrt in ((False, (0, 2, 3, 4)), (True, (1, 2, 3, 4))):  # the boards have none
+        operands_ = trunk_operands(4, 32, 2, stem=stem)
+        got = jax.jit(jax.grad(lambda *a: (pallas_trunk.trunk(*a, 4) * dy).sum(), wrt))(*operands_)
+        want = jax.grad(lambda *a: (by_hand_trunk(*a, 4) * dy).sum(), wrt)(*operands_)
+        for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+            close(g, w)
 
 
 def test_the_trunk_vmapped_and_in_mixed_precision():
-    x, kernels, scales, biases = trunk_operands(4, 32, 2)
-    stacked = jax.tree.map(lambda a: jnp.stack([a, a * 0.5]), (x, kernels, scales, biases))
+    operands_ = trunk_operands(4, 32, 2, stem=True)
+    stacked = jax.tree.map(lambda a: jnp.stack([a, a if a.dtype == jnp.int8 else a * 0.5]), operands_)
     got = jax.jit(jax.vmap(lambda *a: pallas_trunk.trunk(*a, 4)))(*stacked)
     close(got, jax.vmap(lambda *a: by_hand_trunk(*a, 4))(*stacked))
-    mixed = jax.jit(pallas_trunk.trunk, static_argnums=(4, 5))(x, kernels, scales, biases, 4, jnp.bfloat16)
-    layered = pallas_trunk.layered_trunk(x, kernels, scales, biases, 4, jnp.bfloat16)
+    mixed = jax.jit(pallas_trunk.trunk, static_argnums=(5, 6))(*operands_, 4, jnp.bfloat16)
+    layered = pallas_trunk.layered_trunk(*operands_, 4, jnp.bfloat16)
     close(mixed, layered, scale=10 * float(jnp.abs(layered).max()))  # both round each layer's operands
-    assert float(jnp.abs(mixed - by_hand_trunk(x, kernels, scales, biases, 4)).max()) > 1e-4
+    assert float(jnp.abs(mixed - by_hand_trunk(*operands_, 4)).max()) > 1e-4
 
 
 def test_a_tpu_has_no_pallas_convolution():

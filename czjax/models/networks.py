@@ -59,15 +59,17 @@ class MLP3(nn.Module):
         return out[:, : game.COLS], jnp.tanh(out[:, game.COLS])
 
 
-def fused_trunk(x, layers: list, groups: int, dtype):
-    """Residual blocks evaluated as one Pallas kernel (:mod:`czjax.models.pallas_trunk`) from
-    their layers' parameters, ``layers`` a ``(convolution's, norm's)`` pair of each layer in
-    order, each parameter passed as it lies (stacked or cast here, they would be copied at every
-    call); ``init`` makes them through the layers themselves, as the networks' other paths run."""
+def fused_trunk(boards, layers: list, groups: int, dtype):
+    """The stem and the residual blocks evaluated as one Pallas kernel
+    (:mod:`czjax.models.pallas_trunk`) from the boards and the layers' parameters, ``layers`` a
+    ``(convolution's, norm's)`` pair of each layer in order, the stem's first; each parameter
+    passed as it lies (stacked or cast here, they would be copied at every call). ``init`` makes
+    them through the layers themselves, as the networks' other paths run."""
     kernels = [conv["kernel"] for conv, _ in layers]
     scales = [norm["scale"] for _, norm in layers]
     biases = [norm["bias"] for _, norm in layers]
-    return pallas_trunk.trunk(x, kernels, scales, biases, groups, dtype)
+    stem = (kernels.pop(0), scales.pop(0), biases.pop(0))
+    return pallas_trunk.trunk(boards, stem, kernels, scales, biases, groups, dtype)
 
 
 class ResBlock(nn.Module):
@@ -101,18 +103,17 @@ class CNNMk4(nn.Module):
     @nn.compact
     def __call__(self, boards):
         dtype = self.dtype
-        x = one_hot_planes(boards)
-        x = Conv3x3(64, self.conv, dtype)(x)
-        x = nn.relu(group_norm(self.norm, jnp.float32, "GroupNorm_0")(x))
         if conv_method(self.conv) == "pallas" and not self.is_initializing():
             params = self.variables["params"]
-            layers = [
+            layers = [(params["Conv3x3_0"], params["GroupNorm_0"])] + [
                 (params[f"ResBlock_{i}"][f"Conv3x3_{j}"], params[f"ResBlock_{i}"][f"GroupNorm_{j}"])
                 for i in range(3)
                 for j in (0, 1)
             ]
-            x = fused_trunk(x, layers, 16, dtype)
+            x = fused_trunk(boards, layers, 16, dtype)
         else:
+            x = Conv3x3(64, self.conv, dtype)(one_hot_planes(boards))
+            x = nn.relu(group_norm(self.norm, jnp.float32, "GroupNorm_0")(x))
             for _ in range(3):
                 x = ResBlock(self.conv, dtype, self.norm)(x)
         # The (6, 1) column convolution as a matrix product (ColumnConv) unless the 3x3s are XLA's
@@ -165,14 +166,14 @@ class ResNet(nn.Module):
         def norm(name):
             return group_norm(self.norm, jnp.float32, name, groups, "resnet")
 
-        x = nn.relu(norm("stem_norm")(Conv3x3(width, conv, dtype, name="stem")(one_hot_planes(boards))))
         if conv == "pallas" and pallas_trunk.fits(width, self.blocks) and not self.is_initializing():
             params = self.variables["params"]
-            layers = [
+            layers = [(params["stem"], params["stem_norm"])] + [
                 (params[f"block{i}_conv{j}"], params[f"block{i}_norm{j}"]) for i in range(self.blocks) for j in (0, 1)
             ]
-            x = fused_trunk(x, layers, groups, dtype)
+            x = fused_trunk(boards, layers, groups, dtype)
         else:
+            x = nn.relu(norm("stem_norm")(Conv3x3(width, conv, dtype, name="stem")(one_hot_planes(boards))))
             for i in range(self.blocks):
                 y = nn.relu(norm(f"block{i}_norm0")(Conv3x3(width, conv, dtype, name=f"block{i}_conv0")(x)))
                 y = norm(f"block{i}_norm1")(Conv3x3(width, conv, dtype, name=f"block{i}_conv1")(y))
