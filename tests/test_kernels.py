@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jax.numpy as jnp
 import pytest
 
 from czjax.bench import kernels
@@ -261,18 +262,18 @@ def test_memory_traffic_counts_operands_after_an_index_mark():
 
 
 def test_the_trunk_kernels_flops_count_every_layers_taps_after_an_index_mark():
-    """A trunk call of 100 cells at 32 channels: the boards, the stem's taps (9, 3, 32), four
-    layers' (9, 32, 32), the last two printed after XLA's /*index=5*/ mark, then the norms'
-    parameters: each output element is 9 x (3 + 4 x 32) multiply-adds."""
+    """A trunk call of 100 cells at 32 channels under mixed precision: the boards, the stem's taps
+    (9, 3, 32), four layers' (9, 32, 32), the last two printed after XLA's /*index=5*/ mark, then
+    the norms' parameters: each output element is 9 x (3 + 4 x 32) multiply-adds, on bfloat16."""
     shapes = {"boards": "s8[100]{0}", "stem": "f32[9,3,32]{2,1,0}", "s": "f32[32]{0}"}
     shapes.update({f"w{i}": "f32[9,32,32]{2,1,0}" for i in range(4)})
     call = kernels._instruction(
         "  %pallas_call.3 = (f32[100,32]{1,0}, f32[264,32]{1,0}) custom-call(%boards, %stem, %s, %s, %w0, "
         '/*index=5*/%w1, %w2, %w3, %s, %s), custom_call_target="__gpu$xla.gpu.triton", '
-        f'backend_config={{name = "{pallas_trunk.KERNEL_NAME}"}}'
+        f'backend_config={{name = "{pallas_trunk.kernel_name(jnp.bfloat16)}"}}'
     )
-    assert call is not None
-    assert kernels._pallas_flops(call, shapes) == ("f32", 2.0 * 100 * 32 * 9 * (3 + 4 * 32))
+    assert call is not None  # its parameters float32, rounded to bfloat16 inside the kernel
+    assert kernels._pallas_flops(call, shapes) == ("bf16", 2.0 * 100 * 32 * 9 * (3 + 4 * 32))
 
 
 # A fusion that reads a row of a table (a dynamic slice, through a bitcast), gathers from a

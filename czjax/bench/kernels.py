@@ -430,7 +430,8 @@ def _pallas_flops(instruction: Instruction, shapes: dict[str, str]) -> tuple[str
     kernel gradient's: the cells' inputs, ``(..., cells, in)``, and cotangents, its result
     ``(..., 9, groups, in, out)``; the trunk's: the cells' inputs (or the boards), then each
     layer's taps ``(..., 9, in, ch)`` (the stem's ``in`` its 3 planes; then the norms' scales and
-    biases, ``(..., ch)``), its result a row a cell (and beside it its programs' scratch rows)."""
+    biases, ``(..., ch)``), its result a row a cell (and beside it its programs' scratch rows), the
+    type of its products in its name (:func:`czjax.models.pallas_trunk.kernel_name`)."""
     operands, result = _operand_shapes(instruction, shapes), _dims(instruction.shape)
     if len(operands) < 2 or not result or len(operands[1][1]) < 2:
         return "", 0.0
@@ -438,10 +439,11 @@ def _pallas_flops(instruction: Instruction, shapes: dict[str, str]) -> tuple[str
         return operands[1][0], 2.0 * math.prod(result[0][1]) * math.prod(operands[1][1][-3:-1])
     if f'name = "{pallas_conv.GRADIENT_KERNEL_NAME}"' in instruction.attributes:
         return operands[0][0], 2.0 * math.prod(operands[0][1]) * 9 * result[0][1][-1]
-    if f'name = "{pallas_trunk.KERNEL_NAME}"' in instruction.attributes:
+    trunk = re.search(rf'name = "{pallas_trunk.KERNEL_NAME}_(\w+)"', instruction.attributes)
+    if trunk:  # its products' type in its name: it rounds its float32 parameters itself
         channels = result[0][1][-1]
         taps = [dims[-2] for _, dims in operands[1:] if len(dims) >= 3 and dims[-3] == 9 and dims[-1] == channels]
-        return operands[1][0], 2.0 * math.prod(result[0][1]) * 9 * sum(taps)
+        return trunk.group(1), 2.0 * math.prod(result[0][1]) * 9 * sum(taps)
     return "", 0.0
 
 
