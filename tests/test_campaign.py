@@ -292,8 +292,9 @@ def test_a_command_step_keeps_json_from_stdout_alone(tmp_path):
 
 def test_a_convnet_examples_scan_takes_the_convolutions_the_profile_measured_faster(tmp_path, monkeypatch):
     """Examples 3-5 on a GPU run Mk4's 3x3 convolutions as the profile step measured them
-    fastest there (its Mk4 cells at 2,048 games in float32); without those cells, with one that
-    failed, measured on a CPU or run on one, `--conv auto`; a scan resumed keeps its choice."""
+    fastest there (its Mk4 cells at 2,048 games in float32), Pallas's only where it computed
+    what im2col computes; without those cells, with one that failed, measured on a CPU or run on
+    one, `--conv auto`; a scan resumed keeps its choice."""
     common.use("blog-examples")
     import blog_steps
 
@@ -304,7 +305,8 @@ def test_a_convnet_examples_scan_takes_the_convolutions_the_profile_measured_fas
     def measured(pallas_s, im2col_s=0.5, machine=gpu, **pallas_row):
         cell = {"games_per_batch": 2048, "precision": "default", "machine": machine}
         rows = [{**cell, "program": "mk4", "iteration_s": im2col_s}]
-        rows += [{**cell, "program": "mk4-pallas", "iteration_s": pallas_s, **pallas_row}]
+        pallas = {**cell, "program": "mk4-pallas", "iteration_s": pallas_s, "pallas_difference": 1e-3, **pallas_row}
+        rows += [{key: value for key, value in pallas.items() if value is not None}]
         rows += [{**cell, "program": "mk4-pallas", "precision": "mixed", "iteration_s": 0.01}]
         profile.write_text(json.dumps({"rows": rows}))
         return blog_steps.measured_conv(profile, gpu)
@@ -313,6 +315,8 @@ def test_a_convnet_examples_scan_takes_the_convolutions_the_profile_measured_fas
     assert measured(0.2) == "pallas"
     assert measured(0.7) == "auto"  # slower than im2col; the mixed cell's time is not float32's
     assert measured(0.2, error="XlaRuntimeError: out of shared memory") == "auto"
+    assert measured(0.2, pallas_difference=0.3) == "auto"  # fast, and wrong
+    assert measured(0.2, pallas_difference=None) == "auto"  # its agreement not measured
     assert measured(0.2, machine="cpu: cpu x 1") == "auto"
     assert blog_steps.measured_conv(profile, "cpu: cpu x 1") == "auto"
     # the step's config: the choice made when the scan starts, then the scan's own
@@ -328,3 +332,18 @@ def test_a_convnet_examples_scan_takes_the_convolutions_the_profile_measured_fas
     folder.mkdir(parents=True)
     (folder / "scan.json").write_text(json.dumps({"config": mk4.to_dict()}))
     assert blog_steps.scan_config(ctx, mk4, folder).conv == mk4.conv == "auto"
+
+
+def test_the_profile_measures_how_far_pallas_is_from_im2col(monkeypatch):
+    """The check the examples' choice of `--conv pallas` rests on: a small ResNet whose kernels
+    compute what they should is within float32 rounding and a ReLU's kink of im2col's; with its
+    trunk's GroupNorm left out of the kernel (a kernel that misbehaves), far from it."""
+    from czjax.models import pallas_trunk
+
+    common.use("blog-examples")
+    import blog_steps
+
+    model = "resnet:blocks=1,channels=16"
+    assert benchmark_steps.pallas_difference(model, boards=8) < blog_steps.PALLAS_TOLERANCE
+    monkeypatch.setattr(pallas_trunk, "_group_norm", lambda total, *rest: total)
+    assert benchmark_steps.pallas_difference(model, boards=8) > 10 * blog_steps.PALLAS_TOLERANCE

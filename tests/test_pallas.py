@@ -16,6 +16,16 @@ from jax import lax
 
 from czjax.models import get_model, pallas_trunk
 from czjax.models.pallas_conv import BLOCK, CELLS, conv3x3_pallas, fits
+from czjax.util import precision
+
+
+@pytest.fixture(autouse=True)
+def full_float32():
+    """Full float32 products in the kernels and in what they are compared with, on every
+    backend: on a GPU a kernel's float32 products are otherwise TF32's (about 1e-3 relative),
+    interpreted on a CPU they are float32's either way."""
+    with precision.parity():
+        yield
 
 
 def reference(x, kernel):

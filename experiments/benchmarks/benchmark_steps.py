@@ -88,8 +88,41 @@ def profile_cell(ctx: Context, cell: tuple[str, int, str], roofs: dict, start: f
     config = cell_config(cell, ctx.scale)
     row = harness.bench_config(config, 0, profile=ctx.work / "traces" / cell_name(cell), each_kernel=True)
     row = roofline.with_roof(row, roofs)
+    if program.endswith("-pallas") and precision == "default":
+        row["pallas_difference"] = pallas_difference(config.model)
     row.update(program=program, cell_s=time.monotonic() - start, machine=machine(), date=time.strftime("%Y-%m-%d"))
     return row
+
+
+def pallas_difference(model_name: str, boards: int = 64) -> float:
+    """How far network ``model_name`` with its 3x3 convolutions (and trunk) as Pallas kernels is
+    from im2col's on this machine, from the same weights: the largest difference of their
+    outputs and of their parameters' gradients over ``boards`` random positions, each relative to
+    the largest value, in full float32 products. Pallas kernels that compute what they should
+    give float32 rounding in the outputs (~1e-6) and, in the gradients, about 1e-3 where a
+    ReLU's input near zero falls on the other side of it (Mk4's, interpreted on the CPU); a GPU
+    whose Triton kernels misbehave, far more. The campaign takes `--conv pallas` for the
+    examples only where this is under blog_steps.PALLAS_TOLERANCE (measured_conv)."""
+    import jax
+    import jax.numpy as jnp
+
+    from czjax.models import get_model
+    from czjax.util import precision
+
+    positions = jax.random.randint(jax.random.key(0), (boards, 6, 7), -1, 2).astype(jnp.int8)
+    im2col, pallas = get_model(model_name, conv="im2col"), get_model(model_name, conv="pallas")
+    params = im2col.init(jax.random.key(1), positions)
+
+    def outputs_and_gradients(model):
+        def loss(p):
+            return sum(jnp.sum(leaf.astype(jnp.float32) ** 2) for leaf in jax.tree.leaves(model.apply(p, positions)))
+
+        return model.apply(params, positions), jax.grad(loss)(params)
+
+    with precision.parity():
+        got, want = (jax.jit(outputs_and_gradients, static_argnums=0)(m) for m in (pallas, im2col))
+    pairs = zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True)
+    return max(float(jnp.abs(g - w).max() / jnp.maximum(jnp.abs(w).max(), 1.0)) for g, w in pairs)
 
 
 def profile_run(ctx: Context) -> dict:
@@ -170,8 +203,9 @@ def profile_row(row: dict, kinds, predicted: dict | None = None) -> str:
     table = row["op_kinds"]
     span = table["span_s"] or 1.0
     per_step = table.get("launches_per_step")
+    difference = row.get("pallas_difference")  # how far from im2col's network, relative
     values = [
-        row["program"],
+        row["program"] + ("" if difference is None else f" (from im2col {difference:.0e})"),
         f"{row['games_per_batch']:,}",
         row["precision"],
         f"{row['iteration_s']:.4f}",

@@ -20,12 +20,17 @@ SMOOTHING = 10  # rows of the figure's trailing means
 # iteration at 2,048 games in float32, as im2col (`--conv auto` on a GPU) and as Pallas kernels.
 PROFILE_CELLS = {"auto": "mk4", "pallas": "mk4-pallas"}
 PROFILE_GAMES = 2048
+# The most a Pallas cell's network may differ from im2col's there (its `pallas_difference`:
+# outputs and gradients, relative) for the examples to run it: a ReLU's kink gives ~1e-3,
+# kernels that misbehave on a GPU far more.
+PALLAS_TOLERANCE = 1e-2
 
 
 def measured_conv(profile: Path, here: str) -> str:
     """``--conv`` for a convnet example's scan on this machine (``here``, as steps.machine says
     it): "pallas" where the profile step (``profile``, its profile.json) measured Mk4's Pallas
-    convolutions faster than im2col on a GPU, the step on a GPU too; else "auto"."""
+    convolutions faster than im2col on a GPU, and computing what im2col computes there
+    (``pallas_difference`` within :data:`PALLAS_TOLERANCE`), the step on a GPU too; else "auto"."""
     try:
         rows = json.loads(profile.read_text())["rows"]
     except (OSError, ValueError, KeyError):
@@ -37,6 +42,7 @@ def measured_conv(profile: Path, here: str) -> str:
         and row.get("games_per_batch") == PROFILE_GAMES
         and row.get("precision") == "default"
         and str(row.get("machine", "")).startswith("gpu")
+        and (row["program"] != PROFILE_CELLS["pallas"] or row.get("pallas_difference", 1.0) <= PALLAS_TOLERANCE)
     }
     if not here.startswith("gpu") or not all(cell in timed for cell in PROFILE_CELLS.values()):
         return "auto"
