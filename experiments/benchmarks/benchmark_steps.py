@@ -1,8 +1,9 @@
 """The campaign's steps of the benchmarks (``docs/results/benchmarks/``):
 
 - ``profile``: where the time goes, the strength recipe's iteration and Mk4's (each also with
-  `--conv pallas`) under jax.profiler at three batch sizes and two precisions, time by kind of operation; first in the
-  campaign, so that on a GPU it says where the time of the steps after it goes;
+  `--conv pallas`, and how far its network is from im2col's there) under jax.profiler at three
+  batch sizes and two precisions, time by kind of operation; first in the campaign, so that on a
+  GPU it says where the time of the steps after it goes;
 - ``bench``: the benchmark tables (``czjax bench train``, ``search``, ``rollout``) as they are.
 """
 
