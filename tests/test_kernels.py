@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import pytest
 
 from czjax.bench import kernels
-from czjax.models import pallas_trunk
+from czjax.models import pallas_head, pallas_trunk
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGINS = Path(os.environ.get("CZJAX_PLUGINS", ROOT / ".plugins"))
@@ -274,6 +274,19 @@ def test_the_trunk_kernels_flops_count_every_layers_taps_after_an_index_mark():
     )
     assert call is not None  # its parameters float32, rounded to bfloat16 inside the kernel
     assert kernels._pallas_flops(call, shapes) == ("bf16", 2.0 * 100 * 32 * 9 * (3 + 4 * 32))
+
+
+def test_mk4s_policy_mlp_kernel_counts_its_two_products():
+    """Mk4's policy MLP kernel over 8 seeds x 50 boards: Dense_0 (448 -> 128, its kernel by
+    channel and column) and Dense_1 (128 -> 128) a board, the norms' work not counted."""
+    shapes = {"col": "f32[8,50,448]{2,1,0}", "w0": "f32[8,64,7,128]{3,2,1,0}", "w1": "f32[8,128,128]{2,1,0}"}
+    shapes.update({"s": "f32[8,128]{1,0}"})
+    call = kernels._instruction(
+        "  %pallas_call.7 = f32[8,50,128]{2,1,0} custom-call(%col, %w0, %s, %s, %w1, /*index=5*/%s, %s), "
+        f'custom_call_target="__gpu$xla.gpu.triton", backend_config={{name = "{pallas_head.kernel_name(jnp.float32)}"}}'
+    )
+    assert call is not None
+    assert kernels._pallas_flops(call, shapes) == ("f32", 2.0 * 8 * 50 * (448 * 128 + 128 * 128))
 
 
 # A fusion that reads a row of a table (a dynamic slice, through a bitcast), gathers from a

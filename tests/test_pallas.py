@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from jax import lax
 
-from czjax.models import get_model, pallas_trunk
+from czjax.models import get_model, pallas_head, pallas_trunk
 from czjax.models.pallas_conv import BLOCK, CELLS, conv3x3_pallas, fits
 from czjax.util import precision
 
@@ -189,9 +189,52 @@ def test_the_trunk_vmapped_and_in_mixed_precision():
     assert float(jnp.abs(mixed - by_hand_trunk(*operands_, 4)).max()) > 1e-4
 
 
+def head_operands(boards: int, seed: int = 7):
+    """Mk4's column convolution's output ``(boards, 7, 64)`` and its policy MLP's layers:
+    Dense_0's kernel (448, 128), a norm's scale and bias, Dense_1's kernel (128, 128), a norm's."""
+    keys = jax.random.split(jax.random.key(seed), 7)
+    col = jax.random.normal(keys[0], (boards, 7, 64))
+    w0 = jax.random.normal(keys[1], (448, 128)) / np.sqrt(448)
+    w1 = jax.random.normal(keys[2], (128, 128)) / np.sqrt(128)
+    norms = [0.1 * jax.random.normal(k, (128,)) for k in keys[3:]]
+    return col, [w0, 1 + norms[0], norms[1], w1, 1 + norms[2], norms[3]]
+
+
+def by_flax_head(col, layers):
+    """The same layers as Flax's Dense and LayerNorm, the features channel-major."""
+    import flax.linen as nn
+
+    w0, s0, b0, w1, s1, b1 = layers
+    features = jnp.transpose(col, (0, 2, 1)).reshape(col.shape[0], -1)
+    norm = nn.LayerNorm(epsilon=1e-5)
+    h = jax.nn.relu(norm.apply({"params": {"scale": s0, "bias": b0}}, features @ w0))
+    return jax.nn.relu(norm.apply({"params": {"scale": s1, "bias": b1}}, h @ w1))
+
+
+def test_mk4s_policy_mlp_kernel_is_flaxs_layers():
+    """21 boards: two programs of 16, the second with 5; its gradient (the layers as XLA's),
+    vmapped, and in mixed precision rounding each product's operands."""
+    col, layers = head_operands(21)
+    close(jax.jit(pallas_head.policy_mlp)(col, layers), by_flax_head(col, layers))
+    dy = jax.random.normal(jax.random.key(8), (21, 128))
+    got = jax.grad(lambda c, ls: (pallas_head.policy_mlp(c, ls) * dy).sum(), (0, 1))(col, layers)
+    want = jax.grad(lambda c, ls: (by_flax_head(c, ls) * dy).sum(), (0, 1))(col, layers)
+    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+        close(g, w)
+    stacked = jax.tree.map(lambda a: jnp.stack([a, a * 0.5]), (col, layers))
+    close(jax.jit(jax.vmap(pallas_head.policy_mlp))(*stacked), jax.vmap(by_flax_head)(*stacked))
+    mixed = jax.jit(pallas_head.policy_mlp, static_argnums=2)(col, layers, jnp.bfloat16)
+    close(mixed, pallas_head.policy_mlp_reference(col, layers, jnp.bfloat16), scale=10.0)
+    assert float(jnp.abs(mixed - by_flax_head(col, layers)).max()) > 1e-4
+
+
 def test_a_tpu_has_no_pallas_convolution():
     from czjax import game
     from czjax.util import platforms
 
+    model = get_model("resnet:blocks=1,channels=16", conv="pallas")
     with platforms.building_for("tpu"), pytest.raises(ValueError, match="--conv pallas is a GPU kernel"):
-        get_model("resnet:blocks=1,channels=16", conv="pallas").init(jax.random.key(0), game.new_boards(1))
+        model.init(jax.random.key(0), game.new_boards(1))
+    params = model.init(jax.random.key(0), game.new_boards(1))  # a model made elsewhere, applied for a TPU
+    with platforms.building_for("tpu"), pytest.raises(ValueError, match="--conv pallas is a GPU kernel"):
+        model.apply(params, game.new_boards(1))

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import jax
 
-from czjax.models import pallas_conv, pallas_trunk
+from czjax.models import pallas_conv, pallas_head, pallas_trunk
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "targets"
 
@@ -424,8 +424,9 @@ def instruction_flops(instruction: Instruction, shapes: dict[str, str]) -> tuple
 
 
 def _pallas_flops(instruction: Instruction, shapes: dict[str, str]) -> tuple[str, float]:
-    """A :mod:`czjax.models.pallas_conv` or :mod:`czjax.models.pallas_trunk` kernel's (other Pallas
-    kernels: none counted): nine taps' products over each cell. The convolution's operands: the
+    """A :mod:`czjax.models.pallas_conv`, :mod:`czjax.models.pallas_trunk` or
+    :mod:`czjax.models.pallas_head` kernel's (other Pallas kernels: none counted): nine taps'
+    products over each cell, or the head's two products a board. The convolution's operands: the
     cells' inputs and the taps, ``(..., 9, in, out)``, its result a row of ``out`` a cell; the
     kernel gradient's: the cells' inputs, ``(..., cells, in)``, and cotangents, its result
     ``(..., 9, groups, in, out)``; the trunk's: the cells' inputs (or the boards), then each
@@ -439,6 +440,10 @@ def _pallas_flops(instruction: Instruction, shapes: dict[str, str]) -> tuple[str
         return operands[1][0], 2.0 * math.prod(result[0][1]) * math.prod(operands[1][1][-3:-1])
     if f'name = "{pallas_conv.GRADIENT_KERNEL_NAME}"' in instruction.attributes:
         return operands[0][0], 2.0 * math.prod(operands[0][1]) * 9 * result[0][1][-1]
+    head = re.search(rf'name = "{pallas_head.KERNEL_NAME}_(\w+)"', instruction.attributes)
+    if head and len(operands) >= 5:  # Dense_0's kernel (..., 64, 7, 128) and Dense_1's (..., 128, 128)
+        dense_0, dense_1 = operands[1][1][-3:], operands[4][1][-2:]
+        return head.group(1), 2.0 * math.prod(result[0][1][:-1]) * (math.prod(dense_0) + math.prod(dense_1))
     trunk = re.search(rf'name = "{pallas_trunk.KERNEL_NAME}_(\w+)"', instruction.attributes)
     if trunk:  # its products' type in its name: it rounds its float32 parameters itself
         channels = result[0][1][-1]

@@ -276,6 +276,13 @@ def conv3x3_winograd(x, kernel, operands=jnp.float32):
     return y.reshape(batch, 2 * rows, 2 * cols, -1)[:, :height, :width]
 
 
+def check_pallas_target() -> None:
+    """``--conv pallas``'s kernels are a GPU's (interpreted on a CPU): a program built for a TPU
+    has none, and says so in one line."""
+    if platforms.target() == "tpu":
+        raise ValueError("--conv pallas is a GPU kernel (interpreted on a CPU); a TPU has none: choose another")
+
+
 class Conv3x3(nn.Module):
     """A bias-free 3x3 'same' convolution, computed by ``method`` (CONV_METHODS): im2col + one
     matmul (:func:`conv3x3_im2col`), ``lax.conv``, ``lax.conv`` with a gradient in the canonical
@@ -294,8 +301,8 @@ class Conv3x3(nn.Module):
     def __call__(self, x):
         kernel = self.param("kernel", nn.initializers.lecun_normal(), (3, 3, x.shape[-1], self.features))
         method = conv_method(self.method)
-        if method == "pallas" and platforms.target() == "tpu":
-            raise ValueError("--conv pallas is a GPU kernel (interpreted on a CPU); a TPU has none: choose another")
+        if method == "pallas":
+            check_pallas_target()
         if method == "pallas" and pallas_conv.fits(x.shape[-1], self.features):
             return conv3x3_pallas(x, kernel, self.dtype)
         if method == "winograd":

@@ -11,11 +11,12 @@ import flax.linen as nn
 import jax.numpy as jnp
 
 from czjax import game
-from czjax.models import pallas_trunk
+from czjax.models import pallas_head, pallas_trunk
 from czjax.models.layers import (
     TORCH_EPS,
     ColumnConv,
     Conv3x3,
+    check_pallas_target,
     conv_method,
     dense,
     group_norm,
@@ -65,6 +66,7 @@ def fused_trunk(boards, layers: list, groups: int, dtype):
     ``(convolution's, norm's)`` pair of each layer in order, the stem's first; each parameter
     passed as it lies (stacked or cast here, they would be copied at every call). ``init`` makes
     them through the layers themselves, as the networks' other paths run."""
+    check_pallas_target()
     kernels = [conv["kernel"] for conv, _ in layers]
     scales = [norm["scale"] for _, norm in layers]
     biases = [norm["bias"] for _, norm in layers]
@@ -125,11 +127,17 @@ class CNNMk4(nn.Module):
         else:
             x = nn.Conv(64, (game.ROWS, 1), padding="VALID", use_bias=False, dtype=dtype)(x)
         features = jnp.transpose(x[:, 0], (0, 2, 1)).reshape(x.shape[0], -1)  # index = channel * 7 + col
-        p = dense(128, dtype, use_bias=False)(features)
-        p = nn.relu(nn.LayerNorm(epsilon=TORCH_EPS, dtype=jnp.float32)(p))
-        p = dense(128, dtype, use_bias=False)(p)
-        p = nn.relu(nn.LayerNorm(epsilon=TORCH_EPS, dtype=jnp.float32)(p))
-        logits = dense(game.COLS, dtype)(p).astype(jnp.float32)
+        if conv_method(self.conv) == "pallas" and not self.is_initializing():
+            params = self.variables["params"]
+            layers = [params["Dense_0"]["kernel"], params["LayerNorm_0"]["scale"], params["LayerNorm_0"]["bias"]]
+            layers += [params["Dense_1"]["kernel"], params["LayerNorm_1"]["scale"], params["LayerNorm_1"]["bias"]]
+            p = pallas_head.policy_mlp(x[:, 0], layers, dtype)  # one kernel, from the columns as they lie
+        else:
+            p = dense(128, dtype, use_bias=False, name="Dense_0")(features)
+            p = nn.relu(nn.LayerNorm(epsilon=TORCH_EPS, dtype=jnp.float32, name="LayerNorm_0")(p))
+            p = dense(128, dtype, use_bias=False, name="Dense_1")(p)
+            p = nn.relu(nn.LayerNorm(epsilon=TORCH_EPS, dtype=jnp.float32, name="LayerNorm_1")(p))
+        logits = dense(game.COLS, dtype, name="Dense_2")(p).astype(jnp.float32)
         if not self.value_head:
             return logits
         v = nn.relu(dense(64, dtype, name="value_0")(features))
