@@ -31,6 +31,8 @@ BLOCK = 128  # rows (cells) a program computes: a power of two, as Triton's bloc
 # block in bounds)
 HALO = game.COLS + 1
 # The kernels' names, which czjax bench kernels reads their FLOPs by
+# A kernel's products' type as XLA prints types, for a name that says it (typed_name)
+_TYPE_NAMES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
 KERNEL_NAME = "conv3x3_rows"
 GRADIENT_KERNEL_NAME = "conv3x3_taps_gradient"
 # The kernel gradient's programs a tap: each sums every GRADIENT_GROUPS-th block of rows (9 x 16
@@ -102,6 +104,13 @@ def conv3x3_taps_gradient(x_ref, dy_ref, o_ref, *, rows: int, halo: int, groups:
 
     steps = (blocks - group + groups - 1) // groups
     o_ref[...] = jax.lax.fori_loop(0, steps, add_block, jnp.zeros(o_ref.shape, jnp.float32))
+
+
+def typed_name(name: str, operands) -> str:
+    """``name`` with the type a kernel's products take (``resnet_trunk_bf16`` under mixed
+    precision): a kernel whose float32 parameters are rounded inside it has operands whose
+    types do not say it, and ``czjax bench kernels`` counts its FLOPs by this."""
+    return f"{name}_{_TYPE_NAMES[jnp.dtype(operands).name]}"
 
 
 def on_each_platform(kernel_call, *args):

@@ -27,17 +27,16 @@ from jax.experimental import pallas as pl
 
 from czjax import game
 from czjax.models.layers import TORCH_EPS
-from czjax.models.pallas_conv import compiler_params, on_each_platform
+from czjax.models.pallas_conv import compiler_params, on_each_platform, typed_name
 
 BOARDS = 16  # boards a program (a Triton product's shortest dimension)
 KERNEL_NAME = "mk4_policy_mlp"  # which czjax bench kernels reads its FLOPs by (kernel_name)
-_TYPE_NAMES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}  # as XLA prints them
 
 
 def kernel_name(operands) -> str:
     """The kernel's name with the type its products take (its float32 parameters are rounded
-    inside it, so its operands' types do not say it)."""
-    return f"{KERNEL_NAME}_{_TYPE_NAMES[jnp.dtype(operands).name]}"
+    inside it)."""
+    return typed_name(KERNEL_NAME, operands)
 
 
 @dataclasses.dataclass(frozen=True)

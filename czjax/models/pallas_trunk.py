@@ -41,21 +41,20 @@ from czjax.models.pallas_conv import (
     neighbour,
     on_board,
     on_each_platform,
+    typed_name,
 )
 
 BOARDS = 3  # boards a program: 126 of its BLOCK rows
 SLOTS = 16  # the one-hot boards' width (a Triton product's shortest dimension; BOARDS used)
 EDGE = 8  # rows of the output before the first program's (>= COLS + 1: shifted reads in bounds)
 KERNEL_NAME = "resnet_trunk"  # which czjax bench kernels reads its FLOPs by (kernel_name)
-_TYPE_NAMES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}  # as XLA prints them
 _EXACT = lax.Precision.HIGHEST  # the norm's sums: float32, not TF32
 
 
 def kernel_name(operands) -> str:
-    """The kernel's name with the type its products take (``resnet_trunk_bf16`` under mixed
-    precision): its parameters come in float32 and are rounded inside it, so its operands'
-    types do not say it."""
-    return f"{KERNEL_NAME}_{_TYPE_NAMES[jnp.dtype(operands).name]}"
+    """The kernel's name with the type its products take (its float32 parameters are rounded
+    inside it)."""
+    return typed_name(KERNEL_NAME, operands)
 
 
 def fits(channels: int, blocks: int) -> bool:
