@@ -105,8 +105,11 @@ class CNNMk4(nn.Module):
     @nn.compact
     def __call__(self, boards):
         dtype = self.dtype
-        if conv_method(self.conv) == "pallas" and not self.is_initializing():
-            params = self.variables["params"]
+        # --conv pallas evaluates the trunk and the policy MLP as kernels from the parameters
+        # (init makes those through the layers below, as every other path runs)
+        fused = conv_method(self.conv) == "pallas" and not self.is_initializing()
+        params = self.variables["params"] if fused else {}
+        if fused:
             layers = [(params["Conv3x3_0"], params["GroupNorm_0"])] + [
                 (params[f"ResBlock_{i}"][f"Conv3x3_{j}"], params[f"ResBlock_{i}"][f"GroupNorm_{j}"])
                 for i in range(3)
@@ -127,8 +130,7 @@ class CNNMk4(nn.Module):
         else:
             x = nn.Conv(64, (game.ROWS, 1), padding="VALID", use_bias=False, dtype=dtype)(x)
         features = jnp.transpose(x[:, 0], (0, 2, 1)).reshape(x.shape[0], -1)  # index = channel * 7 + col
-        if conv_method(self.conv) == "pallas" and not self.is_initializing():
-            params = self.variables["params"]
+        if fused:
             layers = [params["Dense_0"]["kernel"], params["LayerNorm_0"]["scale"], params["LayerNorm_0"]["bias"]]
             layers += [params["Dense_1"]["kernel"], params["LayerNorm_1"]["scale"], params["LayerNorm_1"]["bias"]]
             p = pallas_head.policy_mlp(x[:, 0], layers, dtype)  # one kernel, from the columns as they lie

@@ -72,15 +72,6 @@ def _exact(a, b):
     return jnp.dot(a, b, precision=_EXACT, preferred_element_type=jnp.float32)
 
 
-def _group_norm(y, scale, bias, onehot, same_group, size: int):
-    """GroupNorm of a block's rows, each board and group its own statistics (the variance as
-    E[y^2] - E[y]^2), then ``* scale + bias``."""
-    mean = _exact(_sums(onehot, y), same_group) / size
-    variance = _exact(_sums(onehot, y * y), same_group) / size - mean * mean
-    rstd = lax.rsqrt(variance + TORCH_EPS)
-    return (y - _exact(onehot, mean)) * _exact(onehot, rstd) * scale[None, :] + bias[None, :]
-
-
 @dataclasses.dataclass(frozen=True)
 class TrunkCall:
     """What a call of the kernel fixes: its boards, layers (the blocks' two each), the norms'
@@ -99,13 +90,15 @@ class TrunkCall:
 class _Rows(NamedTuple):
     """A program's rows: which are its boards' cells (``real``), each one's cell (``row``,
     ``col``), its board as a one-hot column (``onehot``, for the norm's sums), a channel's group
-    as a matrix (``same_group``), and where its scratch rows begin (``base``)."""
+    as a matrix (``same_group``), the values a group's statistics are over (``group_size``), and
+    where its scratch rows begin (``base``)."""
 
     real: jax.Array
     row: jax.Array
     col: jax.Array
     onehot: jax.Array
     same_group: jax.Array
+    group_size: int
     base: jax.Array
 
 
@@ -118,7 +111,27 @@ def _rows(program, call: TrunkCall, channels: int) -> _Rows:
     same_group = lax.broadcasted_iota(jnp.int32, (channels, channels), 0) // group
     same_group = same_group == lax.broadcasted_iota(jnp.int32, (channels, channels), 1) // group
     row, col = (local % CELLS) // game.COLS, local % game.COLS
-    return _Rows(real, row, col, onehot.astype(jnp.float32), same_group.astype(jnp.float32), EDGE + program * BLOCK)
+    onehot, same_group = onehot.astype(jnp.float32), same_group.astype(jnp.float32)
+    return _Rows(real, row, col, onehot, same_group, CELLS * group, EDGE + program * BLOCK)
+
+
+def _group_norm(y, scale, bias, at: _Rows):
+    """GroupNorm of a program's rows ``at``, each board and group its own statistics (the
+    variance as E[y^2] - E[y]^2), then ``* scale + bias``."""
+    mean = _exact(_sums(at.onehot, y), at.same_group) / at.group_size
+    variance = _exact(_sums(at.onehot, y * y), at.same_group) / at.group_size - mean * mean
+    rstd = lax.rsqrt(variance + TORCH_EPS)
+    return (y - _exact(at.onehot, mean)) * _exact(at.onehot, rstd) * scale[None, :] + bias[None, :]
+
+
+def _neighbours(o_ref, at: _Rows, tap: int):
+    """Each of the program's rows' neighbour at ``tap`` in its scratch rows, zero off the board
+    and past its boards (a masked read, not made), with where it is on the board."""
+    from jax.experimental.pallas import triton
+
+    dr, dc, offset = neighbour(tap)
+    inside = (on_board(at.row, at.col, dr, dc) & at.real)[:, None]
+    return inside, triton.load(o_ref.at[pl.ds(at.base + offset, BLOCK), :], mask=inside, other=0.0)
 
 
 def _barrier(call: TrunkCall):
@@ -133,23 +146,18 @@ def _stem(values, stem_refs, o_ref, at: _Rows, call: TrunkCall):
     ``values (BLOCK,)``: each tap adds its weights' row of the neighbour's plane, ``(9, 3, ch)``
     (zero off the board, as the planes' zero padding), products of exact one-hots in float32;
     then its norm and ReLU. The values go through the scratch rows, read back shifted."""
-    from jax.experimental.pallas import triton
-
     taps, scale, bias = stem_refs
     channels = o_ref.shape[-1]
     o_ref[pl.ds(at.base, BLOCK), :] = jnp.broadcast_to(values[:, None], (BLOCK, channels))
     _barrier(call)
     total = jnp.zeros((BLOCK, channels), jnp.float32)
     for tap in range(9):
-        dr, dc, offset = neighbour(tap)
-        inside = (on_board(at.row, at.col, dr, dc) & at.real)[:, None]
-        shifted = triton.load(o_ref.at[pl.ds(at.base + offset, BLOCK), :], mask=inside, other=0.0)
+        inside, shifted = _neighbours(o_ref, at, tap)
         weights = [taps[tap, plane].astype(call.operands).astype(jnp.float32)[None, :] for plane in range(3)]
         by_plane = jnp.where(shifted == 1, weights[0], jnp.where(shifted == -1, weights[1], weights[2]))
         total += jnp.where(inside, by_plane, 0.0)
     _barrier(call)
-    size = CELLS * channels // call.groups
-    return jnp.maximum(_group_norm(total, scale[...], bias[...], at.onehot, at.same_group, size), 0.0)
+    return jnp.maximum(_group_norm(total, scale[...], bias[...], at), 0.0)
 
 
 def resnet_trunk(x_ref, *refs, call: TrunkCall):
@@ -180,17 +188,11 @@ def resnet_trunk(x_ref, *refs, call: TrunkCall):
         _barrier(call)
         total = jnp.zeros((BLOCK, channels), jnp.float32)
         for tap in range(9):
-            dr, dc, offset = neighbour(tap)
-            shifted = triton.load(
-                o_ref.at[pl.ds(at.base + offset, BLOCK), :],
-                mask=(on_board(at.row, at.col, dr, dc) & at.real)[:, None],
-                other=0.0,
-            )
+            _, shifted = _neighbours(o_ref, at, tap)
             weights = of_block(taps, i, second, tap).astype(call.operands)
             total += jnp.dot(shifted.astype(call.operands), weights, preferred_element_type=jnp.float32)
         _barrier(call)
-        scale, bias = of_block(scales, i, second, ...), of_block(biases, i, second, ...)
-        return _group_norm(total, scale, bias, at.onehot, at.same_group, CELLS * channels // call.groups)
+        return _group_norm(total, of_block(scales, i, second, ...), of_block(biases, i, second, ...), at)
 
     def block(i, act):
         return jnp.maximum(act + layer(jnp.maximum(layer(act, i, 0), 0.0), i, 1), 0.0)
