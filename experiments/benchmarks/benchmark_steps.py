@@ -169,16 +169,15 @@ def profile_run(ctx: Context) -> dict:
 
 def failed_cell(cell: tuple[str, int, str], error: Exception) -> dict:
     """The row of a cell whose program did not compile or run here: what it was, and why, in
-    one line (a kernel that no GPU has run before may fail on this one)."""
-    from czjax.bench import provenance
-
+    one line (a kernel that no GPU has run before may fail on this one); its machine as the
+    other cells' rows say it."""
     program, games, precision = cell
     why = (str(error).strip().splitlines() or [""])[0][:300]
     return {
         "program": program,
         "games_per_batch": games,
         "precision": precision,
-        "machine": provenance.provenance()["machine"],
+        "machine": machine(),
         "error": f"{type(error).__name__}: {why}",
     }
 
